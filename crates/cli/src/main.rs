@@ -1,0 +1,4 @@
+//! The `mslink` command.
+fn main() {
+    println!("mslink");
+}

@@ -1,0 +1,19 @@
+//! mslink-link: the multi-service link layer engine of papers 004 and 003.
+//!
+//! Contract: sans-IO throughout (DESIGN.md rule 1). No module reads a clock, sleeps, spawns
+//! threads, opens sockets or files; time comes in as [`time::Instant`], bytes go in and out
+//! through method calls. The simulator, the emulator and the tunnel drive the same state
+//! machines.
+//!
+//! Map: [`time`] (our own instants), [`wire`] (frame formats), [`service`] (recovery schemes),
+//! [`sched`] (frame schedulers), [`timer`] (timer tables).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod sched;
+pub mod service;
+pub mod time;
+pub mod timer;
+pub mod wire;
+
+pub use time::{Duration, Instant};

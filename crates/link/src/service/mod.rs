@@ -1,0 +1,136 @@
+//! Recovery services: one sans-IO state machine per scheme of 004 §III and 003 §3-4.
+//!
+//! Contract (DESIGN.md rule 2). A service is one end of a *virtual link* (004 §IV) and plays
+//! both roles: it sends the SDUs handed to it and receives its peer's frames. The driver calls,
+//! in any interleaving but with non-decreasing `now`:
+//!
+//! 1. `handle_sdu(now, sdu)` for each packet (or fragment) from above; a full service hands
+//!    the SDU back (`Err`) so the caller counts the drop: nothing is lost silently.
+//! 2. `handle_frame(now, bytes)` for each frame from the peer (service header and payload; the
+//!    link has already removed the service tag and checked the CRC). Malformed frames are
+//!    counted in [`ServiceStats::malformed`], never a panic.
+//! 3. `handle_timeout(now)` whenever `now` reaches `poll_timeout()`; a call with nothing due
+//!    does nothing.
+//! 4. `poll_transmit(now, buf)` while it returns true: each call appends one frame to `buf`.
+//!    The frame counts as sent at `now` (timers start then), so drivers call it only when the
+//!    link can carry the frame.
+//! 5. `poll_deliver()` while it returns `Some`: SDUs for the layer above, with their sequence
+//!    numbers so the link can reassemble fragments; in order for in-order schemes.
+//!
+//! Services never read a clock, sleep, spawn threads or do I/O.
+
+pub mod raw;
+
+use crate::time::Instant;
+use crate::wire::{FragPos, HeaderFormat};
+
+/// A link SDU: a packet, or one fragment of it, handed to a service from above.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sdu {
+    /// Fragment position within its packet.
+    pub fp: FragPos,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
+
+impl Sdu {
+    /// A whole, unfragmented packet.
+    pub fn whole(data: Vec<u8>) -> Self {
+        Sdu {
+            fp: FragPos::Whole,
+            data,
+        }
+    }
+}
+
+/// An SDU released by a service to the layer above.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The service's full (unwrapped) sequence number of the frame that carried it.
+    pub seq: u64,
+    /// Fragment position within its packet.
+    pub fp: FragPos,
+    /// The bytes.
+    pub data: Vec<u8>,
+}
+
+/// Counters every service keeps (the per-service row of the link's stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceStats {
+    /// SDUs accepted from above.
+    pub sdus_in: u64,
+    /// SDUs refused from above because the service's queue was full.
+    pub sdus_refused: u64,
+    /// SDUs released above.
+    pub delivered: u64,
+    /// SDUs the sender gave up on (retry limit) or the receiver stopped waiting for.
+    pub abandoned: u64,
+    /// Data frames sent again.
+    pub retransmissions: u64,
+    /// XOR or Reed-Solomon parity frames or bytes sent (see the service's docs).
+    pub parity_sent: u64,
+    /// Frames rebuilt from parity or corrected by the decoder.
+    pub recovered: u64,
+    /// Bytes of headers, control frames, parity and retransmissions: everything sent that is
+    /// not a first copy of SDU payload.
+    pub overhead_bytes: u64,
+    /// Frames sent (data and control).
+    pub frames_sent: u64,
+    /// Bytes sent (data and control).
+    pub bytes_sent: u64,
+    /// Frames received from the peer.
+    pub frames_received: u64,
+    /// Frames received that could not be parsed or made no sense (a peer's violation is data).
+    pub malformed: u64,
+    /// Data frames received again after they had been accepted.
+    pub duplicates: u64,
+}
+
+/// One end of a recovery service.
+pub trait Service: Send {
+    /// The scheme's name, as used in configuration (`"selective_repeat"`, ...).
+    fn name(&self) -> &'static str;
+    /// Takes an SDU from above, or hands it back if the service's queue is full.
+    fn handle_sdu(&mut self, now: Instant, sdu: Sdu) -> Result<(), Sdu>;
+    /// Takes a frame from the peer: service header and payload.
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]);
+    /// Runs the timers due at `now`.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Appends the next frame to send at `now` to `buf`; false if there is none.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool;
+    /// The next SDU for the layer above.
+    fn poll_deliver(&mut self) -> Option<Delivery>;
+    /// The earliest instant at which `handle_timeout` has work.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// True if `poll_transmit(now, ..)` would produce a frame.
+    fn has_transmit(&self, now: Instant) -> bool;
+    /// Counters.
+    fn stats(&self) -> &ServiceStats;
+    /// Data header bytes this service adds to each SDU (its framing overhead).
+    fn data_overhead(&self) -> usize;
+}
+
+/// How a service is chosen and tuned in a link configuration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServiceConfig {
+    /// No recovery (004's Raw Link).
+    Raw(raw::RawConfig),
+}
+
+impl ServiceConfig {
+    /// The scheme's name.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            ServiceConfig::Raw(_) => "raw",
+        }
+    }
+
+    /// Builds one end of the service for the given header format (segmentation and width come
+    /// from the link; each scheme sets its own `piggyback_ack`).
+    pub fn build(&self, format: HeaderFormat) -> Box<dyn Service> {
+        match self {
+            ServiceConfig::Raw(c) => Box::new(raw::Raw::new(c.clone(), format)),
+        }
+    }
+}
