@@ -20,6 +20,7 @@
 //! Services never read a clock, sleep, spawn threads or do I/O.
 
 pub mod raw;
+pub mod xor_fec;
 
 use crate::time::Instant;
 use crate::wire::{FragPos, HeaderFormat};
@@ -116,6 +117,8 @@ pub trait Service: Send {
 pub enum ServiceConfig {
     /// No recovery (004's Raw Link).
     Raw(raw::RawConfig),
+    /// XOR parity FEC (004 §III.D).
+    XorFec(xor_fec::XorFecConfig),
 }
 
 impl ServiceConfig {
@@ -123,6 +126,7 @@ impl ServiceConfig {
     pub fn scheme(&self) -> &'static str {
         match self {
             ServiceConfig::Raw(_) => "raw",
+            ServiceConfig::XorFec(_) => "xor_fec",
         }
     }
 
@@ -131,6 +135,7 @@ impl ServiceConfig {
     pub fn build(&self, format: HeaderFormat) -> Box<dyn Service> {
         match self {
             ServiceConfig::Raw(c) => Box::new(raw::Raw::new(c.clone(), format)),
+            ServiceConfig::XorFec(c) => Box::new(xor_fec::XorFec::new(c.clone(), format)),
         }
     }
 }
