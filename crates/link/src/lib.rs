@@ -10,7 +10,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod classifier;
 pub mod fec;
+pub mod sar;
 pub mod sched;
 pub mod service;
 pub mod time;
