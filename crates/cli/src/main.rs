@@ -1,4 +1,37 @@
-//! The `mslink` command.
-fn main() {
-    println!("mslink");
+//! The `mslink` command: one binary, one verb per job.
+//!
+//! Contract: every verb has `--help` with an example; errors are reported with context and a
+//! non-zero exit status, never a panic.
+
+mod demo;
+
+use clap::{Parser, Subcommand};
+
+/// mslink: a multi-service link layer for lossy links, and the lab around it.
+#[derive(Parser)]
+#[command(version, about, long_about = None, after_help = "Example:\n  mslink demo            # every recovery scheme over a lossy WLAN-like hop\n  mslink demo --help     # its options")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Push a CBR packet stream through a lossy in-memory hop with each recovery service, then
+    /// run them side by side on one multi-service link, and print what each achieves.
+    Demo(demo::DemoArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mslink: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

@@ -109,6 +109,17 @@ pub trait Service: Send {
     fn stats(&self) -> &ServiceStats;
     /// Data header bytes this service adds to each SDU (its framing overhead).
     fn data_overhead(&self) -> usize;
+    /// Largest SDU this service can carry in one frame when `frame_budget` bytes are left for
+    /// its header and payload. Default: the budget less the data header.
+    fn max_sdu(&self, frame_budget: usize) -> usize {
+        frame_budget.saturating_sub(self.data_overhead())
+    }
+    /// Whether the link should guard this service's frames with its CRC-32. Services that
+    /// correct bit errors themselves (Reed-Solomon) say no, or the CRC would refuse the very
+    /// frames they can repair.
+    fn uses_link_crc(&self) -> bool {
+        true
+    }
 }
 
 /// How a service is chosen and tuned in a link configuration.

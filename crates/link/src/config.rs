@@ -1,0 +1,228 @@
+//! Link configuration: services, classifier rules, scheduler and framing, as read from TOML.
+//!
+//! Contract. [`LinkConfig`] is plain serde data with defaults for every optional key;
+//! [`LinkConfig::validate`] checks everything a link needs before it is built and names the
+//! offending key in its error. Both ends of a link must be built from the same configuration:
+//! framing (service tags, sequence width, segmentation) is derived from it, not negotiated.
+//!
+//! ```toml
+//! frame_size = 1000        # bytes on the wire per frame, framing included (004 Table I)
+//! mtu = 1500               # largest packet accepted from above
+//! seq_bits = 8             # width of sequence fields: 8, 16 or 32
+//! crc = true               # CRC-32 on every frame (services that correct errors skip it)
+//! default_service = "best_effort"
+//!
+//! [scheduler]
+//! policy = "scfq"
+//!
+//! [[service]]
+//! name = "best_effort"
+//! scheme = "raw"
+//!
+//! [[service]]
+//! name = "tcp"
+//! scheme = "selective_repeat"
+//!
+//! [[rule]]
+//! service = "tcp"
+//! protocol = "tcp"
+//! ```
+
+use crate::classifier::{Classifier, ClassifierError, Rule};
+use crate::sched::SchedulerConfig;
+use crate::service::ServiceConfig;
+use crate::wire::{HeaderFormat, LinkFormat, SeqWidth};
+
+/// One named service of a link.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceSpec {
+    /// The name classifier rules refer to. The service tag on the wire is the index of the
+    /// service in the list.
+    pub name: String,
+    /// The scheme and its tuning.
+    #[serde(flatten)]
+    pub config: ServiceConfig,
+}
+
+/// Everything that defines one multi-service link (both ends use the same).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Largest frame on the wire in bytes, service tag, headers and CRC included.
+    pub frame_size: usize,
+    /// Largest packet accepted from above; larger packets are refused and counted.
+    pub mtu: usize,
+    /// Width of sequence and acknowledgement fields in bits: 8, 16 or 32.
+    pub seq_bits: u32,
+    /// Whether frames carry a CRC-32 (services that correct errors themselves never do).
+    pub crc: bool,
+    /// The service for packets no rule matches and for packets that are not IP; the first
+    /// service when absent.
+    pub default_service: Option<String>,
+    /// The frame scheduler sharing the link among services.
+    pub scheduler: SchedulerConfig,
+    /// The services, in tag order.
+    #[serde(rename = "service")]
+    pub services: Vec<ServiceSpec>,
+    /// Classifier rules, first match wins.
+    #[serde(rename = "rule")]
+    pub rules: Vec<Rule>,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            frame_size: 1500,
+            mtu: 1500,
+            seq_bits: 16,
+            crc: true,
+            default_service: None,
+            scheduler: SchedulerConfig::default(),
+            services: vec![ServiceSpec { name: "raw".into(), config: ServiceConfig::Raw(Default::default()) }],
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// A link configuration that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkConfigError {
+    /// A key has a value out of range.
+    #[error("link config key `{key}`: {what}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// What is wrong and what was expected.
+        what: String,
+    },
+    /// A classifier rule is wrong.
+    #[error(transparent)]
+    Classifier(#[from] ClassifierError),
+    /// The scheduler configuration is wrong.
+    #[error("link config key `scheduler`: {0}")]
+    Scheduler(String),
+}
+
+/// Most bytes a data header of any scheme takes (GBN/SR: sequence and ack).
+fn max_data_header(width: SeqWidth) -> usize {
+    2 * width.bytes()
+}
+
+impl LinkConfig {
+    /// Framing options derived from this configuration.
+    pub fn link_format(&self) -> LinkFormat {
+        LinkFormat { tagged: self.services.len() > 1, crc: self.crc }
+    }
+
+    /// The sequence field width.
+    pub fn seq_width(&self) -> Result<SeqWidth, LinkConfigError> {
+        SeqWidth::from_bits(self.seq_bits).ok_or_else(|| LinkConfigError::Invalid {
+            key: "seq_bits",
+            what: format!("{} is not a supported width; expected 8, 16 or 32", self.seq_bits),
+        })
+    }
+
+    /// Whether packets must be cut into several frames: true when the largest packet plus the
+    /// largest framing does not fit one frame.
+    pub fn segmented(&self) -> bool {
+        let width = self.seq_width().unwrap_or_default();
+        self.mtu + self.link_format().overhead() + max_data_header(width) > self.frame_size
+    }
+
+    /// The service header format every service of this link starts from.
+    pub fn header_format(&self) -> Result<HeaderFormat, LinkConfigError> {
+        Ok(HeaderFormat { width: self.seq_width()?, segmented: self.segmented(), piggyback_ack: false })
+    }
+
+    /// Index of the default service.
+    pub fn default_index(&self) -> Result<usize, LinkConfigError> {
+        match &self.default_service {
+            None => Ok(0),
+            Some(name) => self.services.iter().position(|s| &s.name == name).ok_or_else(|| LinkConfigError::Invalid {
+                key: "default_service",
+                what: format!("no service is named {name:?} (services: {})", self.service_names().join(", ")),
+            }),
+        }
+    }
+
+    /// Service names in tag order.
+    pub fn service_names(&self) -> Vec<&str> {
+        self.services.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Checks everything [`crate::link::MultiServiceLink::new`] needs.
+    pub fn validate(&self) -> Result<(), LinkConfigError> {
+        let width = self.seq_width()?;
+        if self.services.is_empty() {
+            return Err(LinkConfigError::Invalid { key: "service", what: "a link needs at least one [[service]]".into() });
+        }
+        if self.services.len() > 256 {
+            return Err(LinkConfigError::Invalid {
+                key: "service",
+                what: format!("{} services, but the one-byte service tag allows 256", self.services.len()),
+            });
+        }
+        for (i, s) in self.services.iter().enumerate() {
+            if s.name.is_empty() {
+                return Err(LinkConfigError::Invalid { key: "service.name", what: format!("service {i} has an empty name") });
+            }
+            if self.services[..i].iter().any(|o| o.name == s.name) {
+                return Err(LinkConfigError::Invalid { key: "service.name", what: format!("two services are named {:?}", s.name) });
+            }
+        }
+        let framing = self.link_format().overhead() + max_data_header(width);
+        if self.frame_size <= framing {
+            return Err(LinkConfigError::Invalid {
+                key: "frame_size",
+                what: format!("{} bytes leaves no room for data after {framing} bytes of framing", self.frame_size),
+            });
+        }
+        if self.mtu == 0 || self.mtu > 65_535 {
+            return Err(LinkConfigError::Invalid { key: "mtu", what: format!("{} is outside 1-65535", self.mtu) });
+        }
+        let default = self.default_index()?;
+        Classifier::new(&self.rules, &self.service_names(), default)?;
+        self.scheduler.build(self.services.len()).map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documented_example_parses_and_validates() {
+        let doc = include_str!("config.rs");
+        let start = doc.find("//! ```toml").unwrap();
+        let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
+        let toml_text: String =
+            doc[start..end].lines().skip(1).map(|l| l.trim_start_matches("//!").trim_start()).collect::<Vec<_>>().join("\n");
+        let c: LinkConfig = toml::from_str(&toml_text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.service_names(), vec!["best_effort", "tcp"]);
+        assert!(c.link_format().tagged);
+        assert!(!c.segmented());
+    }
+
+    #[test]
+    fn hscsd_frames_segment_packets() {
+        let c = LinkConfig { frame_size: 100, seq_bits: 8, ..Default::default() };
+        c.validate().unwrap();
+        assert!(c.segmented());
+        assert_eq!(c.header_format().unwrap().seq_space().modulus(), 32);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let bad = |s: &str| toml::from_str::<LinkConfig>(s).map_err(|e| e.to_string()).and_then(|c| c.validate().map_err(|e| e.to_string()));
+        assert!(bad("seq_bits = 12").unwrap_err().contains("`seq_bits`"));
+        assert!(bad("frame_size = 3").unwrap_err().contains("`frame_size`"));
+        assert!(bad("default_service = 'x'").unwrap_err().contains("`default_service`"));
+        assert!(bad("[[service]]\nname='a'\nscheme='raw'\n[[service]]\nname='a'\nscheme='raw'").unwrap_err().contains("two services"));
+        assert!(bad("[[service]]\nname='a'\nscheme='warp'").unwrap_err().contains("warp"));
+        assert!(bad("[[service]]\nname='a'\nscheme='raw'\nqueue_limt=3").unwrap_err().contains("queue_limt"));
+        assert!(bad("frame_sise = 3").unwrap_err().contains("frame_sise"));
+        assert!(bad("[[rule]]\nservice='tcp'").unwrap_err().contains("unknown service"));
+    }
+}

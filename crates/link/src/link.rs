@@ -1,0 +1,322 @@
+//! The multi-service link (004 §IV, Fig. 11): classifier, services, scheduler, mux and demux.
+//!
+//! Contract. One `MultiServiceLink` is one end of a wireless hop, sans-IO like every machine
+//! here (DESIGN.md rule 2):
+//!
+//! * from above, `handle_packet(now, packet)`: the classifier picks a service, the packet is
+//!   cut into SDUs that fit a frame, and the service queues them; a refusal (too large, queue
+//!   full) is returned and counted, never silent;
+//! * to the MAC, `poll_transmit(now, buf)`: when the MAC can send, the scheduler picks which
+//!   service's head frame goes next; the frame gets its service tag and CRC (004: "the
+//!   scheduler first tags each frame with a service number");
+//! * from the MAC, `handle_frame(now, frame)`: CRC check, demultiplexing on the tag (the one
+//!   demultiplexing point), the service's receive side, reassembly;
+//! * to above, `poll_deliver()`: whole packets;
+//! * `handle_timeout(now)` when `poll_timeout()` is due; `handle_tx_report` passes the MAC's
+//!   transmit outcome to the scheduler (ELF learns error rates from it, 003 §6).
+//!
+//! Each service sees only its own virtual link and keeps a single entry and exit point, so the
+//! services are the same code that runs alone. At most one frame per service waits in the
+//! scheduler at any time: the service decides what that frame is (a retransmission can overtake
+//! new data) when the scheduler can take it.
+
+use std::collections::VecDeque;
+
+use crate::classifier::Classifier;
+use crate::config::{LinkConfig, LinkConfigError};
+use crate::sar::{segment, ReassemblyStats, Reassembler};
+use crate::sched::Scheduler;
+use crate::service::{Service, ServiceStats};
+use crate::time::Instant;
+use crate::wire::{FrameError, LinkFormat, LinkFrame};
+
+/// Why a packet from above was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// Larger than the link's MTU.
+    #[error("packet of {len} bytes exceeds the MTU of {mtu}")]
+    TooLarge {
+        /// Packet length.
+        len: usize,
+        /// The MTU.
+        mtu: usize,
+    },
+    /// The service's queue was full.
+    #[error("service {service} queue full")]
+    QueueFull {
+        /// Index of the service.
+        service: usize,
+    },
+}
+
+/// Per-service counters of a link end.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceRow {
+    /// Service name.
+    pub name: String,
+    /// Scheme name.
+    pub scheme: String,
+    /// Packets the classifier gave this service.
+    pub packets_in: u64,
+    /// Bytes of those packets.
+    pub bytes_in: u64,
+    /// Packets refused because the service queue was full.
+    pub packets_refused: u64,
+    /// Packets delivered above after reassembly.
+    pub packets_delivered: u64,
+    /// Bytes of service tags and CRCs this service's frames carried.
+    pub framing_bytes: u64,
+    /// The service's own counters.
+    pub service: ServiceStats,
+    /// Reassembly counters.
+    pub reassembly: ReassemblyStats,
+}
+
+/// Counters of one link end.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LinkStats {
+    /// Per service, in tag order.
+    pub services: Vec<ServiceRow>,
+    /// Packets from above larger than the MTU.
+    pub packets_too_large: u64,
+    /// Packets that were not valid IP (sent on the default service).
+    pub packets_not_ip: u64,
+    /// Frames sent to the MAC.
+    pub frames_sent: u64,
+    /// Bytes sent to the MAC.
+    pub bytes_sent: u64,
+    /// Frames received from the MAC.
+    pub frames_received: u64,
+    /// Frames refused for a bad CRC.
+    pub frames_bad_crc: u64,
+    /// Frames too short for their framing.
+    pub frames_truncated: u64,
+    /// Frames whose tag names no service.
+    pub frames_unknown_service: u64,
+}
+
+/// What `poll_transmit` produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxFrame {
+    /// Index of the service the frame belongs to.
+    pub service: usize,
+    /// Frame length in bytes.
+    pub len: usize,
+}
+
+struct Slot {
+    service: Box<dyn Service>,
+    reassembler: Reassembler,
+    /// Largest SDU that fits one frame of this service.
+    sdu_max: usize,
+    /// Whether this service's frames carry the link CRC.
+    crc: bool,
+    /// The frame waiting in the scheduler, tag byte reserved.
+    staged: Option<Vec<u8>>,
+    row: ServiceRow,
+}
+
+/// One end of a multi-service link.
+pub struct MultiServiceLink {
+    format: LinkFormat,
+    mtu: usize,
+    slots: Vec<Slot>,
+    classifier: Classifier,
+    scheduler: Box<dyn Scheduler>,
+    delivered: VecDeque<Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+    stats: LinkStats,
+}
+
+impl MultiServiceLink {
+    /// Builds one end from a validated configuration.
+    pub fn new(config: &LinkConfig) -> Result<Self, LinkConfigError> {
+        config.validate()?;
+        let scheduler =
+            config.scheduler.build(config.services.len()).map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        Self::with_scheduler(config, scheduler)
+    }
+
+    /// Builds one end with a scheduler made elsewhere (tests, custom policies).
+    pub fn with_scheduler(config: &LinkConfig, scheduler: Box<dyn Scheduler>) -> Result<Self, LinkConfigError> {
+        let format = config.link_format();
+        let header = config.header_format()?;
+        let horizon = header.seq_space().max_window();
+        let classifier = Classifier::new(&config.rules, &config.service_names(), config.default_index()?)?;
+        let slots = config
+            .services
+            .iter()
+            .map(|spec| {
+                let service = spec.config.build(header);
+                let crc = config.crc && service.uses_link_crc();
+                let framing = format.tagged as usize + if crc { 4 } else { 0 };
+                let sdu_max = service.max_sdu(config.frame_size.saturating_sub(framing)).max(1);
+                Slot {
+                    reassembler: Reassembler::new(horizon, config.mtu),
+                    sdu_max,
+                    crc,
+                    staged: None,
+                    row: ServiceRow { name: spec.name.clone(), scheme: spec.config.scheme().into(), ..Default::default() },
+                    service,
+                }
+            })
+            .collect();
+        Ok(MultiServiceLink {
+            format,
+            mtu: config.mtu,
+            slots,
+            classifier,
+            scheduler,
+            delivered: VecDeque::new(),
+            spare: Vec::new(),
+            stats: LinkStats::default(),
+        })
+    }
+
+    /// Number of services.
+    pub fn services(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Takes a packet from above. Returns the service that took it.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
+        if packet.len() > self.mtu {
+            self.stats.packets_too_large += 1;
+            return Err(Refused::TooLarge { len: packet.len(), mtu: self.mtu });
+        }
+        let c = self.classifier.classify(packet);
+        self.stats.packets_not_ip += c.malformed as u64;
+        self.scheduler.observe_input(now, c.service, packet.len() as u32);
+        let slot = &mut self.slots[c.service];
+        slot.row.packets_in += 1;
+        slot.row.bytes_in += packet.len() as u64;
+        for sdu in segment(packet, slot.sdu_max) {
+            if slot.service.handle_sdu(now, sdu).is_err() {
+                // Fragments already queued travel on and are discarded by the peer's reassembler.
+                slot.row.packets_refused += 1;
+                return Err(Refused::QueueFull { service: c.service });
+            }
+        }
+        Ok(c.service)
+    }
+
+    /// Takes a frame from the MAC.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.stats.frames_received += 1;
+        let Some(&first) = frame.first() else {
+            self.stats.frames_truncated += 1;
+            return;
+        };
+        let index = if self.format.tagged { first as usize } else { 0 };
+        let Some(slot) = self.slots.get_mut(index) else {
+            self.stats.frames_unknown_service += 1;
+            return;
+        };
+        let format = LinkFormat { tagged: self.format.tagged, crc: slot.crc };
+        match LinkFrame::new_checked(frame, format) {
+            Ok(view) => slot.service.handle_frame(now, view.service_bytes()),
+            Err(FrameError::BadCrc) => {
+                self.stats.frames_bad_crc += 1;
+                return;
+            }
+            Err(FrameError::Truncated { .. }) => {
+                self.stats.frames_truncated += 1;
+                return;
+            }
+        }
+        Self::drain(slot, &mut self.delivered);
+    }
+
+    fn drain(slot: &mut Slot, out: &mut VecDeque<Vec<u8>>) {
+        while let Some(d) = slot.service.poll_deliver() {
+            if let Some(p) = slot.reassembler.push(d) {
+                slot.row.packets_delivered += 1;
+                out.push_back(p);
+            }
+        }
+    }
+
+    /// Runs every service timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for slot in &mut self.slots {
+            if slot.service.poll_timeout().is_some_and(|t| t <= now) {
+                slot.service.handle_timeout(now);
+                Self::drain(slot, &mut self.delivered);
+            }
+        }
+    }
+
+    /// The MAC's outcome for a frame of `service` sent earlier.
+    pub fn handle_tx_report(&mut self, now: Instant, service: usize, delivered: bool) {
+        if service < self.slots.len() {
+            self.scheduler.report(now, service, delivered);
+        }
+    }
+
+    /// Appends the next frame for the MAC to `buf`, if any service has one.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TxFrame> {
+        let tag_len = self.format.tagged as usize;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if slot.staged.is_some() || !slot.service.has_transmit(now) {
+                continue;
+            }
+            let mut b = self.spare.pop().unwrap_or_default();
+            b.clear();
+            b.resize(tag_len, 0);
+            if slot.service.poll_transmit(now, &mut b) {
+                let wire = b.len() + if slot.crc { 4 } else { 0 };
+                self.scheduler.enqueue(now, i, wire as u32);
+                slot.staged = Some(b);
+            } else {
+                self.spare.push(b);
+            }
+        }
+        let i = self.scheduler.dequeue(now)?;
+        let slot = &mut self.slots[i];
+        let mut b = slot.staged.take().expect("scheduler returned a queue with no staged frame");
+        let format = LinkFormat { tagged: self.format.tagged, crc: slot.crc };
+        let range = format.seal(i as u8, &mut b, tag_len);
+        let len = range.len();
+        slot.row.framing_bytes += format.overhead() as u64;
+        self.stats.frames_sent += 1;
+        self.stats.bytes_sent += len as u64;
+        if buf.is_empty() {
+            std::mem::swap(buf, &mut b);
+            self.spare.push(b);
+        } else {
+            buf.extend_from_slice(&b);
+            self.spare.push(b);
+        }
+        Some(TxFrame { service: i, len })
+    }
+
+    /// The next whole packet for the layer above.
+    pub fn poll_deliver(&mut self) -> Option<Vec<u8>> {
+        self.delivered.pop_front()
+    }
+
+    /// The earliest instant a service timer is due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.slots.iter().filter_map(|s| s.service.poll_timeout()).min()
+    }
+
+    /// True if `poll_transmit(now, ..)` would produce a frame.
+    pub fn has_transmit(&self, now: Instant) -> bool {
+        self.slots.iter().any(|s| s.staged.is_some() || s.service.has_transmit(now))
+    }
+
+    /// Counters, per service and for the whole link end.
+    pub fn stats(&self) -> LinkStats {
+        let mut s = self.stats.clone();
+        s.services = self
+            .slots
+            .iter()
+            .map(|slot| ServiceRow {
+                service: *slot.service.stats(),
+                reassembly: *slot.reassembler.stats(),
+                ..slot.row.clone()
+            })
+            .collect();
+        s
+    }
+}
