@@ -19,7 +19,9 @@ use rand_distr::{Distribution, Exp};
 
 /// Options of `mslink demo`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  mslink demo\n  mslink demo --loss 0.059 --seconds 200 --seed 7\n  mslink demo --schemes raw,oos_rlp --json")]
+#[command(
+    after_help = "Examples:\n  mslink demo\n  mslink demo --loss 0.059 --seconds 200 --seed 7\n  mslink demo --schemes raw,oos_rlp --json"
+)]
 pub struct DemoArgs {
     /// Independent frame loss rate in each direction (004 Table I WLAN: 0.008, 0.015, 0.03, 0.059).
     #[arg(long, default_value_t = 0.03)]
@@ -75,7 +77,8 @@ fn packet(seq: u32, dport: u16, len: usize) -> Vec<u8> {
     let mut payload = vec![0u8; len - 28];
     payload[..4].copy_from_slice(&seq.to_be_bytes());
     let mut out = Vec::with_capacity(len);
-    b.write(&mut out, &payload).expect("writing to a Vec cannot fail");
+    b.write(&mut out, &payload)
+        .expect("writing to a Vec cannot fail");
     out
 }
 
@@ -85,13 +88,26 @@ fn seq_of(p: &[u8]) -> usize {
 
 fn lossy(p: f64, seed: u64) -> mslink_link::hop::Channel {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    Box::new(move |_, _| if rng.gen_bool(p) { Fate::Lose } else { Fate::Deliver })
+    Box::new(move |_, _| {
+        if rng.gen_bool(p) {
+            Fate::Lose
+        } else {
+            Fate::Deliver
+        }
+    })
 }
 
 fn hop(config: &LinkConfig, loss: f64, seed: u64) -> Result<Hop> {
     let a = MultiServiceLink::new(config)?;
     let b = MultiServiceLink::new(config)?;
-    Ok(Hop::new(a, b, RATE_BPS, DELAY, lossy(loss, seed ^ 0xA), lossy(loss, seed ^ 0xB)))
+    Ok(Hop::new(
+        a,
+        b,
+        RATE_BPS,
+        DELAY,
+        lossy(loss, seed ^ 0xA),
+        lossy(loss, seed ^ 0xB),
+    ))
 }
 
 /// CBR send times: isochronous packets during exponential talk spurts (004 §III.D).
@@ -117,7 +133,8 @@ fn run_scheme(scheme: &str, extra: &str, args: &DemoArgs) -> Result<Row> {
     let text = format!(
         "frame_size = {FRAME}\nmtu = {PACKET}\nseq_bits = 8\n[[service]]\nname = \"cbr\"\nscheme = \"{scheme}\"\n{extra}\n"
     );
-    let config: LinkConfig = toml::from_str(&text).with_context(|| format!("configuring {scheme}"))?;
+    let config: LinkConfig =
+        toml::from_str(&text).with_context(|| format!("configuring {scheme}"))?;
     let mut h = hop(&config, args.loss, args.seed)?;
     let times = talk_spurts(args.seconds, args.seed);
     let mut sent_at = Vec::with_capacity(times.len());
@@ -172,13 +189,25 @@ fn mean_std(x: &[f64]) -> (f64, f64) {
 
 /// Runs the demo.
 pub fn run(args: &DemoArgs) -> Result<()> {
-    anyhow::ensure!((0.0..1.0).contains(&args.loss), "--loss must be in [0, 1), got {}", args.loss);
-    anyhow::ensure!(args.seconds > 0.0 && args.seconds.is_finite(), "--seconds must be positive, got {}", args.seconds);
+    anyhow::ensure!(
+        (0.0..1.0).contains(&args.loss),
+        "--loss must be in [0, 1), got {}",
+        args.loss
+    );
+    anyhow::ensure!(
+        args.seconds > 0.0 && args.seconds.is_finite(),
+        "--seconds must be positive, got {}",
+        args.seconds
+    );
     for s in &args.schemes {
         anyhow::ensure!(
             SCHEMES.iter().any(|(n, _)| n == s),
             "unknown scheme {s:?}; expected one of {}",
-            SCHEMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            SCHEMES
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let mut rows = Vec::new();
@@ -200,7 +229,15 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     );
     println!(
         "{:<18}{:>8}{:>11}{:>15}{:>13}{:>15}{:>10}{:>7}{:>11}",
-        "scheme", "sent", "delivered", "residual loss", "delay mean", "mean+std (ms)", "overhead", "retx", "recovered"
+        "scheme",
+        "sent",
+        "delivered",
+        "residual loss",
+        "delay mean",
+        "mean+std (ms)",
+        "overhead",
+        "retx",
+        "recovered"
     );
     for r in &rows {
         println!(

@@ -46,7 +46,8 @@ fn check(p: &[u8]) -> Option<u32> {
     }
     let n = p.len();
     let crc = u32::from_be_bytes(p[n - 4..].try_into().unwrap());
-    (crc32fast::hash(&p[28..n - 4]) == crc).then(|| u32::from_be_bytes(p[28..32].try_into().unwrap()))
+    (crc32fast::hash(&p[28..n - 4]) == crc)
+        .then(|| u32::from_be_bytes(p[28..32].try_into().unwrap()))
 }
 
 fn channel(seed: u64, loss: f64, dup: f64, corrupt: f64) -> Channel {
@@ -71,7 +72,17 @@ struct Run {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(scheme: &str, frame_size: usize, seq_bits: u32, n: usize, size: usize, loss: f64, dup: f64, corrupt: f64, seed: u64) -> Run {
+fn run(
+    scheme: &str,
+    frame_size: usize,
+    seq_bits: u32,
+    n: usize,
+    size: usize,
+    loss: f64,
+    dup: f64,
+    corrupt: f64,
+    seed: u64,
+) -> Run {
     let text = format!(
         "frame_size = {frame_size}\nmtu = 1500\nseq_bits = {seq_bits}\n[[service]]\nname = \"s\"\nscheme = \"{scheme}\"\n"
     );
@@ -91,7 +102,10 @@ fn run(scheme: &str, frame_size: usize, seq_bits: u32, n: usize, size: usize, lo
     for i in 0..n as u32 {
         let t = Instant::from_millis(5 * i as u64);
         hop.run_until(t);
-        if hop.send(0, &packet(i, size + (i as usize * 97) % 400)).is_ok() {
+        if hop
+            .send(0, &packet(i, size + (i as usize * 97) % 400))
+            .is_ok()
+        {
             accepted.push(i);
         }
         while let Some((_, p)) = hop.recv(1) {
@@ -102,7 +116,10 @@ fn run(scheme: &str, frame_size: usize, seq_bits: u32, n: usize, size: usize, lo
     while let Some((_, p)) = hop.recv(1) {
         delivered.push(check(&p));
     }
-    Run { accepted, delivered }
+    Run {
+        accepted,
+        delivered,
+    }
 }
 
 proptest! {

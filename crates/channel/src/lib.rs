@@ -1,0 +1,50 @@
+//! mslink-channel: what a wireless channel does to each frame.
+//!
+//! Contract: sans-IO (DESIGN.md rule 1). An [`ErrorModel`] turns `(now, frame length, rng)` into
+//! an [`Outcome`] — delivered, lost, truncated at a byte, or delivered with bits inverted at given
+//! positions. Models keep their own state (burst phase, bits to the next error) and draw every
+//! random number from the generator the driver passes in, so a driver that gives each link
+//! direction its own seeded stream gets independent, reproducible processes per direction
+//! (004 §III.A: "the error processes in each link direction were identical but independent").
+//! Models stack ([`Stack`]): every layer sees every frame and the outcomes combine. Traces are
+//! parsed from text the caller has read; this crate opens no files.
+
+pub mod config;
+pub mod exponential;
+pub mod gilbert_elliott;
+pub mod independent;
+pub mod outcome;
+pub mod pattern;
+pub mod trace;
+
+pub use config::{ErrorModelConfig, ModelError};
+pub use outcome::Outcome;
+
+use mslink_link::Instant;
+use rand::RngCore;
+
+/// A channel error process.
+pub trait ErrorModel: Send {
+    /// The fate of a frame of `len` bytes sent at `now`.
+    fn outcome(&mut self, now: Instant, len: usize, rng: &mut dyn RngCore) -> Outcome;
+}
+
+/// Several models applied to every frame; the outcomes combine with [`Outcome::combine`].
+pub struct Stack {
+    layers: Vec<Box<dyn ErrorModel>>,
+}
+
+impl Stack {
+    /// A stack of `layers`, applied in order.
+    pub fn new(layers: Vec<Box<dyn ErrorModel>>) -> Self {
+        Stack { layers }
+    }
+}
+
+impl ErrorModel for Stack {
+    fn outcome(&mut self, now: Instant, len: usize, rng: &mut dyn RngCore) -> Outcome {
+        self.layers.iter_mut().fold(Outcome::Delivered, |acc, m| {
+            acc.combine(m.outcome(now, len, rng))
+        })
+    }
+}
