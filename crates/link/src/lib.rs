@@ -6,12 +6,16 @@
 //! machines.
 //!
 //! Map: [`time`] (our own instants), [`wire`] (frame formats), [`service`] (recovery schemes),
-//! [`sched`] (frame schedulers), [`timer`] (timer tables).
+//! [`sched`] (frame schedulers), [`classifier`], [`sar`] (segmentation), [`link`] (the
+//! multi-service link), [`config`], [`hop`] (an in-memory driver), [`timer`] (timer tables).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod classifier;
+pub mod config;
 pub mod fec;
+pub mod hop;
+pub mod link;
 pub mod sar;
 pub mod sched;
 pub mod service;
