@@ -19,8 +19,13 @@
 //!
 //! Services never read a clock, sleep, spawn threads or do I/O.
 
+pub mod go_back_n;
+pub mod karn_rlp;
+pub mod oos_rlp;
+pub mod persistent;
 pub mod raw;
 pub mod xor_fec;
+pub mod selective_repeat;
 
 use crate::time::Instant;
 use crate::wire::{FragPos, HeaderFormat};
@@ -130,6 +135,16 @@ pub enum ServiceConfig {
     Raw(raw::RawConfig),
     /// XOR parity FEC (004 §III.D).
     XorFec(xor_fec::XorFecConfig),
+    /// Go-Back-N (004 §III.A).
+    GoBackN(go_back_n::GoBackNConfig),
+    /// Selective Repeat with multiple NACKs per loss (004 §III.A).
+    SelectiveRepeat(selective_repeat::SelectiveRepeatConfig),
+    /// Karn's RLP: NACKs, keepalives, abandonment after N retransmissions (004 §III.A).
+    KarnRlp(karn_rlp::KarnRlpConfig),
+    /// Out-of-sequence RLP: Karn's RLP delivering on arrival (004 §III.A).
+    OosRlp(oos_rlp::OosRlpConfig),
+    /// Persistent in-order retransmission (003 §3).
+    Persistent(persistent::PersistentConfig),
 }
 
 impl ServiceConfig {
@@ -138,6 +153,11 @@ impl ServiceConfig {
         match self {
             ServiceConfig::Raw(_) => "raw",
             ServiceConfig::XorFec(_) => "xor_fec",
+            ServiceConfig::GoBackN(_) => "go_back_n",
+            ServiceConfig::SelectiveRepeat(_) => "selective_repeat",
+            ServiceConfig::KarnRlp(_) => "karn_rlp",
+            ServiceConfig::OosRlp(_) => "oos_rlp",
+            ServiceConfig::Persistent(_) => "persistent",
         }
     }
 
@@ -147,6 +167,23 @@ impl ServiceConfig {
         match self {
             ServiceConfig::Raw(c) => Box::new(raw::Raw::new(c.clone(), format)),
             ServiceConfig::XorFec(c) => Box::new(xor_fec::XorFec::new(c.clone(), format)),
+            ServiceConfig::GoBackN(c) => Box::new(go_back_n::GoBackN::new(
+                c.clone(),
+                HeaderFormat {
+                    piggyback_ack: true,
+                    ..format
+                },
+            )),
+            ServiceConfig::SelectiveRepeat(c) => Box::new(selective_repeat::SelectiveRepeat::new(
+                c.clone(),
+                HeaderFormat {
+                    piggyback_ack: true,
+                    ..format
+                },
+            )),
+            ServiceConfig::KarnRlp(c) => Box::new(karn_rlp::Rlp::karn(c, format)),
+            ServiceConfig::OosRlp(c) => Box::new(karn_rlp::Rlp::oos(c, format)),
+            ServiceConfig::Persistent(c) => Box::new(karn_rlp::Rlp::persistent(c, format)),
         }
     }
 }

@@ -1,0 +1,804 @@
+//! Selective Repeat (004 §III.A): full recovery, multiple NACKs per loss, in-order delivery.
+//!
+//! Contract. Each end sends its SDUs as numbered data frames and never abandons one: a frame is
+//! resent when the peer NACKs it or when `timeout_ms` passes since its last copy without a
+//! cumulative acknowledgement covering it (004: with the link idle after a loss "Selective
+//! Repeat does not receive any ACKs, resorting to timeouts"). The receiver buffers frames that
+//! arrive out of order, releases SDUs strictly in sequence, exactly once, and sends a `Nack`
+//! listing every missing frame as soon as a gap appears, then again every `nack_interval_ms`
+//! while the frame is still missing (004 uses "a Selective Repeat variant allowing multiple
+//! NACKs per loss [6]"). Each data frame carries its sequence number and a piggybacked
+//! cumulative acknowledgement (2 bytes in 8-bit mode, 004 §III.A); without reverse data an `Ack`
+//! goes out alone, after `ack_delay_ms` (0 = at once).
+//!
+//! Windows are clamped to `1..=modulus/2 - 1` of the header's sequence space, so every sequence
+//! number on the wire decodes unambiguously (see [`crate::wire::seq`]). The link below is
+//! assumed to keep frames in order (a point-to-point link does); it may lose, duplicate or
+//! corrupt them. Frames that make no sense (unparseable, out of window, wrong kind, an
+//! acknowledgement of a frame never sent) are counted in `malformed` and ignored.
+//!
+//! This file also holds the pieces the other ARQ services share: the receive window
+//! ([`RecvWindow`]), duration and window clamping, and frame emission with stats accounting.
+
+use std::collections::VecDeque;
+
+use super::{Delivery, Sdu, Service, ServiceStats};
+use crate::time::{Duration, Instant};
+use crate::timer::Timers;
+use crate::wire::{FragPos, Header, HeaderFormat, SeqSpace};
+
+/// Selective Repeat tuning. Durations are in milliseconds.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelectiveRepeatConfig {
+    /// Frames sent but not yet acknowledged, at most; clamped to `1..=modulus/2 - 1`.
+    pub window: u64,
+    /// Retransmission timeout of a frame, from its last copy (ms).
+    pub timeout_ms: f64,
+    /// Interval between repeated NACKs of a frame still missing (ms); should exceed the
+    /// round-trip time so a NACK is not repeated before its retransmission could arrive.
+    pub nack_interval_ms: f64,
+    /// Delay of a standalone acknowledgement, to give reverse data a chance to carry it (ms).
+    pub ack_delay_ms: f64,
+    /// SDUs held waiting for the window before new ones are refused.
+    pub queue_limit: usize,
+}
+
+impl Default for SelectiveRepeatConfig {
+    /// 004 gives no timer values; these suit its slowest link (HSCSD: 100 ms one-way delay,
+    /// about 9 ms per 100-byte frame, so a round trip of about 220 ms) and work on WLAN too.
+    fn default() -> Self {
+        SelectiveRepeatConfig {
+            window: 32,
+            timeout_ms: 500.0,
+            nack_interval_ms: 300.0,
+            ack_delay_ms: 0.0,
+            queue_limit: 1000,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pieces shared by the ARQ services (go_back_n, karn_rlp, oos_rlp, persistent).
+
+/// Shortest timer any ARQ service arms: a zero or negative duration in a config would make a
+/// timer fire again at the same instant forever.
+pub(crate) const MIN_TIMER: Duration = Duration::from_micros(1);
+
+/// A config duration in milliseconds as a timer length (at least [`MIN_TIMER`]).
+pub(crate) fn timer_ms(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms / 1e3).max(MIN_TIMER)
+}
+
+/// A config delay in milliseconds that may be zero (negative or NaN give zero).
+pub(crate) fn delay_ms(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms / 1e3)
+}
+
+/// A window clamped below half the sequence space (`1..=modulus/2 - 1`), so that a number
+/// decoded against either end's reference is never ambiguous.
+pub(crate) fn clamp_window(window: u64, space: SeqSpace) -> u64 {
+    window.clamp(1, (space.max_window() - 1).max(1))
+}
+
+/// Appends control frame `h` to `buf` and counts it (all of it is overhead).
+pub(crate) fn put_control(f: &HeaderFormat, h: &Header, buf: &mut Vec<u8>, st: &mut ServiceStats) {
+    let start = buf.len();
+    let n = f.header_len(h);
+    buf.resize(start + n, 0);
+    f.emit(h, &mut buf[start..]);
+    st.frames_sent += 1;
+    st.bytes_sent += n as u64;
+    st.overhead_bytes += n as u64;
+}
+
+/// Appends a data frame (header `h`, then `payload`) to `buf` and counts it: for a first copy
+/// only the header is overhead, a retransmission is overhead whole.
+pub(crate) fn put_data(
+    f: &HeaderFormat,
+    h: &Header,
+    payload: &[u8],
+    first_copy: bool,
+    buf: &mut Vec<u8>,
+    st: &mut ServiceStats,
+) {
+    let start = buf.len();
+    let hl = f.data_header_len();
+    buf.resize(start + hl, 0);
+    f.emit(h, &mut buf[start..]);
+    buf.extend_from_slice(payload);
+    let n = (hl + payload.len()) as u64;
+    st.frames_sent += 1;
+    st.bytes_sent += n;
+    if first_copy {
+        st.overhead_bytes += hl as u64;
+    } else {
+        st.overhead_bytes += n;
+        st.retransmissions += 1;
+    }
+}
+
+/// One sequence number inside the receive window.
+#[derive(Debug)]
+enum RxSlot {
+    /// Not received; detected missing at `since`, next NACK due at `nack_at`.
+    Missing { since: Instant, nack_at: Instant },
+    /// Received, waiting for the frames before it (in-order delivery).
+    Held { fp: FragPos, data: Vec<u8> },
+    /// Received and already delivered (out-of-order delivery).
+    Done,
+}
+
+/// The receiving half shared by Selective Repeat and the RLP family: a window of sequence
+/// numbers `[base, next)` with, for each, the frame held or the fact that it is missing.
+///
+/// Invariants: the slot at `base` is always `Missing` (anything else is released at once), the
+/// window never holds more than `window` slots, and `nack_ready` is true exactly when some
+/// missing frame's NACK is due (`nack_at <= now` at the last update).
+#[derive(Debug)]
+pub(crate) struct RecvWindow {
+    /// Lowest sequence number not yet delivered nor given up (the cumulative acknowledgement).
+    pub(crate) base: u64,
+    slots: VecDeque<RxSlot>,
+    window: u64,
+    nack_interval: Duration,
+    in_order: bool,
+    missing: usize,
+    nack_at_min: Option<Instant>,
+    nack_ready: bool,
+    out: VecDeque<Delivery>,
+}
+
+impl RecvWindow {
+    /// An empty window of `window` frames; `in_order` false delivers each frame on arrival.
+    pub(crate) fn new(window: u64, nack_interval: Duration, in_order: bool) -> Self {
+        RecvWindow {
+            base: 0,
+            slots: VecDeque::new(),
+            window,
+            nack_interval,
+            in_order,
+            missing: 0,
+            nack_at_min: None,
+            nack_ready: false,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// One past the highest sequence number seen (or declared sent by a keepalive).
+    pub(crate) fn next(&self) -> u64 {
+        self.base + self.slots.len() as u64
+    }
+
+    /// Marks every sequence number in `[next, upto)` missing as of `now`; their first NACK is
+    /// due at once. The caller keeps `upto - base <= window`.
+    pub(crate) fn extend_to(&mut self, now: Instant, upto: u64) {
+        if upto <= self.next() {
+            return;
+        }
+        while self.next() < upto {
+            self.slots.push_back(RxSlot::Missing {
+                since: now,
+                nack_at: now,
+            });
+            self.missing += 1;
+        }
+        self.nack_at_min = Some(self.nack_at_min.map_or(now, |t| t.min(now)));
+        self.nack_ready = true;
+    }
+
+    /// Takes data frame `seq`, which the caller has checked lies in `[base, base + window)`.
+    /// Returns false if the frame was already received (a duplicate).
+    pub(crate) fn accept(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        fp: FragPos,
+        payload: &[u8],
+        st: &mut ServiceStats,
+    ) -> bool {
+        debug_assert!(seq >= self.base && seq - self.base < self.window);
+        let hole = seq < self.next();
+        if hole {
+            let i = (seq - self.base) as usize;
+            if !matches!(self.slots[i], RxSlot::Missing { .. }) {
+                return false;
+            }
+            self.missing -= 1;
+        } else {
+            self.extend_to(now, seq);
+        }
+        let slot = if self.in_order {
+            RxSlot::Held {
+                fp,
+                data: payload.to_vec(),
+            }
+        } else {
+            st.delivered += 1;
+            self.out.push_back(Delivery {
+                seq,
+                fp,
+                data: payload.to_vec(),
+            });
+            RxSlot::Done
+        };
+        if hole {
+            self.slots[(seq - self.base) as usize] = slot;
+            // A hole was filled: the NACK schedule may have changed.
+            self.rescan(now);
+        } else {
+            self.slots.push_back(slot);
+        }
+        self.advance(st);
+        true
+    }
+
+    /// Releases the received frames at the front of the window.
+    fn advance(&mut self, st: &mut ServiceStats) {
+        loop {
+            match self.slots.front() {
+                None | Some(RxSlot::Missing { .. }) => break,
+                Some(_) => {}
+            }
+            if let Some(RxSlot::Held { fp, data }) = self.slots.pop_front() {
+                st.delivered += 1;
+                self.out.push_back(Delivery {
+                    seq: self.base,
+                    fp,
+                    data,
+                });
+            }
+            self.base += 1;
+        }
+        if self.missing == 0 {
+            self.nack_at_min = None;
+            self.nack_ready = false;
+        }
+    }
+
+    /// Stops waiting for every frame below `seq` (counted as abandoned), releasing what follows.
+    pub(crate) fn give_up_below(&mut self, now: Instant, seq: u64, st: &mut ServiceStats) {
+        if seq <= self.base {
+            return;
+        }
+        self.extend_to(now, seq);
+        while self.base < seq {
+            match self.slots.pop_front() {
+                Some(RxSlot::Missing { .. }) => {
+                    self.missing -= 1;
+                    st.abandoned += 1;
+                }
+                Some(RxSlot::Held { fp, data }) => {
+                    st.delivered += 1;
+                    self.out.push_back(Delivery {
+                        seq: self.base,
+                        fp,
+                        data,
+                    });
+                }
+                Some(RxSlot::Done) | None => {}
+            }
+            self.base += 1;
+        }
+        self.advance(st);
+        self.rescan(now);
+    }
+
+    /// When the frame at `base` will have been missing for `wait`.
+    pub(crate) fn gap_deadline(&self, wait: Duration) -> Option<Instant> {
+        match self.slots.front() {
+            Some(RxSlot::Missing { since, .. }) => Some(*since + wait),
+            _ => None,
+        }
+    }
+
+    /// Gives up every front gap that has been missing for `wait` or longer at `now`.
+    pub(crate) fn give_up_expired(&mut self, now: Instant, wait: Duration, st: &mut ServiceStats) {
+        while self.gap_deadline(wait).is_some_and(|t| t <= now) {
+            let b = self.base;
+            self.give_up_below(now, b + 1, st);
+        }
+    }
+
+    /// True when a NACK is due.
+    pub(crate) fn nack_ready(&self) -> bool {
+        self.nack_ready
+    }
+
+    /// The next instant a NACK falls due (none while one is already due).
+    pub(crate) fn nack_timer(&self) -> Option<Instant> {
+        if self.nack_ready {
+            None
+        } else {
+            self.nack_at_min
+        }
+    }
+
+    /// Timer hook: notes NACKs that fell due at `now`.
+    pub(crate) fn on_timeout(&mut self, now: Instant) {
+        if !self.nack_ready && self.nack_at_min.is_some_and(|t| t <= now) {
+            self.rescan(now);
+        }
+    }
+
+    fn rescan(&mut self, now: Instant) {
+        self.nack_at_min = self
+            .slots
+            .iter()
+            .filter_map(|s| match s {
+                RxSlot::Missing { nack_at, .. } => Some(*nack_at),
+                _ => None,
+            })
+            .min();
+        self.nack_ready = self.nack_at_min.is_some_and(|t| t <= now);
+    }
+
+    /// The next NACK to send: the first missing frame whose NACK is due, and a bitmap of the
+    /// due missing frames among the 32 after it (the `Nack` header's `more`, bit `i` for
+    /// `first + 1 + i`). Each one listed is due again `nack_interval` later (multiple NACKs
+    /// per loss, 004 §III.A).
+    pub(crate) fn take_nack(&mut self, now: Instant) -> Option<(u64, u32)> {
+        if !self.nack_ready {
+            return None;
+        }
+        let again = now + self.nack_interval;
+        let due = |s: &RxSlot| matches!(s, RxSlot::Missing { nack_at, .. } if *nack_at <= now);
+        let first = self.slots.iter().position(due);
+        let mut more = 0u32;
+        if let Some(i) = first {
+            for j in 0..=32usize {
+                if let Some(slot) = self.slots.get_mut(i + j) {
+                    if let RxSlot::Missing { nack_at, .. } = slot {
+                        if *nack_at <= now {
+                            *nack_at = again;
+                            if j > 0 {
+                                more |= 1 << (j - 1);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.rescan(now);
+        first.map(|i| (self.base + i as u64, more))
+    }
+
+    /// The next SDU for the layer above.
+    pub(crate) fn pop_delivery(&mut self) -> Option<Delivery> {
+        self.out.pop_front()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// A frame sent and not yet acknowledged.
+#[derive(Debug)]
+struct TxSlot {
+    sdu: Sdu,
+    last_sent: Instant,
+    /// In the retransmission queue already.
+    queued: bool,
+}
+
+/// Timer: the delayed standalone acknowledgement.
+const T_ACK: usize = 0;
+
+/// One end of a Selective Repeat service.
+#[derive(Debug)]
+pub struct SelectiveRepeat {
+    config: SelectiveRepeatConfig,
+    format: HeaderFormat,
+    space: SeqSpace,
+    window: u64,
+    timeout: Duration,
+    ack_delay: Duration,
+    queue: VecDeque<Sdu>,
+    /// Oldest unacknowledged sequence number; `slots[i]` holds `snd_una + i`.
+    snd_una: u64,
+    slots: VecDeque<TxSlot>,
+    rtx: VecDeque<u64>,
+    /// Retransmission deadlines in the order copies were sent: deadlines never decrease, so the
+    /// front is the earliest. An entry is stale once its frame is acknowledged or sent again.
+    rto: VecDeque<(Instant, u64)>,
+    rx: RecvWindow,
+    ack_pending: bool,
+    timers: Timers<1>,
+    stats: ServiceStats,
+}
+
+impl SelectiveRepeat {
+    /// A Selective Repeat end. The format's `piggyback_ack` is forced on (004: sequence plus
+    /// acknowledgement in every data frame).
+    pub fn new(config: SelectiveRepeatConfig, format: HeaderFormat) -> Self {
+        let format = HeaderFormat {
+            piggyback_ack: true,
+            ..format
+        };
+        let space = format.seq_space();
+        let window = clamp_window(config.window, space);
+        SelectiveRepeat {
+            format,
+            space,
+            window,
+            timeout: timer_ms(config.timeout_ms),
+            ack_delay: delay_ms(config.ack_delay_ms),
+            queue: VecDeque::new(),
+            snd_una: 0,
+            slots: VecDeque::new(),
+            rtx: VecDeque::new(),
+            rto: VecDeque::new(),
+            rx: RecvWindow::new(window, timer_ms(config.nack_interval_ms), true),
+            ack_pending: false,
+            timers: Timers::default(),
+            stats: ServiceStats::default(),
+            config,
+        }
+    }
+
+    /// The window in use after clamping.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn snd_nxt(&self) -> u64 {
+        self.snd_una + self.slots.len() as u64
+    }
+
+    /// Applies a cumulative acknowledgement; false if it acknowledges what was never sent.
+    fn take_ack(&mut self, wire: u32) -> bool {
+        let a = self.space.decode(wire, self.snd_una);
+        if a < self.snd_una || a > self.snd_nxt() {
+            return false;
+        }
+        if a > self.snd_una {
+            self.slots.drain(..(a - self.snd_una) as usize);
+            self.snd_una = a;
+            self.rtx.retain(|&s| s >= a);
+            while self.rto.front().is_some_and(|&(_, s)| s < a) {
+                self.rto.pop_front();
+            }
+        }
+        true
+    }
+
+    /// Queues the NACKed frames for retransmission; false if one was never sent.
+    fn take_nack(&mut self, first: u32, more: u32) -> bool {
+        let m0 = self.space.decode(first, self.snd_una);
+        let mut ok = true;
+        for j in 0..=32u64 {
+            if j > 0 && more & (1 << (j - 1)) == 0 {
+                continue;
+            }
+            let m = m0 + j;
+            if m < self.snd_una || m >= self.snd_nxt() {
+                ok = false;
+                continue;
+            }
+            let slot = &mut self.slots[(m - self.snd_una) as usize];
+            if !slot.queued {
+                slot.queued = true;
+                self.rtx.push_back(m);
+            }
+        }
+        ok
+    }
+
+    fn schedule_ack(&mut self, now: Instant) {
+        if self.ack_delay == Duration::ZERO {
+            self.ack_pending = true;
+        } else {
+            self.timers.set_if_idle(T_ACK, now + self.ack_delay);
+        }
+    }
+
+    fn ack_sent(&mut self) {
+        self.ack_pending = false;
+        self.timers.clear(T_ACK);
+    }
+
+    fn data_header(&self, seq: u64, fp: FragPos) -> Header {
+        Header::Data {
+            fp,
+            seq: self.space.encode(seq),
+            ack: Some(self.space.encode(self.rx.base)),
+        }
+    }
+}
+
+impl Service for SelectiveRepeat {
+    fn name(&self) -> &'static str {
+        "selective_repeat"
+    }
+
+    fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
+        if self.queue.len() >= self.config.queue_limit {
+            self.stats.sdus_refused += 1;
+            return Err(sdu);
+        }
+        self.stats.sdus_in += 1;
+        self.queue.push_back(sdu);
+        Ok(())
+    }
+
+    fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+        self.stats.frames_received += 1;
+        let Ok((h, off)) = self.format.parse(frame) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let ok = match h {
+            Header::Data { fp, seq, ack } => {
+                let ack_ok = ack.is_none_or(|a| self.take_ack(a));
+                let s = self.space.decode(seq, self.rx.base);
+                if !ack_ok || s >= self.rx.base + self.window || s + self.window < self.rx.base {
+                    false
+                } else {
+                    if s < self.rx.base
+                        || !self.rx.accept(now, s, fp, &frame[off..], &mut self.stats)
+                    {
+                        self.stats.duplicates += 1;
+                    }
+                    self.schedule_ack(now);
+                    true
+                }
+            }
+            Header::Ack { ack } => self.take_ack(ack),
+            Header::Nack { ack, first, more } => self.take_ack(ack) && self.take_nack(first, more),
+            Header::Keepalive { .. } | Header::Parity { .. } | Header::Unknown { .. } => false,
+        };
+        if !ok {
+            self.stats.malformed += 1;
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.timers.expired(T_ACK, now) {
+            self.ack_pending = true;
+        }
+        self.rx.on_timeout(now);
+        while let Some(&(t, s)) = self.rto.front() {
+            if t > now {
+                break;
+            }
+            self.rto.pop_front();
+            if s < self.snd_una || s >= self.snd_nxt() {
+                continue;
+            }
+            let slot = &mut self.slots[(s - self.snd_una) as usize];
+            // Only the deadline of the latest copy counts.
+            if !slot.queued && slot.last_sent + self.timeout == t {
+                slot.queued = true;
+                self.rtx.push_back(s);
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
+        if let Some((first, more)) = self.rx.take_nack(now) {
+            let h = Header::Nack {
+                ack: self.space.encode(self.rx.base),
+                first: self.space.encode(first),
+                more,
+            };
+            put_control(&self.format, &h, buf, &mut self.stats);
+            self.ack_sent();
+            return true;
+        }
+        while let Some(s) = self.rtx.pop_front() {
+            if s < self.snd_una {
+                continue;
+            }
+            let i = (s - self.snd_una) as usize;
+            let h = self.data_header(s, self.slots[i].sdu.fp);
+            let slot = &mut self.slots[i];
+            slot.queued = false;
+            slot.last_sent = now;
+            self.rto.push_back((now + self.timeout, s));
+            put_data(
+                &self.format,
+                &h,
+                &slot.sdu.data,
+                false,
+                buf,
+                &mut self.stats,
+            );
+            self.ack_sent();
+            return true;
+        }
+        if (self.slots.len() as u64) < self.window {
+            if let Some(sdu) = self.queue.pop_front() {
+                let s = self.snd_nxt();
+                let h = self.data_header(s, sdu.fp);
+                put_data(&self.format, &h, &sdu.data, true, buf, &mut self.stats);
+                self.slots.push_back(TxSlot {
+                    sdu,
+                    last_sent: now,
+                    queued: false,
+                });
+                self.rto.push_back((now + self.timeout, s));
+                self.ack_sent();
+                return true;
+            }
+        }
+        if self.ack_pending {
+            let h = Header::Ack {
+                ack: self.space.encode(self.rx.base),
+            };
+            put_control(&self.format, &h, buf, &mut self.stats);
+            self.ack_sent();
+            return true;
+        }
+        false
+    }
+
+    fn poll_deliver(&mut self) -> Option<Delivery> {
+        self.rx.pop_delivery()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.timers.next(),
+            self.rx.nack_timer(),
+            self.rto.front().map(|&(t, _)| t),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn has_transmit(&self, _now: Instant) -> bool {
+        self.rx.nack_ready()
+            || !self.rtx.is_empty()
+            || ((self.slots.len() as u64) < self.window && !self.queue.is_empty())
+            || self.ack_pending
+    }
+
+    fn stats(&self) -> &ServiceStats {
+        &self.stats
+    }
+
+    fn data_overhead(&self) -> usize {
+        self.format.data_header_len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::SeqWidth;
+
+    fn pair(c: SelectiveRepeatConfig) -> (SelectiveRepeat, SelectiveRepeat) {
+        let f = HeaderFormat::new(SeqWidth::W8);
+        (
+            SelectiveRepeat::new(c.clone(), f),
+            SelectiveRepeat::new(c, f),
+        )
+    }
+
+    fn frames(s: &mut SelectiveRepeat, now: Instant) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        while s.poll_transmit(now, &mut buf) {
+            out.push(std::mem::take(&mut buf));
+        }
+        out
+    }
+
+    #[test]
+    fn window_is_clamped_below_half_the_space() {
+        let c = SelectiveRepeatConfig {
+            window: 1000,
+            ..Default::default()
+        };
+        // 8-bit header, 7-bit sequence: 128 numbers, half is 64.
+        assert_eq!(pair(c).0.window(), 63);
+    }
+
+    #[test]
+    fn loss_is_nacked_and_renacked_until_repaired() {
+        let c = SelectiveRepeatConfig::default();
+        let (mut a, mut b) = pair(c.clone());
+        let t0 = Instant::ZERO;
+        for i in 0..3u8 {
+            a.handle_sdu(t0, Sdu::whole(vec![i])).unwrap();
+        }
+        let f = frames(&mut a, t0);
+        assert_eq!(f.len(), 3);
+        b.handle_frame(t0, &f[0]);
+        b.handle_frame(t0, &f[2]); // frame 1 lost
+        assert_eq!(b.poll_deliver().unwrap().data, vec![0]);
+        assert!(b.poll_deliver().is_none(), "frame 2 waits for frame 1");
+        let nack = frames(&mut b, t0);
+        assert_eq!(nack.len(), 1);
+        let (h, _) = b.format.parse(&nack[0]).unwrap();
+        assert_eq!(
+            h,
+            Header::Nack {
+                ack: 1,
+                first: 1,
+                more: 0
+            }
+        );
+        // The retransmission is lost too: the receiver NACKs again one interval later.
+        let t1 = t0 + timer_ms(c.nack_interval_ms);
+        assert_eq!(b.poll_timeout(), Some(t1));
+        b.handle_timeout(t1);
+        let again = frames(&mut b, t1);
+        assert_eq!(again.len(), 1);
+        assert_eq!(b.format.parse(&again[0]).unwrap().0, h);
+        a.handle_frame(t1, &again[0]);
+        let rtx = frames(&mut a, t1);
+        assert_eq!(rtx.len(), 1);
+        assert_eq!(a.stats().retransmissions, 1);
+        b.handle_frame(t1, &rtx[0]);
+        let got: Vec<u8> = std::iter::from_fn(|| b.poll_deliver())
+            .map(|d| d.data[0])
+            .collect();
+        assert_eq!(got, vec![1, 2]);
+        // The ack frees the sender's window.
+        for f in frames(&mut b, t1) {
+            a.handle_frame(t1, &f);
+        }
+        assert_eq!(a.snd_una, 3);
+        assert_eq!(a.stats().malformed + b.stats().malformed, 0);
+    }
+
+    #[test]
+    fn timeout_resends_only_the_unacknowledged_frame() {
+        let c = SelectiveRepeatConfig::default();
+        let (mut a, mut b) = pair(c.clone());
+        let t0 = Instant::ZERO;
+        a.handle_sdu(t0, Sdu::whole(vec![9])).unwrap();
+        let _lost = frames(&mut a, t0);
+        let rto = t0 + timer_ms(c.timeout_ms);
+        assert_eq!(a.poll_timeout(), Some(rto));
+        a.handle_timeout(rto);
+        let f = frames(&mut a, rto);
+        assert_eq!(f.len(), 1);
+        b.handle_frame(rto, &f[0]);
+        assert_eq!(b.poll_deliver().unwrap().data, vec![9]);
+        assert_eq!(a.stats().retransmissions, 1);
+        // Overhead: the first copy's 2-byte header, then the whole 3-byte retransmission.
+        assert_eq!(a.stats().overhead_bytes, 2 + 3);
+    }
+
+    #[test]
+    fn reverse_data_carries_the_ack() {
+        let (mut a, mut b) = pair(SelectiveRepeatConfig::default());
+        let t0 = Instant::ZERO;
+        a.handle_sdu(t0, Sdu::whole(vec![1])).unwrap();
+        b.handle_sdu(t0, Sdu::whole(vec![2])).unwrap();
+        let fa = frames(&mut a, t0);
+        b.handle_frame(t0, &fa[0]);
+        let fb = frames(&mut b, t0);
+        assert_eq!(fb.len(), 1, "one data frame with the ack piggybacked");
+        a.handle_frame(t0, &fb[0]);
+        assert!(a.slots.is_empty());
+    }
+
+    #[test]
+    fn nonsense_is_counted_not_fatal() {
+        let (mut a, _) = pair(SelectiveRepeatConfig::default());
+        let t0 = Instant::ZERO;
+        a.handle_frame(t0, &[]);
+        a.handle_frame(t0, &[0x90, 5]); // ack of a frame never sent
+        a.handle_frame(t0, &[0xB0, 0, 0]); // keepalive: not part of this scheme
+        a.handle_frame(t0, &[100, 0, 1]); // data far outside the window
+        assert_eq!(a.stats().malformed, 4);
+        assert!(a.poll_deliver().is_none());
+    }
+
+    #[test]
+    fn full_queue_refuses() {
+        let c = SelectiveRepeatConfig {
+            queue_limit: 2,
+            ..Default::default()
+        };
+        let (mut a, _) = pair(c);
+        for _ in 0..2 {
+            a.handle_sdu(Instant::ZERO, Sdu::whole(vec![0])).unwrap();
+        }
+        assert!(a.handle_sdu(Instant::ZERO, Sdu::whole(vec![0])).is_err());
+        assert_eq!(a.stats().sdus_refused, 1);
+    }
+}
