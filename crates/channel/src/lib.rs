@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod exponential;
+pub mod generate;
 pub mod gilbert_elliott;
 pub mod independent;
 pub mod outcome;

@@ -4,12 +4,13 @@
 //! non-zero exit status, never a panic.
 
 mod demo;
+mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
-#[command(version, about, long_about = None, after_help = "Example:\n  mslink demo            # every recovery scheme over a lossy WLAN-like hop\n  mslink demo --help     # its options")]
+#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink VERB --help                       # options of a verb")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,12 +21,15 @@ enum Command {
     /// Push a CBR packet stream through a lossy in-memory hop with each recovery service, then
     /// run them side by side on one multi-service link, and print what each achieves.
     Demo(demo::DemoArgs),
+    /// Generate, inspect and convert per-frame error traces (docs/traces.md).
+    Trace(trace_cmd::TraceArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Trace(args) => trace_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

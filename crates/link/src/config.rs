@@ -78,7 +78,10 @@ impl Default for LinkConfig {
             crc: true,
             default_service: None,
             scheduler: SchedulerConfig::default(),
-            services: vec![ServiceSpec { name: "raw".into(), config: ServiceConfig::Raw(Default::default()) }],
+            services: vec![ServiceSpec {
+                name: "raw".into(),
+                config: ServiceConfig::Raw(Default::default()),
+            }],
             rules: Vec::new(),
         }
     }
@@ -111,14 +114,20 @@ fn max_data_header(width: SeqWidth) -> usize {
 impl LinkConfig {
     /// Framing options derived from this configuration.
     pub fn link_format(&self) -> LinkFormat {
-        LinkFormat { tagged: self.services.len() > 1, crc: self.crc }
+        LinkFormat {
+            tagged: self.services.len() > 1,
+            crc: self.crc,
+        }
     }
 
     /// The sequence field width.
     pub fn seq_width(&self) -> Result<SeqWidth, LinkConfigError> {
         SeqWidth::from_bits(self.seq_bits).ok_or_else(|| LinkConfigError::Invalid {
             key: "seq_bits",
-            what: format!("{} is not a supported width; expected 8, 16 or 32", self.seq_bits),
+            what: format!(
+                "{} is not a supported width; expected 8, 16 or 32",
+                self.seq_bits
+            ),
         })
     }
 
@@ -131,17 +140,28 @@ impl LinkConfig {
 
     /// The service header format every service of this link starts from.
     pub fn header_format(&self) -> Result<HeaderFormat, LinkConfigError> {
-        Ok(HeaderFormat { width: self.seq_width()?, segmented: self.segmented(), piggyback_ack: false })
+        Ok(HeaderFormat {
+            width: self.seq_width()?,
+            segmented: self.segmented(),
+            piggyback_ack: false,
+        })
     }
 
     /// Index of the default service.
     pub fn default_index(&self) -> Result<usize, LinkConfigError> {
         match &self.default_service {
             None => Ok(0),
-            Some(name) => self.services.iter().position(|s| &s.name == name).ok_or_else(|| LinkConfigError::Invalid {
-                key: "default_service",
-                what: format!("no service is named {name:?} (services: {})", self.service_names().join(", ")),
-            }),
+            Some(name) => self
+                .services
+                .iter()
+                .position(|s| &s.name == name)
+                .ok_or_else(|| LinkConfigError::Invalid {
+                    key: "default_service",
+                    what: format!(
+                        "no service is named {name:?} (services: {})",
+                        self.service_names().join(", ")
+                    ),
+                }),
         }
     }
 
@@ -154,35 +174,55 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), LinkConfigError> {
         let width = self.seq_width()?;
         if self.services.is_empty() {
-            return Err(LinkConfigError::Invalid { key: "service", what: "a link needs at least one [[service]]".into() });
+            return Err(LinkConfigError::Invalid {
+                key: "service",
+                what: "a link needs at least one [[service]]".into(),
+            });
         }
         if self.services.len() > 256 {
             return Err(LinkConfigError::Invalid {
                 key: "service",
-                what: format!("{} services, but the one-byte service tag allows 256", self.services.len()),
+                what: format!(
+                    "{} services, but the one-byte service tag allows 256",
+                    self.services.len()
+                ),
             });
         }
         for (i, s) in self.services.iter().enumerate() {
             if s.name.is_empty() {
-                return Err(LinkConfigError::Invalid { key: "service.name", what: format!("service {i} has an empty name") });
+                return Err(LinkConfigError::Invalid {
+                    key: "service.name",
+                    what: format!("service {i} has an empty name"),
+                });
             }
             if self.services[..i].iter().any(|o| o.name == s.name) {
-                return Err(LinkConfigError::Invalid { key: "service.name", what: format!("two services are named {:?}", s.name) });
+                return Err(LinkConfigError::Invalid {
+                    key: "service.name",
+                    what: format!("two services are named {:?}", s.name),
+                });
             }
         }
         let framing = self.link_format().overhead() + max_data_header(width);
         if self.frame_size <= framing {
             return Err(LinkConfigError::Invalid {
                 key: "frame_size",
-                what: format!("{} bytes leaves no room for data after {framing} bytes of framing", self.frame_size),
+                what: format!(
+                    "{} bytes leaves no room for data after {framing} bytes of framing",
+                    self.frame_size
+                ),
             });
         }
         if self.mtu == 0 || self.mtu > 65_535 {
-            return Err(LinkConfigError::Invalid { key: "mtu", what: format!("{} is outside 1-65535", self.mtu) });
+            return Err(LinkConfigError::Invalid {
+                key: "mtu",
+                what: format!("{} is outside 1-65535", self.mtu),
+            });
         }
         let default = self.default_index()?;
         Classifier::new(&self.rules, &self.service_names(), default)?;
-        self.scheduler.build(self.services.len()).map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        self.scheduler
+            .build(self.services.len())
+            .map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
         Ok(())
     }
 }
@@ -196,8 +236,12 @@ mod tests {
         let doc = include_str!("config.rs");
         let start = doc.find("//! ```toml").unwrap();
         let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
-        let toml_text: String =
-            doc[start..end].lines().skip(1).map(|l| l.trim_start_matches("//!").trim_start()).collect::<Vec<_>>().join("\n");
+        let toml_text: String = doc[start..end]
+            .lines()
+            .skip(1)
+            .map(|l| l.trim_start_matches("//!").trim_start())
+            .collect::<Vec<_>>()
+            .join("\n");
         let c: LinkConfig = toml::from_str(&toml_text).unwrap();
         c.validate().unwrap();
         assert_eq!(c.service_names(), vec!["best_effort", "tcp"]);
@@ -207,7 +251,11 @@ mod tests {
 
     #[test]
     fn hscsd_frames_segment_packets() {
-        let c = LinkConfig { frame_size: 100, seq_bits: 8, ..Default::default() };
+        let c = LinkConfig {
+            frame_size: 100,
+            seq_bits: 8,
+            ..Default::default()
+        };
         c.validate().unwrap();
         assert!(c.segmented());
         assert_eq!(c.header_format().unwrap().seq_space().modulus(), 32);
@@ -215,14 +263,30 @@ mod tests {
 
     #[test]
     fn errors_name_the_key() {
-        let bad = |s: &str| toml::from_str::<LinkConfig>(s).map_err(|e| e.to_string()).and_then(|c| c.validate().map_err(|e| e.to_string()));
+        let bad = |s: &str| {
+            toml::from_str::<LinkConfig>(s)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.validate().map_err(|e| e.to_string()))
+        };
         assert!(bad("seq_bits = 12").unwrap_err().contains("`seq_bits`"));
         assert!(bad("frame_size = 3").unwrap_err().contains("`frame_size`"));
-        assert!(bad("default_service = 'x'").unwrap_err().contains("`default_service`"));
-        assert!(bad("[[service]]\nname='a'\nscheme='raw'\n[[service]]\nname='a'\nscheme='raw'").unwrap_err().contains("two services"));
-        assert!(bad("[[service]]\nname='a'\nscheme='warp'").unwrap_err().contains("warp"));
-        assert!(bad("[[service]]\nname='a'\nscheme='raw'\nqueue_limt=3").unwrap_err().contains("queue_limt"));
+        assert!(bad("default_service = 'x'")
+            .unwrap_err()
+            .contains("`default_service`"));
+        assert!(
+            bad("[[service]]\nname='a'\nscheme='raw'\n[[service]]\nname='a'\nscheme='raw'")
+                .unwrap_err()
+                .contains("two services")
+        );
+        assert!(bad("[[service]]\nname='a'\nscheme='warp'")
+            .unwrap_err()
+            .contains("warp"));
+        assert!(bad("[[service]]\nname='a'\nscheme='raw'\nqueue_limt=3")
+            .unwrap_err()
+            .contains("queue_limt"));
         assert!(bad("frame_sise = 3").unwrap_err().contains("frame_sise"));
-        assert!(bad("[[rule]]\nservice='tcp'").unwrap_err().contains("unknown service"));
+        assert!(bad("[[rule]]\nservice='tcp'")
+            .unwrap_err()
+            .contains("unknown service"));
     }
 }

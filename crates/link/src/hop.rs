@@ -70,7 +70,14 @@ pub struct Hop {
 impl Hop {
     /// Joins `a` (end 0) and `b` (end 1); `ab` decides the fate of frames from 0 to 1, `ba` the
     /// other way.
-    pub fn new(a: MultiServiceLink, b: MultiServiceLink, rate_bps: u64, delay: Duration, ab: Channel, ba: Channel) -> Self {
+    pub fn new(
+        a: MultiServiceLink,
+        b: MultiServiceLink,
+        rate_bps: u64,
+        delay: Duration,
+        ab: Channel,
+        ba: Channel,
+    ) -> Self {
         let dir = |channel| Direction {
             rate_bps,
             delay,
@@ -79,7 +86,14 @@ impl Hop {
             in_flight: VecDeque::new(),
             stats: DirectionStats::default(),
         };
-        Hop { ends: [a, b], dirs: [dir(ab), dir(ba)], now: Instant::ZERO, delivered: Default::default(), buf: Vec::new(), events: 0 }
+        Hop {
+            ends: [a, b],
+            dirs: [dir(ab), dir(ba)],
+            now: Instant::ZERO,
+            delivered: Default::default(),
+            buf: Vec::new(),
+            events: 0,
+        }
     }
 
     /// Current virtual time.
@@ -143,7 +157,11 @@ impl Hop {
             }
             self.now = next;
             for i in 0..2 {
-                while self.dirs[i].in_flight.front().is_some_and(|(at, _)| *at <= next) {
+                while self.dirs[i]
+                    .in_flight
+                    .front()
+                    .is_some_and(|(at, _)| *at <= next)
+                {
                     let (_, frame) = self.dirs[i].in_flight.pop_front().expect("checked");
                     self.events += 1;
                     let to = 1 - i;
@@ -186,7 +204,9 @@ impl Hop {
         for i in 0..2 {
             while self.dirs[i].busy_until <= self.now {
                 self.buf.clear();
-                let Some(tx) = self.ends[i].poll_transmit(self.now, &mut self.buf) else { break };
+                let Some(tx) = self.ends[i].poll_transmit(self.now, &mut self.buf) else {
+                    break;
+                };
                 self.events += 1;
                 let d = &mut self.dirs[i];
                 let done = self.now + Duration::transmission(tx.len as u64, d.rate_bps);

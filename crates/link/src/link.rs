@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 
 use crate::classifier::Classifier;
 use crate::config::{LinkConfig, LinkConfigError};
-use crate::sar::{segment, ReassemblyStats, Reassembler};
+use crate::sar::{segment, Reassembler, ReassemblyStats};
 use crate::sched::Scheduler;
 use crate::service::{Service, ServiceStats};
 use crate::time::Instant;
@@ -132,17 +132,26 @@ impl MultiServiceLink {
     /// Builds one end from a validated configuration.
     pub fn new(config: &LinkConfig) -> Result<Self, LinkConfigError> {
         config.validate()?;
-        let scheduler =
-            config.scheduler.build(config.services.len()).map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        let scheduler = config
+            .scheduler
+            .build(config.services.len())
+            .map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
         Self::with_scheduler(config, scheduler)
     }
 
     /// Builds one end with a scheduler made elsewhere (tests, custom policies).
-    pub fn with_scheduler(config: &LinkConfig, scheduler: Box<dyn Scheduler>) -> Result<Self, LinkConfigError> {
+    pub fn with_scheduler(
+        config: &LinkConfig,
+        scheduler: Box<dyn Scheduler>,
+    ) -> Result<Self, LinkConfigError> {
         let format = config.link_format();
         let header = config.header_format()?;
         let horizon = header.seq_space().max_window();
-        let classifier = Classifier::new(&config.rules, &config.service_names(), config.default_index()?)?;
+        let classifier = Classifier::new(
+            &config.rules,
+            &config.service_names(),
+            config.default_index()?,
+        )?;
         let slots = config
             .services
             .iter()
@@ -150,13 +159,19 @@ impl MultiServiceLink {
                 let service = spec.config.build(header);
                 let crc = config.crc && service.uses_link_crc();
                 let framing = format.tagged as usize + if crc { 4 } else { 0 };
-                let sdu_max = service.max_sdu(config.frame_size.saturating_sub(framing)).max(1);
+                let sdu_max = service
+                    .max_sdu(config.frame_size.saturating_sub(framing))
+                    .max(1);
                 Slot {
                     reassembler: Reassembler::new(horizon, config.mtu),
                     sdu_max,
                     crc,
                     staged: None,
-                    row: ServiceRow { name: spec.name.clone(), scheme: spec.config.scheme().into(), ..Default::default() },
+                    row: ServiceRow {
+                        name: spec.name.clone(),
+                        scheme: spec.config.scheme().into(),
+                        ..Default::default()
+                    },
                     service,
                 }
             })
@@ -182,11 +197,15 @@ impl MultiServiceLink {
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
         if packet.len() > self.mtu {
             self.stats.packets_too_large += 1;
-            return Err(Refused::TooLarge { len: packet.len(), mtu: self.mtu });
+            return Err(Refused::TooLarge {
+                len: packet.len(),
+                mtu: self.mtu,
+            });
         }
         let c = self.classifier.classify(packet);
         self.stats.packets_not_ip += c.malformed as u64;
-        self.scheduler.observe_input(now, c.service, packet.len() as u32);
+        self.scheduler
+            .observe_input(now, c.service, packet.len() as u32);
         let slot = &mut self.slots[c.service];
         slot.row.packets_in += 1;
         slot.row.bytes_in += packet.len() as u64;
@@ -207,12 +226,19 @@ impl MultiServiceLink {
             self.stats.frames_truncated += 1;
             return;
         };
-        let index = if self.format.tagged { first as usize } else { 0 };
+        let index = if self.format.tagged {
+            first as usize
+        } else {
+            0
+        };
         let Some(slot) = self.slots.get_mut(index) else {
             self.stats.frames_unknown_service += 1;
             return;
         };
-        let format = LinkFormat { tagged: self.format.tagged, crc: slot.crc };
+        let format = LinkFormat {
+            tagged: self.format.tagged,
+            crc: slot.crc,
+        };
         match LinkFrame::new_checked(frame, format) {
             Ok(view) => slot.service.handle_frame(now, view.service_bytes()),
             Err(FrameError::BadCrc) => {
@@ -273,8 +299,14 @@ impl MultiServiceLink {
         }
         let i = self.scheduler.dequeue(now)?;
         let slot = &mut self.slots[i];
-        let mut b = slot.staged.take().expect("scheduler returned a queue with no staged frame");
-        let format = LinkFormat { tagged: self.format.tagged, crc: slot.crc };
+        let mut b = slot
+            .staged
+            .take()
+            .expect("scheduler returned a queue with no staged frame");
+        let format = LinkFormat {
+            tagged: self.format.tagged,
+            crc: slot.crc,
+        };
         let range = format.seal(i as u8, &mut b, tag_len);
         let len = range.len();
         slot.row.framing_bytes += format.overhead() as u64;
@@ -297,12 +329,17 @@ impl MultiServiceLink {
 
     /// The earliest instant a service timer is due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.slots.iter().filter_map(|s| s.service.poll_timeout()).min()
+        self.slots
+            .iter()
+            .filter_map(|s| s.service.poll_timeout())
+            .min()
     }
 
     /// True if `poll_transmit(now, ..)` would produce a frame.
     pub fn has_transmit(&self, now: Instant) -> bool {
-        self.slots.iter().any(|s| s.staged.is_some() || s.service.has_transmit(now))
+        self.slots
+            .iter()
+            .any(|s| s.staged.is_some() || s.service.has_transmit(now))
     }
 
     /// Counters, per service and for the whole link end.

@@ -24,8 +24,8 @@ pub mod karn_rlp;
 pub mod oos_rlp;
 pub mod persistent;
 pub mod raw;
-pub mod xor_fec;
 pub mod selective_repeat;
+pub mod xor_fec;
 
 use crate::time::Instant;
 use crate::wire::{FragPos, HeaderFormat};
