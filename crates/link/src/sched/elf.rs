@@ -10,22 +10,30 @@
 //! `A_BE = 1 - sum_{i in G} A_i` (003 §6.3), split among them by the §6.2 rule with their own
 //! weights and power factors. Air time then goes in proportion to these weights:
 //! [`allocate`] is the closed form, used by the scenario tools and the tests, and [`Elf`] is
-//! the scheduler, which orders frames with the SCFQ core of [`super::scfq`] (byte-based tags,
-//! so air time is shared in proportion to weights on a link of constant rate).
+//! the scheduler.
+//!
+//! The scheduler orders frames with SCFQ (the tagging of [`super::scfq`]; byte-based tags, so
+//! air time is shared in proportion to weights on a link of constant rate), in two levels that
+//! follow §6.3's construction: the top level holds the guaranteed flows, weighted `A_i`, and
+//! one virtual best-effort flow weighted `A_BE`; the inner level orders the best-effort flows
+//! by their own `A_j`. A change in `A_BE` then touches one heap entry instead of every
+//! best-effort head. (The top level stamps the aggregate's head with the length of the frame
+//! the inner level picks at that moment, and that frame is the one sent.)
 //!
 //! Error rates are estimated per queue from the outcomes the MAC reports (`report`), with an
 //! EWMA or a sliding window ([`ErrorEstimator`]), or fixed per flow for analysis. When an
-//! estimate changes only that flow's weight and two running sums are updated (O(1)); the
-//! best-effort split is derived from the sums when a frame reaches the head of its queue, so a
-//! new weight applies from the next head on. Guards (ours): `E_i` is capped at
+//! estimate changes, only that flow's weight and two running sums are updated (O(1)), and at
+//! most two waiting heads are re-stamped (the flow's and, for a guaranteed flow, the
+//! aggregate's; see [`super::scfq::RERATE_TOLERANCE`]), O(log n). Guards (ours): `E_i` is capped at
 //! `1 - `[`E_EPSILON`] so `A_i` stays finite even with an infinite power factor, and the
 //! best-effort aggregate never drops below [`BE_FLOOR`] in the scheduler, so best-effort flows
 //! are still served when reservations overbook a lossy link (the closed form gives them 0).
 
 use super::error_estimate::{ErrorEstimator, Estimates};
-use super::scfq::ScfqCore;
+use super::scfq::ScfqLevel;
 use super::{check_count, check_positive, check_queues, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
+use std::collections::VecDeque;
 
 /// Largest error rate used in eq. (1) is `1 - E_EPSILON`: keeps `A_i` finite as `E_i -> 1`.
 pub const E_EPSILON: f64 = 1e-6;
@@ -205,30 +213,36 @@ impl Weights {
         self.updates = 0;
     }
 
-    /// The weight queue `q` is tagged with: `A_q` if guaranteed, else its slice of `A_BE`.
+    /// The best-effort aggregate `A_BE = 1 - sum_{i in G} A_i` (003 §6.3), floored; all of
+    /// the link when no flow is guaranteed.
     #[inline]
+    fn a_be(&self) -> f64 {
+        if self.any_g {
+            (1.0 - self.sum_g).max(BE_FLOOR)
+        } else {
+            1.0
+        }
+    }
+
+    /// The flat weight of queue `q`: `A_q` if guaranteed, else its slice of `A_BE`.
     fn rate(&self, q: QueueId) -> f64 {
         let f = &self.flows[q];
         if f.guaranteed {
             f.adj
         } else {
-            let a_be = if self.any_g {
-                (1.0 - self.sum_g).max(BE_FLOOR) // 003 §6.3, floored
-            } else {
-                1.0
-            };
-            a_be * f.adj / self.sum_be
+            self.a_be() * f.adj / self.sum_be
         }
     }
 
+    /// Sets `E_q`; true if the flow's weight changed.
     #[inline]
-    fn set_error(&mut self, q: QueueId, e: f64) {
+    fn set_error(&mut self, q: QueueId, e: f64) -> bool {
         let f = &mut self.flows[q];
         f.error = e;
         let adj = adjusted_weight(f.weight, f.power, e);
         let delta = adj - f.adj;
         if delta == 0.0 {
-            return;
+            return false;
         }
         f.adj = adj;
         if f.guaranteed {
@@ -240,13 +254,21 @@ impl Weights {
         if self.updates >= RESUM_EVERY {
             self.resum();
         }
+        true
     }
 }
 
 /// The ELF scheduler of 003 §6.
 #[derive(Clone, Debug)]
 pub struct Elf {
-    core: ScfqCore,
+    fifos: Vec<VecDeque<u32>>,
+    frames: usize,
+    /// Guaranteed flows (entry = queue) and the best-effort aggregate (entry [`Elf::agg`]).
+    top: ScfqLevel,
+    /// Best-effort flows (entry = queue).
+    inner: ScfqLevel,
+    /// The best-effort queue whose head the aggregate's top-level head stands for.
+    committed: QueueId,
     weights: Weights,
     estimates: Estimates,
 }
@@ -318,7 +340,11 @@ impl Elf {
         };
         weights.resum();
         Ok(Elf {
-            core: ScfqCore::new(queues),
+            fifos: vec![VecDeque::new(); queues],
+            frames: 0,
+            top: ScfqLevel::new(queues + 1),
+            inner: ScfqLevel::new(queues),
+            committed: 0,
             weights,
             estimates: Estimates::new(&config.estimator, queues),
         })
@@ -336,8 +362,28 @@ impl Elf {
 
     /// The air-time share queue `q` gets now if every queue is backlogged. O(n).
     pub fn air_share(&self, q: QueueId) -> f64 {
-        let total: f64 = (0..self.core.queues()).map(|i| self.weights.rate(i)).sum();
+        let total: f64 = (0..self.fifos.len()).map(|i| self.weights.rate(i)).sum();
         self.weights.rate(q) / total
+    }
+
+    /// Top-level entry of the best-effort aggregate.
+    fn agg(&self) -> usize {
+        self.fifos.len()
+    }
+
+    /// Stamps the aggregate's top-level head with the inner level's next frame, or retires
+    /// the aggregate when no best-effort frame is queued.
+    #[inline]
+    fn commit_aggregate(&mut self) {
+        let agg = self.agg();
+        match self.inner.peek() {
+            Some(j) => {
+                self.committed = j;
+                self.top
+                    .set_head(agg, self.fifos[j][0], self.weights.a_be());
+            }
+            None => self.top.remove(agg),
+        }
     }
 }
 
@@ -346,25 +392,70 @@ impl Scheduler for Elf {
         "elf"
     }
     fn queues(&self) -> usize {
-        self.core.queues()
+        self.fifos.len()
     }
     fn enqueue(&mut self, _now: Instant, q: QueueId, len: u32) {
-        let w = &self.weights;
-        self.core.enqueue(q, len, || w.rate(q));
+        self.fifos[q].push_back(len);
+        self.frames += 1;
+        if self.fifos[q].len() > 1 {
+            return;
+        }
+        let f = &self.weights.flows[q];
+        if f.guaranteed {
+            self.top.set_head(q, len, f.adj);
+        } else {
+            self.inner.set_head(q, len, f.adj);
+            if !self.top.is_active(self.agg()) {
+                self.commit_aggregate();
+            }
+        }
     }
     fn dequeue(&mut self, _now: Instant) -> Option<QueueId> {
-        let w = &self.weights;
-        self.core.dequeue(|q| w.rate(q))
+        let e = self.top.peek()?;
+        self.top.serve(e);
+        let aggregate = e == self.agg();
+        let q = if aggregate { self.committed } else { e };
+        let fifo = &mut self.fifos[q];
+        fifo.pop_front();
+        let next = fifo.front().copied();
+        self.frames -= 1;
+        let adj = self.weights.flows[q].adj;
+        let level = if aggregate {
+            self.inner.serve(q);
+            &mut self.inner
+        } else {
+            &mut self.top
+        };
+        match next {
+            Some(len) => level.set_head(q, len, adj),
+            None => level.remove(q),
+        }
+        if aggregate {
+            self.commit_aggregate();
+        }
+        Some(q)
     }
     fn len(&self) -> usize {
-        self.core.len()
+        self.frames
     }
     fn report(&mut self, _now: Instant, q: QueueId, delivered: bool) {
         if self.weights.flows[q].fixed {
             return;
         }
         let e = self.estimates.record(q, delivered);
-        self.weights.set_error(q, e);
+        if !self.weights.set_error(q, e) {
+            return;
+        }
+        let adj = self.weights.flows[q].adj;
+        if self.weights.flows[q].guaranteed {
+            self.top.rerate(q, adj);
+            // A_BE = 1 - sum_G A_i moved too.
+            let agg = self.agg();
+            let a_be = self.weights.a_be();
+            self.top.rerate(agg, a_be);
+        } else {
+            self.inner.rerate(q, adj);
+        }
     }
 }
 
@@ -410,8 +501,9 @@ mod tests {
         }
     }
 
-    /// The rates 003 §6.2-6.3 prescribe, computed here from the formulas (fixed error rates).
-    fn oracle_rates(c: &ElfConfig) -> Vec<f64> {
+    /// The weights 003 §6.2-6.3 prescribe (fixed error rates): each flow's eq. (1) weight,
+    /// and `A_BE = 1 - sum_G A_i` (floored as documented).
+    fn oracle_weights(c: &ElfConfig) -> (Vec<f64>, f64) {
         let own: Vec<f64> = c
             .flows
             .iter()
@@ -421,12 +513,10 @@ mod tests {
                 (w / (1.0 - e)).min(f.power_factor * w)
             })
             .collect();
-        let (mut sum_g, mut sum_be) = (0.0, 0.0);
+        let mut sum_g = 0.0;
         for (f, a) in c.flows.iter().zip(&own) {
             if f.reserved_bps.is_some() {
                 sum_g += a;
-            } else {
-                sum_be += a;
             }
         }
         let any_g = c.flows.iter().any(|f| f.reserved_bps.is_some());
@@ -435,52 +525,111 @@ mod tests {
         } else {
             1.0
         };
-        c.flows
-            .iter()
-            .zip(own)
-            .map(|(f, a)| {
-                if f.reserved_bps.is_some() {
-                    a
-                } else {
-                    a_be * a / sum_be
-                }
-            })
-            .collect()
+        (own, a_be)
     }
 
-    /// SCFQ as 004 §IV words it (stamp on arrival, linear scan), over the oracle's rates.
-    fn literal_scfq(rates: &[f64], ops: &[Op]) -> Vec<Option<QueueId>> {
-        let n = rates.len();
-        let mut stamps: Vec<VecDeque<f64>> = vec![VecDeque::new(); n];
-        let mut last = vec![0.0f64; n];
-        let mut v = 0.0f64;
-        let mut out = Vec::new();
-        let pick = |stamps: &mut Vec<VecDeque<f64>>, v: &mut f64| {
-            let (t, q) = stamps
-                .iter()
-                .enumerate()
-                .filter_map(|(q, s)| s.front().map(|&t| (t, q)))
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
-            stamps[q].pop_front();
-            *v = if stamps.iter().all(|s| s.is_empty()) {
-                0.0
+    /// Two-level SCFQ written out naively (linear scans, explicit stamps): guaranteed flows and
+    /// one best-effort aggregate on top, best-effort flows inside (003 §6.3, 004 §IV).
+    struct TwoLevel {
+        own: Vec<f64>,
+        a_be: f64,
+        guaranteed: Vec<bool>,
+        fifos: Vec<VecDeque<u32>>,
+        top: Vec<Option<f64>>, // n flows + the aggregate at index n
+        inner: Vec<Option<f64>>,
+        v_top: f64,
+        v_in: f64,
+        committed: usize,
+    }
+
+    fn argmin(tags: &[Option<f64>]) -> Option<usize> {
+        let mut best: Option<(f64, usize)> = None;
+        for (i, t) in tags.iter().enumerate() {
+            if let Some(t) = *t {
+                if best.is_none_or(|(b, _)| t < b) {
+                    best = Some((t, i));
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    impl TwoLevel {
+        fn commit(&mut self) {
+            let n = self.fifos.len();
+            match argmin(&self.inner) {
+                Some(j) => {
+                    self.committed = j;
+                    self.top[n] = Some(self.v_top + f64::from(self.fifos[j][0]) / self.a_be);
+                }
+                None => self.top[n] = None,
+            }
+        }
+        fn idle_resets(&mut self) {
+            if self.top.iter().all(Option::is_none) {
+                self.v_top = 0.0;
+            }
+            if self.inner.iter().all(Option::is_none) {
+                self.v_in = 0.0;
+            }
+        }
+        fn enqueue(&mut self, q: usize, len: u32) {
+            self.fifos[q].push_back(len);
+            if self.fifos[q].len() > 1 {
+                return;
+            }
+            if self.guaranteed[q] {
+                self.top[q] = Some(self.v_top + f64::from(len) / self.own[q]);
             } else {
-                t
-            };
+                self.inner[q] = Some(self.v_in + f64::from(len) / self.own[q]);
+                if self.top[self.fifos.len()].is_none() {
+                    self.commit();
+                }
+            }
+        }
+        fn dequeue(&mut self) -> Option<usize> {
+            let n = self.fifos.len();
+            let e = argmin(&self.top)?;
+            self.v_top = self.v_top.max(self.top[e].unwrap());
+            let q = if e == n { self.committed } else { e };
+            self.fifos[q].pop_front();
+            let next = self.fifos[q].front().copied();
+            if e == n {
+                self.v_in = self.v_in.max(self.inner[q].unwrap());
+                self.inner[q] = next.map(|l| self.v_in + f64::from(l) / self.own[q]);
+                self.idle_resets();
+                self.commit();
+            } else {
+                self.top[q] = next.map(|l| self.v_top + f64::from(l) / self.own[q]);
+            }
+            self.idle_resets();
             Some(q)
+        }
+    }
+
+    fn two_level_trace(c: &ElfConfig, ops: &[Op]) -> Vec<Option<QueueId>> {
+        let n = c.flows.len();
+        let (own, a_be) = oracle_weights(c);
+        let mut m = TwoLevel {
+            own,
+            a_be,
+            guaranteed: c.flows.iter().map(|f| f.reserved_bps.is_some()).collect(),
+            fifos: vec![VecDeque::new(); n],
+            top: vec![None; n + 1],
+            inner: vec![None; n],
+            v_top: 0.0,
+            v_in: 0.0,
+            committed: 0,
         };
+        let mut out = Vec::new();
         for op in ops {
             match *op {
-                Op::Enqueue(q, len) => {
-                    let prev = if stamps[q].is_empty() { v } else { last[q] };
-                    last[q] = prev.max(v) + f64::from(len) / rates[q];
-                    stamps[q].push_back(last[q]);
-                }
-                Op::Dequeue => out.push(pick(&mut stamps, &mut v)),
+                Op::Enqueue(q, len) => m.enqueue(q, len),
+                Op::Dequeue => out.push(m.dequeue()),
                 _ => {}
             }
         }
-        while let Some(q) = pick(&mut stamps, &mut v) {
+        while let Some(q) = m.dequeue() {
             out.push(Some(q));
         }
         out
@@ -488,7 +637,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn fixed_error_elf_is_scfq_over_the_formula_weights(
+        fn fixed_error_elf_is_two_level_scfq_over_the_formula_weights(
             mut flows in proptest::collection::vec(flow_strategy(), 5),
             ops in proptest::collection::vec(op_strategy(5, 1500), 0..300),
         ) {
@@ -497,7 +646,7 @@ mod tests {
             }
             let c = config(flows);
             let trace = check_deterministic(|| Box::new(Elf::new(5, &c).unwrap()), 5, &ops);
-            prop_assert_eq!(trace, literal_scfq(&oracle_rates(&c), &ops));
+            prop_assert_eq!(trace, two_level_trace(&c, &ops));
         }
 
         #[test]
@@ -567,6 +716,54 @@ mod tests {
         got.sort();
         assert_eq!(got, [0, 1, 2]);
         assert!(adjusted_weight(1.0, f64::INFINITY, 1.0).is_finite());
+    }
+
+    #[test]
+    fn best_effort_recovers_promptly_after_an_error_burst() {
+        // A reserved flow with an unlimited power factor meets a burst of 90% errors: its
+        // weight outgrows the link and the best-effort aggregate drops to the floor. When the
+        // burst ends the aggregate's waiting head must be re-stamped, not left with a
+        // timestamp a million frames away (003 §7, Fig. 12: flows recover right after).
+        let c = ElfConfig {
+            link_rate_bps: 800_000.0,
+            flows: vec![
+                ElfFlowConfig {
+                    reserved_bps: Some(700_000.0),
+                    power_factor: f64::INFINITY,
+                    ..Default::default()
+                },
+                ElfFlowConfig::default(),
+            ],
+            estimator: ErrorEstimator::Ewma { alpha: 0.05 },
+        };
+        let mut s = Elf::new(2, &c).unwrap();
+        let t = Instant::ZERO;
+        for _ in 0..4 {
+            s.enqueue(t, 0, 1000);
+            s.enqueue(t, 1, 1000);
+        }
+        let mut sent = [0usize; 2];
+        for i in 0..5_000 {
+            let q = s.dequeue(t).unwrap();
+            // Burst: 9 of every 10 video frames lost.
+            s.report(t, q, q == 1 || i % 10 == 0);
+            s.enqueue(t, q, 1000);
+        }
+        assert!(
+            s.adjusted_weight(1) <= 2.0 * BE_FLOOR,
+            "aggregate at the floor"
+        );
+        for i in 0..2_000 {
+            let q = s.dequeue(t).unwrap();
+            s.report(t, q, true);
+            s.enqueue(t, q, 1000);
+            if i >= 300 {
+                sent[q] += 1;
+            }
+        }
+        // Error-free again: A_video = 7/8, A_BE = 1/8.
+        let be = sent[1] as f64 / (sent[0] + sent[1]) as f64;
+        assert!((be - 0.125).abs() < 0.01, "best-effort share {be}");
     }
 
     #[test]

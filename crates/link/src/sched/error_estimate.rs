@@ -152,7 +152,8 @@ impl Estimates {
         }
     }
 
-    /// Current estimate `E_q`.
+    /// Current estimate `E_q` (the scheduler keeps its own copy; tests read it here).
+    #[cfg(test)]
     pub(crate) fn get(&self, q: usize) -> f64 {
         match self {
             Estimates::Ewma { e, .. } => e[q],

@@ -19,7 +19,8 @@
 //! worth of virtual time). `now` is not used. Both systems idle together, so `V` restarts at
 //! zero when everything is empty. O(log n) per frame (two heaps); no allocation once grown.
 
-use super::scfq::{Head, REBASE_AT};
+use super::scfq::REBASE_AT;
+use super::tag_heap::Head;
 use super::{positive_list, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
 use std::collections::binary_heap::PeekMut;
