@@ -550,12 +550,14 @@ mod tests {
             let q = s.dequeue(now).unwrap();
             s.enqueue(now, q, 1000);
             now += crate::time::Duration::from_millis(1);
-            if i >= 1_300 {
+            if (1_020..1_100).contains(&i) {
                 late[q] += 1;
             }
         }
-        // 200 ms after the switch queue 0's input has left the window: queue 1 dominates.
-        assert!(late[1] > 650, "{late:?}");
+        // 20 to 100 ms after the switch both queues have input in the window, queue 1's share
+        // growing from about 0.2 to 1: it must get a good part of the link already, not wait
+        // until queue 0's input has left the window.
+        assert!(late[1] > 30, "{late:?}");
     }
 
     #[test]
