@@ -10,22 +10,30 @@
 //! `A_BE = 1 - sum_{i in G} A_i` (003 §6.3), split among them by the §6.2 rule with their own
 //! weights and power factors. Air time then goes in proportion to these weights:
 //! [`allocate`] is the closed form, used by the scenario tools and the tests, and [`Elf`] is
-//! the scheduler, which orders frames with the SCFQ core of [`super::scfq`] (byte-based tags,
-//! so air time is shared in proportion to weights on a link of constant rate).
+//! the scheduler.
+//!
+//! The scheduler orders frames with SCFQ (the tagging of [`super::scfq`]; byte-based tags, so
+//! air time is shared in proportion to weights on a link of constant rate), in two levels that
+//! follow §6.3's construction: the top level holds the guaranteed flows, weighted `A_i`, and
+//! one virtual best-effort flow weighted `A_BE`; the inner level orders the best-effort flows
+//! by their own `A_j`. A change in `A_BE` then touches one heap entry instead of every
+//! best-effort head. (The top level stamps the aggregate's head with the length of the frame
+//! the inner level picks at that moment, and that frame is the one sent.)
 //!
 //! Error rates are estimated per queue from the outcomes the MAC reports (`report`), with an
 //! EWMA or a sliding window ([`ErrorEstimator`]), or fixed per flow for analysis. When an
-//! estimate changes only that flow's weight and two running sums are updated (O(1)); the
-//! best-effort split is derived from the sums when a frame reaches the head of its queue, so a
-//! new weight applies from the next head on. Guards (ours): `E_i` is capped at
+//! estimate changes, only that flow's weight and two running sums are updated (O(1)), and at
+//! most two waiting heads are re-stamped (the flow's and, for a guaranteed flow, the
+//! aggregate's; see [`super::scfq::RERATE_TOLERANCE`]), O(log n). Guards (ours): `E_i` is capped at
 //! `1 - `[`E_EPSILON`] so `A_i` stays finite even with an infinite power factor, and the
 //! best-effort aggregate never drops below [`BE_FLOOR`] in the scheduler, so best-effort flows
 //! are still served when reservations overbook a lossy link (the closed form gives them 0).
 
 use super::error_estimate::{ErrorEstimator, Estimates};
-use super::scfq::ScfqCore;
+use super::scfq::ScfqLevel;
 use super::{check_count, check_positive, check_queues, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
+use std::collections::VecDeque;
 
 /// Largest error rate used in eq. (1) is `1 - E_EPSILON`: keeps `A_i` finite as `E_i -> 1`.
 pub const E_EPSILON: f64 = 1e-6;
@@ -205,30 +213,36 @@ impl Weights {
         self.updates = 0;
     }
 
-    /// The weight queue `q` is tagged with: `A_q` if guaranteed, else its slice of `A_BE`.
+    /// The best-effort aggregate `A_BE = 1 - sum_{i in G} A_i` (003 §6.3), floored; all of
+    /// the link when no flow is guaranteed.
     #[inline]
+    fn a_be(&self) -> f64 {
+        if self.any_g {
+            (1.0 - self.sum_g).max(BE_FLOOR)
+        } else {
+            1.0
+        }
+    }
+
+    /// The flat weight of queue `q`: `A_q` if guaranteed, else its slice of `A_BE`.
     fn rate(&self, q: QueueId) -> f64 {
         let f = &self.flows[q];
         if f.guaranteed {
             f.adj
         } else {
-            let a_be = if self.any_g {
-                (1.0 - self.sum_g).max(BE_FLOOR) // 003 §6.3, floored
-            } else {
-                1.0
-            };
-            a_be * f.adj / self.sum_be
+            self.a_be() * f.adj / self.sum_be
         }
     }
 
+    /// Sets `E_q`; true if the flow's weight changed.
     #[inline]
-    fn set_error(&mut self, q: QueueId, e: f64) {
+    fn set_error(&mut self, q: QueueId, e: f64) -> bool {
         let f = &mut self.flows[q];
         f.error = e;
         let adj = adjusted_weight(f.weight, f.power, e);
         let delta = adj - f.adj;
         if delta == 0.0 {
-            return;
+            return false;
         }
         f.adj = adj;
         if f.guaranteed {
@@ -240,13 +254,21 @@ impl Weights {
         if self.updates >= RESUM_EVERY {
             self.resum();
         }
+        true
     }
 }
 
 /// The ELF scheduler of 003 §6.
 #[derive(Clone, Debug)]
 pub struct Elf {
-    core: ScfqCore,
+    fifos: Vec<VecDeque<u32>>,
+    frames: usize,
+    /// Guaranteed flows (entry = queue) and the best-effort aggregate (entry [`Elf::agg`]).
+    top: ScfqLevel,
+    /// Best-effort flows (entry = queue).
+    inner: ScfqLevel,
+    /// The best-effort queue whose head the aggregate's top-level head stands for.
+    committed: QueueId,
     weights: Weights,
     estimates: Estimates,
 }
@@ -318,7 +340,11 @@ impl Elf {
         };
         weights.resum();
         Ok(Elf {
-            core: ScfqCore::new(queues),
+            fifos: vec![VecDeque::new(); queues],
+            frames: 0,
+            top: ScfqLevel::new(queues + 1),
+            inner: ScfqLevel::new(queues),
+            committed: 0,
             weights,
             estimates: Estimates::new(&config.estimator, queues),
         })
@@ -336,8 +362,28 @@ impl Elf {
 
     /// The air-time share queue `q` gets now if every queue is backlogged. O(n).
     pub fn air_share(&self, q: QueueId) -> f64 {
-        let total: f64 = (0..self.core.queues()).map(|i| self.weights.rate(i)).sum();
+        let total: f64 = (0..self.fifos.len()).map(|i| self.weights.rate(i)).sum();
         self.weights.rate(q) / total
+    }
+
+    /// Top-level entry of the best-effort aggregate.
+    fn agg(&self) -> usize {
+        self.fifos.len()
+    }
+
+    /// Stamps the aggregate's top-level head with the inner level's next frame, or retires
+    /// the aggregate when no best-effort frame is queued.
+    #[inline]
+    fn commit_aggregate(&mut self) {
+        let agg = self.agg();
+        match self.inner.peek() {
+            Some(j) => {
+                self.committed = j;
+                self.top
+                    .set_head(agg, self.fifos[j][0], self.weights.a_be());
+            }
+            None => self.top.remove(agg),
+        }
     }
 }
 
@@ -346,375 +392,73 @@ impl Scheduler for Elf {
         "elf"
     }
     fn queues(&self) -> usize {
-        self.core.queues()
+        self.fifos.len()
     }
     fn enqueue(&mut self, _now: Instant, q: QueueId, len: u32) {
-        let w = &self.weights;
-        self.core.enqueue(q, len, || w.rate(q));
+        self.fifos[q].push_back(len);
+        self.frames += 1;
+        if self.fifos[q].len() > 1 {
+            return;
+        }
+        let f = &self.weights.flows[q];
+        if f.guaranteed {
+            self.top.set_head(q, len, f.adj);
+        } else {
+            self.inner.set_head(q, len, f.adj);
+            if !self.top.is_active(self.agg()) {
+                self.commit_aggregate();
+            }
+        }
     }
     fn dequeue(&mut self, _now: Instant) -> Option<QueueId> {
-        let w = &self.weights;
-        self.core.dequeue(|q| w.rate(q))
+        let e = self.top.peek()?;
+        self.top.serve(e);
+        let aggregate = e == self.agg();
+        let q = if aggregate { self.committed } else { e };
+        let fifo = &mut self.fifos[q];
+        fifo.pop_front();
+        let next = fifo.front().copied();
+        self.frames -= 1;
+        let adj = self.weights.flows[q].adj;
+        let level = if aggregate {
+            self.inner.serve(q);
+            &mut self.inner
+        } else {
+            &mut self.top
+        };
+        match next {
+            Some(len) => level.set_head(q, len, adj),
+            None => level.remove(q),
+        }
+        if aggregate {
+            self.commit_aggregate();
+        }
+        Some(q)
     }
     fn len(&self) -> usize {
-        self.core.len()
+        self.frames
     }
     fn report(&mut self, _now: Instant, q: QueueId, delivered: bool) {
         if self.weights.flows[q].fixed {
             return;
         }
         let e = self.estimates.record(q, delivered);
-        self.weights.set_error(q, e);
+        if !self.weights.set_error(q, e) {
+            return;
+        }
+        let adj = self.weights.flows[q].adj;
+        if self.weights.flows[q].guaranteed {
+            self.top.rerate(q, adj);
+            // A_BE = 1 - sum_G A_i moved too.
+            let agg = self.agg();
+            let a_be = self.weights.a_be();
+            self.top.rerate(agg, a_be);
+        } else {
+            self.inner.rerate(q, adj);
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::testkit::{check_deterministic, de, op_strategy, Op, Val};
-    use super::*;
-    use proptest::prelude::*;
-    use std::collections::VecDeque;
-
-    /// A flow for the generated configurations: (reserved share of 1 Mbit/s or best-effort
-    /// weight, power factor, fixed error rate).
-    fn flow_strategy() -> impl Strategy<Value = ElfFlowConfig> {
-        (
-            prop_oneof![
-                Just(None),
-                (1u32..100).prop_map(|k| Some(f64::from(k) * 1_000.0))
-            ],
-            0.1f64..4.0,
-            prop_oneof![Just(1.0), Just(2.0), Just(f64::INFINITY), 1.0f64..4.0],
-            prop_oneof![
-                Just(None),
-                Just(Some(0.0)),
-                Just(Some(1.0)),
-                (0.0f64..1.0).prop_map(Some)
-            ],
-        )
-            .prop_map(
-                |(reserved_bps, weight, power_factor, error_rate)| ElfFlowConfig {
-                    reserved_bps,
-                    weight,
-                    power_factor,
-                    error_rate,
-                },
-            )
-    }
-
-    fn config(flows: Vec<ElfFlowConfig>) -> ElfConfig {
-        ElfConfig {
-            link_rate_bps: 1e6,
-            flows,
-            estimator: ErrorEstimator::Window { outcomes: 16 },
-        }
-    }
-
-    /// The rates 003 §6.2-6.3 prescribe, computed here from the formulas (fixed error rates).
-    fn oracle_rates(c: &ElfConfig) -> Vec<f64> {
-        let own: Vec<f64> = c
-            .flows
-            .iter()
-            .map(|f| {
-                let w = f.reserved_bps.map_or(f.weight, |b| b / c.link_rate_bps);
-                let e = f.error_rate.unwrap().min(1.0 - E_EPSILON);
-                (w / (1.0 - e)).min(f.power_factor * w)
-            })
-            .collect();
-        let (mut sum_g, mut sum_be) = (0.0, 0.0);
-        for (f, a) in c.flows.iter().zip(&own) {
-            if f.reserved_bps.is_some() {
-                sum_g += a;
-            } else {
-                sum_be += a;
-            }
-        }
-        let any_g = c.flows.iter().any(|f| f.reserved_bps.is_some());
-        let a_be = if any_g {
-            (1.0 - sum_g).max(BE_FLOOR)
-        } else {
-            1.0
-        };
-        c.flows
-            .iter()
-            .zip(own)
-            .map(|(f, a)| {
-                if f.reserved_bps.is_some() {
-                    a
-                } else {
-                    a_be * a / sum_be
-                }
-            })
-            .collect()
-    }
-
-    /// SCFQ as 004 §IV words it (stamp on arrival, linear scan), over the oracle's rates.
-    fn literal_scfq(rates: &[f64], ops: &[Op]) -> Vec<Option<QueueId>> {
-        let n = rates.len();
-        let mut stamps: Vec<VecDeque<f64>> = vec![VecDeque::new(); n];
-        let mut last = vec![0.0f64; n];
-        let mut v = 0.0f64;
-        let mut out = Vec::new();
-        let pick = |stamps: &mut Vec<VecDeque<f64>>, v: &mut f64| {
-            let (t, q) = stamps
-                .iter()
-                .enumerate()
-                .filter_map(|(q, s)| s.front().map(|&t| (t, q)))
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
-            stamps[q].pop_front();
-            *v = if stamps.iter().all(|s| s.is_empty()) {
-                0.0
-            } else {
-                t
-            };
-            Some(q)
-        };
-        for op in ops {
-            match *op {
-                Op::Enqueue(q, len) => {
-                    let prev = if stamps[q].is_empty() { v } else { last[q] };
-                    last[q] = prev.max(v) + f64::from(len) / rates[q];
-                    stamps[q].push_back(last[q]);
-                }
-                Op::Dequeue => out.push(pick(&mut stamps, &mut v)),
-                _ => {}
-            }
-        }
-        while let Some(q) = pick(&mut stamps, &mut v) {
-            out.push(Some(q));
-        }
-        out
-    }
-
-    proptest! {
-        #[test]
-        fn fixed_error_elf_is_scfq_over_the_formula_weights(
-            mut flows in proptest::collection::vec(flow_strategy(), 5),
-            ops in proptest::collection::vec(op_strategy(5, 1500), 0..300),
-        ) {
-            for f in &mut flows {
-                f.error_rate.get_or_insert(0.25);
-            }
-            let c = config(flows);
-            let trace = check_deterministic(|| Box::new(Elf::new(5, &c).unwrap()), 5, &ops);
-            prop_assert_eq!(trace, literal_scfq(&oracle_rates(&c), &ops));
-        }
-
-        #[test]
-        fn estimated_elf_keeps_the_invariants_and_tracks_allocate(
-            flows in proptest::collection::vec(flow_strategy(), 5),
-            ops in proptest::collection::vec(op_strategy(5, 1500), 0..400),
-        ) {
-            let c = config(flows);
-            check_deterministic(|| Box::new(Elf::new(5, &c).unwrap()), 5, &ops);
-            // After the reports, the incrementally kept weights give the closed form's air
-            // shares for the current estimates.
-            let mut s = Elf::new(5, &c).unwrap();
-            for op in &ops {
-                if let Op::Report(q, d) = *op {
-                    s.report(Instant::ZERO, q, d);
-                }
-            }
-            let model: Vec<ElfFlow> = c.flows.iter().enumerate().map(|(q, f)| ElfFlow {
-                reserved_bps: f.reserved_bps,
-                weight: f.weight,
-                power_factor: f.power_factor,
-                error_rate: s.error_rate(q),
-            }).collect();
-            let want = allocate(c.link_rate_bps, &model);
-            let sum_g: f64 = (0..5).filter(|&q| c.flows[q].reserved_bps.is_some())
-                .map(|q| want[q].adjusted_weight).sum();
-            for q in 0..5 {
-                let got = s.air_share(q);
-                prop_assert!(got.is_finite() && got > 0.0);
-                if sum_g < 1.0 - 1e-3 {
-                    // Not overbooked: the scheduler's floor is inactive.
-                    prop_assert!((got - want[q].air_share).abs() < 1e-9,
-                        "queue {}: {} vs {}", q, got, want[q].air_share);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn weights_stay_finite_as_errors_approach_one() {
-        let f = |reserved_bps, error_rate| ElfFlowConfig {
-            reserved_bps,
-            weight: 1.0,
-            power_factor: f64::INFINITY,
-            error_rate,
-        };
-        let c = ElfConfig {
-            link_rate_bps: 1e6,
-            flows: vec![f(Some(1e5), Some(1.0)), f(None, Some(1.0)), f(None, None)],
-            ..Default::default()
-        };
-        let mut s = Elf::new(3, &c).unwrap();
-        let t = Instant::ZERO;
-        for _ in 0..100_000 {
-            s.report(t, 2, false);
-        }
-        assert!(s.error_rate(2) > 1.0 - 1e-9, "{}", s.error_rate(2));
-        for q in 0..3 {
-            let a = s.adjusted_weight(q);
-            assert!(a.is_finite() && a > 0.0, "queue {q}: {a}");
-        }
-        // Still work-conserving: every queue gets served.
-        for q in 0..3 {
-            s.enqueue(t, q, 1000);
-        }
-        let mut got: Vec<_> = std::iter::from_fn(|| s.dequeue(t)).collect();
-        got.sort();
-        assert_eq!(got, [0, 1, 2]);
-        assert!(adjusted_weight(1.0, f64::INFINITY, 1.0).is_finite());
-    }
-
-    #[test]
-    fn fixed_error_rates_ignore_reports() {
-        let c = ElfConfig {
-            flows: vec![ElfFlowConfig {
-                error_rate: Some(0.5),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let mut s = Elf::new(1, &c).unwrap();
-        for _ in 0..100 {
-            s.report(Instant::ZERO, 0, true);
-        }
-        assert_eq!(s.error_rate(0), 0.5);
-    }
-
-    #[test]
-    fn bad_flows_are_named() {
-        let flow = ElfFlowConfig::default;
-        let cases = [
-            (
-                ElfFlowConfig {
-                    power_factor: 0.5,
-                    ..flow()
-                },
-                "flows[1].power_factor",
-            ),
-            (
-                ElfFlowConfig {
-                    power_factor: f64::NAN,
-                    ..flow()
-                },
-                "flows[1].power_factor",
-            ),
-            (
-                ElfFlowConfig {
-                    weight: 0.0,
-                    ..flow()
-                },
-                "flows[1].weight",
-            ),
-            (
-                ElfFlowConfig {
-                    weight: -1.0,
-                    ..flow()
-                },
-                "flows[1].weight",
-            ),
-            (
-                ElfFlowConfig {
-                    error_rate: Some(1.5),
-                    ..flow()
-                },
-                "flows[1].error_rate",
-            ),
-            (
-                ElfFlowConfig {
-                    reserved_bps: Some(f64::NAN),
-                    ..flow()
-                },
-                "flows[1].reserved_bps",
-            ),
-        ];
-        for (bad, field) in cases {
-            let c = ElfConfig {
-                link_rate_bps: 1e6,
-                flows: vec![flow(), bad],
-                ..Default::default()
-            };
-            let e = Elf::new(2, &c).unwrap_err();
-            assert!(e.to_string().contains(field), "{field}: {e}");
-        }
-        // A reservation needs the link rate; reservations may not exceed it.
-        let reserved = |b| ElfFlowConfig {
-            reserved_bps: Some(b),
-            ..flow()
-        };
-        let c = ElfConfig {
-            flows: vec![reserved(1e5)],
-            ..Default::default()
-        };
-        assert!(Elf::new(1, &c)
-            .unwrap_err()
-            .to_string()
-            .contains("link_rate_bps"));
-        let c = ElfConfig {
-            link_rate_bps: 1e6,
-            flows: vec![reserved(6e5), reserved(5e5)],
-            ..Default::default()
-        };
-        assert!(matches!(
-            Elf::new(2, &c),
-            Err(SchedConfigError::Overbooked { .. })
-        ));
-        let c = ElfConfig {
-            flows: vec![flow(); 3],
-            ..Default::default()
-        };
-        assert!(Elf::new(2, &c)
-            .unwrap_err()
-            .to_string()
-            .contains("`flows` has 3"));
-    }
-
-    #[test]
-    fn config_reads_flows_and_estimator() {
-        let c: super::super::SchedulerConfig = de(&[
-            ("policy", Val::S("elf")),
-            ("link_rate_bps", Val::I(800_000)),
-            (
-                "flows",
-                Val::Seq(vec![
-                    Val::M(vec![
-                        ("reserved_bps", Val::I(8_000)),
-                        ("power_factor", Val::F(3.0)),
-                    ]),
-                    Val::M(vec![("weight", Val::F(2.0)), ("error_rate", Val::F(0.1))]),
-                ]),
-            ),
-            (
-                "estimator",
-                Val::M(vec![("kind", Val::S("window")), ("outcomes", Val::I(500))]),
-            ),
-        ])
-        .unwrap();
-        let want = ElfConfig {
-            link_rate_bps: 800_000.0,
-            flows: vec![
-                ElfFlowConfig {
-                    reserved_bps: Some(8_000.0),
-                    power_factor: 3.0,
-                    ..Default::default()
-                },
-                ElfFlowConfig {
-                    weight: 2.0,
-                    error_rate: Some(0.1),
-                    ..Default::default()
-                },
-            ],
-            estimator: ErrorEstimator::Window { outcomes: 500 },
-        };
-        assert_eq!(c, super::super::SchedulerConfig::Elf(want));
-        let e = de::<ElfConfig>(&[(
-            "flows",
-            Val::Seq(vec![Val::M(vec![("wieght", Val::F(1.0))])]),
-        )]);
-        assert!(e.unwrap_err().contains("wieght"));
-    }
-}
+#[path = "elf_tests.rs"]
+mod tests;

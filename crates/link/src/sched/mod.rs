@@ -29,6 +29,7 @@ pub mod error_estimate;
 pub mod fifo;
 pub mod priority;
 pub mod scfq;
+mod tag_heap;
 pub mod wfq;
 pub mod wrr;
 

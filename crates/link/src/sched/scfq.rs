@@ -23,17 +23,20 @@
 //!   decreases), so the paper's rule reduces to `V + len/r` at arrival. With changing rates
 //!   (measured, or ELF's adjusted weights) a new rate applies from the next head instead of
 //!   after the whole backlog has drained.
-//! * The heads sit in a binary heap keyed `(tag, queue id)`, one entry per non-empty queue.
+//! * The heads sit in an indexed binary heap keyed `(tag, queue id)`, one entry per non-empty
+//!   queue. When a rate moves by more than [`RERATE_TOLERANCE`] under a waiting head, that
+//!   head is re-stamped `max(V, start + len / new rate)`: otherwise a head stamped while its
+//!   queue's rate was at the floor would hold the queue back long after the rate recovered.
+//!   In measured mode this is done for the queue whose input is observed.
 //! * `V` restarts at zero whenever the scheduler empties, and all timestamps are shifted down
 //!   when `V` passes [`REBASE_AT`], so `f64` keeps sub-byte precision on links that never idle.
 //! * The measurement window is a ring of [`METER_BUCKETS`] buckets; the rates cover between
 //!   `(METER_BUCKETS - 1) / METER_BUCKETS` and all of the configured window.
 
+use super::tag_heap::TagHeap;
 use super::{check_count, check_positive, check_queues, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
-use std::cmp::Ordering;
-use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// Virtual time above which all timestamps are shifted back to zero (keeps f64 precision).
 pub const REBASE_AT: f64 = (1u64 << 44) as f64;
@@ -66,38 +69,110 @@ impl Default for ScfqConfig {
     }
 }
 
-/// A queue head in the heap: its timestamp and queue. Ordered so that the std max-heap pops
-/// the lowest `(tag, q)`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Head {
-    pub(crate) tag: f64,
-    pub(crate) q: u32,
+/// Relative rate change under a waiting head beyond which its timestamp is recomputed
+/// (smaller changes apply from the next head on).
+pub const RERATE_TOLERANCE: f64 = 1.0 / 64.0;
+
+/// One level of SCFQ bookkeeping over entries `0..n` (queues, or ELF's aggregate): the
+/// virtual time and a heap of head timestamps. Shared with [`super::elf`]. The caller keeps
+/// the frames and says which entry is served and what its next head is.
+#[derive(Clone, Debug)]
+pub(crate) struct ScfqLevel {
+    heads: TagHeap,
+    /// Per entry: virtual start, length and rate of the current head.
+    start: Vec<f64>,
+    len: Vec<u32>,
+    rate: Vec<f64>,
+    vtime: f64,
 }
 
-impl Ord for Head {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.tag.total_cmp(&self.tag).then_with(|| o.q.cmp(&self.q))
+impl ScfqLevel {
+    pub(crate) fn new(entries: usize) -> Self {
+        ScfqLevel {
+            heads: TagHeap::new(entries),
+            start: vec![0.0; entries],
+            len: vec![0; entries],
+            rate: vec![1.0; entries],
+            vtime: 0.0,
+        }
     }
-}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl PartialEq for Head {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Head {}
 
-/// The SCFQ tagging and selection engine, shared with [`super::elf`]. Callers supply the rate
-/// of a queue whenever one of its frames reaches the head.
+    pub(crate) fn is_active(&self, e: usize) -> bool {
+        self.heads.contains(e)
+    }
+
+    /// The entry whose head has the lowest `(timestamp, entry)`.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<usize> {
+        self.heads.peek()
+    }
+
+    /// Entry `e` gets a head of `len` bytes at `rate`: timestamp `V + len / rate`. 004 §IV:
+    /// for a new head of an empty queue "we use the current virtual time"; for the next frame
+    /// of the queue just served, the previous timestamp, which `V` equals at that moment.
+    #[inline]
+    pub(crate) fn set_head(&mut self, e: usize, len: u32, rate: f64) {
+        self.start[e] = self.vtime;
+        self.len[e] = len;
+        self.rate[e] = rate;
+        let tag = self.vtime + f64::from(len) / rate;
+        if self.heads.contains(e) {
+            self.heads.update(e, tag);
+        } else {
+            self.heads.insert(e, tag);
+        }
+    }
+
+    /// The head of `e` is transmitted: `V` becomes its timestamp. Follow with `set_head` or
+    /// `remove` for `e`.
+    #[inline]
+    pub(crate) fn serve(&mut self, e: usize) {
+        self.vtime = self.vtime.max(self.heads.tag(e));
+        if self.vtime > REBASE_AT {
+            self.rebase();
+        }
+    }
+
+    /// `e` has no more frames.
+    #[inline]
+    pub(crate) fn remove(&mut self, e: usize) {
+        self.heads.remove(e);
+        if self.heads.is_empty() {
+            self.vtime = 0.0; // idle: restart the virtual clock
+        }
+    }
+
+    /// `e`'s rate is now `rate`: a waiting head is re-stamped `max(V, start + len / rate)`
+    /// if the rate moved by more than [`RERATE_TOLERANCE`] since it was stamped, so a head
+    /// stamped while its rate was tiny does not keep the queue waiting once the rate is back.
+    #[inline]
+    pub(crate) fn rerate(&mut self, e: usize, rate: f64) {
+        if !self.heads.contains(e) || (rate - self.rate[e]).abs() <= RERATE_TOLERANCE * self.rate[e]
+        {
+            return;
+        }
+        self.rate[e] = rate;
+        let tag = (self.start[e] + f64::from(self.len[e]) / rate).max(self.vtime);
+        self.heads.update(e, tag);
+    }
+
+    /// Shifts every timestamp down by `V` (keeps f64 precision on links that never idle).
+    #[cold]
+    fn rebase(&mut self) {
+        let base = self.vtime;
+        self.heads.shift_down_by(base);
+        for s in &mut self.start {
+            *s -= base;
+        }
+        self.vtime = 0.0;
+    }
+}
+
+/// Per-queue FIFOs of frame lengths plus one [`ScfqLevel`]: plain SCFQ.
 #[derive(Clone, Debug)]
 pub(crate) struct ScfqCore {
     fifos: Vec<VecDeque<u32>>,
-    heads: BinaryHeap<Head>,
-    vtime: f64,
+    level: ScfqLevel,
     frames: usize,
 }
 
@@ -105,8 +180,7 @@ impl ScfqCore {
     pub(crate) fn new(queues: usize) -> Self {
         ScfqCore {
             fifos: vec![VecDeque::new(); queues],
-            heads: BinaryHeap::with_capacity(queues),
-            vtime: 0.0,
+            level: ScfqLevel::new(queues),
             frames: 0,
         }
     }
@@ -123,55 +197,34 @@ impl ScfqCore {
     #[inline]
     pub(crate) fn enqueue(&mut self, q: QueueId, len: u32, rate: impl FnOnce() -> f64) {
         let fifo = &mut self.fifos[q];
-        if fifo.is_empty() {
-            // 004 §IV: "If the queue is empty, we use the current virtual time."
-            let tag = self.vtime + f64::from(len) / rate();
-            self.heads.push(Head { tag, q: q as u32 });
-        }
         fifo.push_back(len);
+        if fifo.len() == 1 {
+            self.level.set_head(q, len, rate());
+        }
         self.frames += 1;
     }
 
-    /// Sends the lowest-tagged head; `rate(q)` is asked for the queue whose next frame
+    /// Sends the lowest-stamped head; `rate(q)` is asked for the queue whose next frame
     /// becomes the head.
     #[inline]
     pub(crate) fn dequeue(&mut self, rate: impl FnOnce(QueueId) -> f64) -> Option<QueueId> {
-        let q = {
-            let mut top = self.heads.peek_mut()?;
-            let q = top.q as usize;
-            // V = timestamp of the frame last transmitted (004 §IV).
-            self.vtime = top.tag;
-            let fifo = &mut self.fifos[q];
-            fifo.pop_front();
-            match fifo.front() {
-                // The next frame's tag: previous tag (= V) + size / rate; the heap sifts
-                // when `top` is dropped.
-                Some(&len) => top.tag += f64::from(len) / rate(q),
-                None => {
-                    PeekMut::pop(top);
-                }
-            }
-            q
-        };
-        self.frames -= 1;
-        if self.frames == 0 {
-            self.vtime = 0.0;
-        } else if self.vtime > REBASE_AT {
-            self.rebase();
+        let q = self.level.peek()?;
+        // V = timestamp of the frame last transmitted (004 §IV).
+        self.level.serve(q);
+        let fifo = &mut self.fifos[q];
+        fifo.pop_front();
+        match fifo.front() {
+            Some(&len) => self.level.set_head(q, len, rate(q)),
+            None => self.level.remove(q),
         }
+        self.frames -= 1;
         Some(q)
     }
 
-    /// Shifts every timestamp down by `V` (ordering is kept; the heap is rebuilt in place).
-    #[cold]
-    fn rebase(&mut self) {
-        let base = self.vtime;
-        let mut heads = std::mem::take(&mut self.heads).into_vec();
-        for h in &mut heads {
-            h.tag -= base;
-        }
-        self.heads = BinaryHeap::from(heads);
-        self.vtime = 0.0;
+    /// See [`ScfqLevel::rerate`].
+    #[inline]
+    pub(crate) fn rerate(&mut self, q: QueueId, rate: f64) {
+        self.level.rerate(q, rate);
     }
 }
 
@@ -329,7 +382,7 @@ impl Scfq {
 
     /// The virtual time `V` (the timestamp of the frame last sent; zero after idling).
     pub fn virtual_time(&self) -> f64 {
-        self.core.vtime
+        self.core.level.vtime
     }
 }
 
@@ -360,6 +413,9 @@ impl Scheduler for Scfq {
     fn observe_input(&mut self, now: Instant, q: QueueId, bytes: u32) {
         if let Rates::Measured(m) = &mut self.rates {
             m.add(now, q, bytes);
+            // A queue whose input starts (or grows) should not wait behind a head stamped at
+            // its old, perhaps floor, rate.
+            self.core.rerate(q, m.share(q));
         }
     }
 }
@@ -473,6 +529,38 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_whose_input_starts_is_served_promptly() {
+        // Queue 1 waits at a tiny floor share while only queue 0 has input; when the
+        // classifier input moves to queue 1 its waiting head is re-stamped with the new share.
+        let cfg = ScfqConfig {
+            window_ms: 100,
+            min_share: 1e-6,
+            ..Default::default()
+        };
+        let mut s = Scfq::new(2, &cfg).unwrap();
+        let mut now = Instant::from_secs(1);
+        for _ in 0..4 {
+            s.enqueue(now, 0, 1000);
+            s.enqueue(now, 1, 1000);
+        }
+        let mut late = [0usize; 2];
+        for i in 0..2_000 {
+            let busy = if i < 1_000 { 0 } else { 1 };
+            s.observe_input(now, busy, 1000);
+            let q = s.dequeue(now).unwrap();
+            s.enqueue(now, q, 1000);
+            now += crate::time::Duration::from_millis(1);
+            if (1_020..1_100).contains(&i) {
+                late[q] += 1;
+            }
+        }
+        // 20 to 100 ms after the switch both queues have input in the window, queue 1's share
+        // growing from about 0.2 to 1: it must get a good part of the link already, not wait
+        // until queue 0's input has left the window.
+        assert!(late[1] > 30, "{late:?}");
+    }
+
+    #[test]
     fn meter_forgets_input_outside_the_window() {
         let mut m = InputMeter::new(2, 800, 0.01);
         let ms = Instant::from_millis;
@@ -507,7 +595,7 @@ mod tests {
             let q = core.dequeue(|_| 1e-9).unwrap();
             got.push(q);
             core.enqueue(q, 10_000, || 1e-9);
-            assert!(core.vtime <= REBASE_AT);
+            assert!(core.level.vtime <= REBASE_AT);
         }
         assert!(got.chunks(2).all(|c| c == [0, 1]), "{got:?}");
     }

@@ -19,7 +19,8 @@
 //! worth of virtual time). `now` is not used. Both systems idle together, so `V` restarts at
 //! zero when everything is empty. O(log n) per frame (two heaps); no allocation once grown.
 
-use super::scfq::{Head, REBASE_AT};
+use super::scfq::REBASE_AT;
+use super::tag_heap::Head;
 use super::{positive_list, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
 use std::collections::binary_heap::PeekMut;
@@ -318,6 +319,29 @@ mod tests {
     }
 
     #[test]
+    fn rebase_keeps_the_order() {
+        // Two tiny-weight queues alone: V moves ~1e12 per frame and passes REBASE_AT often;
+        // equal weights and lengths must still alternate.
+        let cfg = WfqConfig {
+            weights: vec![1e-9, 1e-9, 1.0],
+        };
+        let mut s = Wfq::new(3, &cfg).unwrap();
+        let t = Instant::ZERO;
+        for _ in 0..3 {
+            s.enqueue(t, 0, 1000);
+            s.enqueue(t, 1, 1000);
+        }
+        let mut got = Vec::new();
+        for _ in 0..2_000 {
+            let q = s.dequeue(t).unwrap();
+            got.push(q);
+            s.enqueue(t, q, 1000);
+            assert!(s.virtual_time() <= REBASE_AT);
+        }
+        assert!(got.chunks(2).all(|c| c == [0, 1]), "{got:?}");
+    }
+
+    #[test]
     fn backlogged_byte_shares_follow_weights() {
         let cfg = WfqConfig {
             weights: vec![1.0, 2.0, 5.0],
@@ -327,11 +351,11 @@ mod tests {
         let len = |q: usize, k: u64| 100 + ((k * 7919 + q as u64 * 104_729) % 1400) as u32;
         let mut queued: Vec<VecDeque<u32>> = vec![VecDeque::new(); 3];
         let mut k = 0;
-        for q in 0..3 {
+        for (q, fifo) in queued.iter_mut().enumerate() {
             for _ in 0..3 {
                 k += 1;
                 s.enqueue(t, q, len(q, k));
-                queued[q].push_back(len(q, k));
+                fifo.push_back(len(q, k));
             }
         }
         let mut bytes = [0u64; 3];
