@@ -246,7 +246,10 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.service_names(), vec!["best_effort", "tcp"]);
         assert!(c.link_format().tagged);
-        assert!(!c.segmented());
+        assert!(
+            c.segmented(),
+            "1500-byte packets need several 1000-byte frames"
+        );
     }
 
     #[test]

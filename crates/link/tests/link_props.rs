@@ -2,8 +2,9 @@
 //! duplicates and corrupts frames in both directions, with segmentation and CRC.
 //!
 //! Reliable schemes (Selective Repeat, Go-Back-N, persistent) deliver every accepted packet
-//! exactly once and in order; bounded schemes (Karn and OOS RLP, XOR FEC, Raw) never deliver a
-//! packet twice and never deliver a corrupted one. Every packet carries its id and a CRC of its
+//! exactly once and in order; bounded schemes (Karn and OOS RLP, XOR FEC) never deliver a
+//! packet twice and never deliver a corrupted one. Raw Link has no sequence number, so like IP
+//! it passes a channel's duplicates on; it still never delivers a corrupted packet. Every packet carries its id and a CRC of its
 //! payload so the receiver can tell.
 
 use mslink_link::config::LinkConfig;
@@ -15,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const RELIABLE: &[&str] = &["selective_repeat", "go_back_n", "persistent"];
-const BOUNDED: &[&str] = &["karn_rlp", "oos_rlp", "xor_fec", "raw"];
+const BOUNDED: &[&str] = &["karn_rlp", "oos_rlp", "xor_fec"];
 
 /// An IPv4/UDP packet whose payload is `id`, filler, and a CRC-32 of both.
 fn packet(id: u32, len: usize) -> Vec<u8> {
@@ -169,6 +170,18 @@ proptest! {
     }
 
     #[test]
+    fn raw_never_delivers_corrupted_packets(
+        frame_size in prop_oneof![Just(100usize), Just(1500)],
+        n in 1usize..80,
+        size in 36usize..1100,
+        corrupt in 0.0f64..0.3,
+        seed: u64,
+    ) {
+        let r = run("raw", frame_size, 8, n, size, 0.05, 0.02, corrupt, seed);
+        prop_assert!(r.delivered.iter().all(|d| d.is_some()));
+    }
+
+    #[test]
     fn arbitrary_frames_never_panic_a_link(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 0..40)) {
         let config: LinkConfig = toml::from_str(include_str!("fixtures/all_services.toml")).unwrap();
         let mut link = MultiServiceLink::new(&config).unwrap();
@@ -189,7 +202,7 @@ proptest! {
 
 #[test]
 fn lossless_hop_delivers_everything_for_every_scheme() {
-    for scheme in RELIABLE.iter().chain(BOUNDED) {
+    for scheme in RELIABLE.iter().chain(BOUNDED).chain(&["raw"]) {
         let r = run(scheme, 300, 8, 200, 500, 0.0, 0.0, 0.0, 1);
         let got: Vec<u32> = r.delivered.into_iter().flatten().collect();
         assert_eq!(got, r.accepted, "{scheme}");
