@@ -12,6 +12,7 @@
 
 pub mod sched;
 pub mod service;
+pub mod testkit;
 pub mod time;
 pub mod timer;
 pub mod wire;
