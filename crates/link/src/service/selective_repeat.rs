@@ -1,8 +1,12 @@
 //! Selective Repeat (004 §III.A): full recovery, multiple NACKs per loss, in-order delivery.
 //!
 //! Contract. Each end sends its SDUs as numbered data frames and never abandons one: a frame is
-//! resent when the peer NACKs it or when `timeout_ms` passes since its last copy without a
-//! cumulative acknowledgement covering it (004: with the link idle after a loss "Selective
+//! resent when the peer NACKs it, or when it is unacknowledged and `timeout_ms` has passed both
+//! since its last copy and since the receiver last showed progress (an acknowledgement that
+//! advances, or a NACK). The second condition matters because acknowledgements are cumulative:
+//! while the receiver is still repairing an earlier gap with repeated NACKs, the frames it
+//! already holds behind that gap must not be sent again. The timeout is what catches a loss the
+//! receiver cannot see, at the tail of a burst before the link goes idle (004: then "Selective
 //! Repeat does not receive any ACKs, resorting to timeouts"). The receiver buffers frames that
 //! arrive out of order, releases SDUs strictly in sequence, exactly once, and sends a `Nack`
 //! listing every missing frame as soon as a gap appears, then again every `nack_interval_ms`
@@ -33,7 +37,8 @@ use crate::wire::{FragPos, Header, HeaderFormat, SeqSpace};
 pub struct SelectiveRepeatConfig {
     /// Frames sent but not yet acknowledged, at most; clamped to `1..=modulus/2 - 1`.
     pub window: u64,
-    /// Retransmission timeout of a frame, from its last copy (ms).
+    /// Retransmission timeout of a frame, from its last copy and from the receiver's last sign
+    /// of progress (ms); should exceed `nack_interval_ms` plus the round-trip time.
     pub timeout_ms: f64,
     /// Interval between repeated NACKs of a frame still missing (ms); should exceed the
     /// round-trip time so a NACK is not repeated before its retransmission could arrive.
@@ -121,8 +126,15 @@ pub(crate) fn put_data(
 /// One sequence number inside the receive window.
 #[derive(Debug)]
 enum RxSlot {
-    /// Not received; detected missing at `since`, next NACK due at `nack_at`.
-    Missing { since: Instant, nack_at: Instant },
+    /// Not received; detected missing at `since`, `nacks` NACKs sent, the next due at
+    /// `nack_at`.
+    Missing {
+        since: Instant,
+        nack_at: Instant,
+        nacks: u32,
+    },
+    /// Given up (counted as abandoned), waiting only to be passed over.
+    Lost,
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
@@ -135,6 +147,11 @@ enum RxSlot {
 /// Invariants: the slot at `base` is always `Missing` (anything else is released at once), the
 /// window never holds more than `window` slots, and `nack_ready` is true exactly when some
 /// missing frame's NACK is due (`nack_at <= now` at the last update).
+///
+/// With a `nack_limit` of n, the n-th NACK of a frame is its last: the frame is given up as that
+/// NACK is sent. A sender that retransmits at most n - 1 times and abandons the frame on the
+/// n-th NACK (Karn's RLP) agrees exactly, so each gap is settled at both ends after n - 1 NACK
+/// intervals, in parallel with every other gap.
 #[derive(Debug)]
 pub(crate) struct RecvWindow {
     /// Lowest sequence number not yet delivered nor given up (the cumulative acknowledgement).
@@ -142,6 +159,7 @@ pub(crate) struct RecvWindow {
     slots: VecDeque<RxSlot>,
     window: u64,
     nack_interval: Duration,
+    nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
     nack_at_min: Option<Instant>,
@@ -150,13 +168,20 @@ pub(crate) struct RecvWindow {
 }
 
 impl RecvWindow {
-    /// An empty window of `window` frames; `in_order` false delivers each frame on arrival.
-    pub(crate) fn new(window: u64, nack_interval: Duration, in_order: bool) -> Self {
+    /// An empty window of `window` frames; `in_order` false delivers each frame on arrival;
+    /// `nack_limit` NACKs per frame at most (`None`: NACK until it arrives).
+    pub(crate) fn new(
+        window: u64,
+        nack_interval: Duration,
+        nack_limit: Option<u32>,
+        in_order: bool,
+    ) -> Self {
         RecvWindow {
             base: 0,
             slots: VecDeque::new(),
             window,
             nack_interval,
+            nack_limit,
             in_order,
             missing: 0,
             nack_at_min: None,
@@ -180,6 +205,7 @@ impl RecvWindow {
             self.slots.push_back(RxSlot::Missing {
                 since: now,
                 nack_at: now,
+                nacks: 0,
             });
             self.missing += 1;
         }
@@ -276,7 +302,7 @@ impl RecvWindow {
                         data,
                     });
                 }
-                Some(RxSlot::Done) | None => {}
+                Some(RxSlot::Done) | Some(RxSlot::Lost) | None => {}
             }
             self.base += 1;
         }
@@ -333,34 +359,50 @@ impl RecvWindow {
         self.nack_ready = self.nack_at_min.is_some_and(|t| t <= now);
     }
 
-    /// The next NACK to send: the first missing frame whose NACK is due, and a bitmap of the
-    /// due missing frames among the 32 after it (the `Nack` header's `more`, bit `i` for
-    /// `first + 1 + i`). Each one listed is due again `nack_interval` later (multiple NACKs
-    /// per loss, 004 §III.A).
-    pub(crate) fn take_nack(&mut self, now: Instant) -> Option<(u64, u32)> {
+    /// The next NACK to send: the cumulative acknowledgement, the first missing frame whose
+    /// NACK is due, and a bitmap of the due missing frames among the 32 after it (the `Nack`
+    /// header's `more`, bit `i` for `first + 1 + i`). Each one listed is due again
+    /// `nack_interval` later (multiple NACKs per loss, 004 §III.A), or given up if this was its
+    /// last NACK; the acknowledgement is the one from before that give-up, so the NACK still
+    /// reads as one to the sender.
+    pub(crate) fn take_nack(
+        &mut self,
+        now: Instant,
+        st: &mut ServiceStats,
+    ) -> Option<(u64, u64, u32)> {
         if !self.nack_ready {
             return None;
         }
+        let ack = self.base;
         let again = now + self.nack_interval;
         let due = |s: &RxSlot| matches!(s, RxSlot::Missing { nack_at, .. } if *nack_at <= now);
         let first = self.slots.iter().position(due);
         let mut more = 0u32;
         if let Some(i) = first {
-            for j in 0..=32usize {
-                if let Some(slot) = self.slots.get_mut(i + j) {
-                    if let RxSlot::Missing { nack_at, .. } = slot {
-                        if *nack_at <= now {
-                            *nack_at = again;
-                            if j > 0 {
-                                more |= 1 << (j - 1);
-                            }
-                        }
-                    }
+            let end = self.slots.len().min(i + 33);
+            for j in i..end {
+                let slot = &mut self.slots[j];
+                let RxSlot::Missing { nack_at, nacks, .. } = slot else {
+                    continue;
+                };
+                if *nack_at > now {
+                    continue;
+                }
+                if j > i {
+                    more |= 1 << (j - i - 1);
+                }
+                *nacks += 1;
+                *nack_at = again;
+                if self.nack_limit.is_some_and(|n| *nacks >= n) {
+                    *slot = RxSlot::Lost;
+                    self.missing -= 1;
+                    st.abandoned += 1;
                 }
             }
         }
+        self.advance(st);
         self.rescan(now);
-        first.map(|i| (self.base + i as u64, more))
+        first.map(|i| (ack, ack + i as u64, more))
     }
 
     /// The next SDU for the layer above.
@@ -400,6 +442,9 @@ pub struct SelectiveRepeat {
     /// Retransmission deadlines in the order copies were sent: deadlines never decrease, so the
     /// front is the earliest. An entry is stale once its frame is acknowledged or sent again.
     rto: VecDeque<(Instant, u64)>,
+    /// When the receiver last showed progress (an advancing ack or a NACK); no frame times out
+    /// within `timeout` of it.
+    last_progress: Instant,
     rx: RecvWindow,
     ack_pending: bool,
     timers: Timers<1>,
@@ -427,7 +472,8 @@ impl SelectiveRepeat {
             slots: VecDeque::new(),
             rtx: VecDeque::new(),
             rto: VecDeque::new(),
-            rx: RecvWindow::new(window, timer_ms(config.nack_interval_ms), true),
+            last_progress: Instant::ZERO,
+            rx: RecvWindow::new(window, timer_ms(config.nack_interval_ms), None, true),
             ack_pending: false,
             timers: Timers::default(),
             stats: ServiceStats::default(),
@@ -445,12 +491,13 @@ impl SelectiveRepeat {
     }
 
     /// Applies a cumulative acknowledgement; false if it acknowledges what was never sent.
-    fn take_ack(&mut self, wire: u32) -> bool {
+    fn take_ack(&mut self, now: Instant, wire: u32) -> bool {
         let a = self.space.decode(wire, self.snd_una);
         if a < self.snd_una || a > self.snd_nxt() {
             return false;
         }
         if a > self.snd_una {
+            self.last_progress = now;
             self.slots.drain(..(a - self.snd_una) as usize);
             self.snd_una = a;
             self.rtx.retain(|&s| s >= a);
@@ -462,7 +509,8 @@ impl SelectiveRepeat {
     }
 
     /// Queues the NACKed frames for retransmission; false if one was never sent.
-    fn take_nack(&mut self, first: u32, more: u32) -> bool {
+    fn take_nack(&mut self, now: Instant, first: u32, more: u32) -> bool {
+        self.last_progress = now;
         let m0 = self.space.decode(first, self.snd_una);
         let mut ok = true;
         for j in 0..=32u64 {
@@ -528,7 +576,7 @@ impl Service for SelectiveRepeat {
         };
         let ok = match h {
             Header::Data { fp, seq, ack } => {
-                let ack_ok = ack.is_none_or(|a| self.take_ack(a));
+                let ack_ok = ack.is_none_or(|a| self.take_ack(now, a));
                 let s = self.space.decode(seq, self.rx.base);
                 if !ack_ok || s >= self.rx.base + self.window || s + self.window < self.rx.base {
                     false
@@ -542,8 +590,10 @@ impl Service for SelectiveRepeat {
                     true
                 }
             }
-            Header::Ack { ack } => self.take_ack(ack),
-            Header::Nack { ack, first, more } => self.take_ack(ack) && self.take_nack(first, more),
+            Header::Ack { ack } => self.take_ack(now, ack),
+            Header::Nack { ack, first, more } => {
+                self.take_ack(now, ack) && self.take_nack(now, first, more)
+            }
             Header::Keepalive { .. } | Header::Parity { .. } | Header::Unknown { .. } => false,
         };
         if !ok {
@@ -556,6 +606,9 @@ impl Service for SelectiveRepeat {
             self.ack_pending = true;
         }
         self.rx.on_timeout(now);
+        if self.last_progress + self.timeout > now {
+            return;
+        }
         while let Some(&(t, s)) = self.rto.front() {
             if t > now {
                 break;
@@ -574,9 +627,9 @@ impl Service for SelectiveRepeat {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
-        if let Some((first, more)) = self.rx.take_nack(now) {
+        if let Some((ack, first, more)) = self.rx.take_nack(now, &mut self.stats) {
             let h = Header::Nack {
-                ack: self.space.encode(self.rx.base),
+                ack: self.space.encode(ack),
                 first: self.space.encode(first),
                 more,
             };
@@ -639,7 +692,9 @@ impl Service for SelectiveRepeat {
         [
             self.timers.next(),
             self.rx.nack_timer(),
-            self.rto.front().map(|&(t, _)| t),
+            self.rto
+                .front()
+                .map(|&(t, _)| t.max(self.last_progress + self.timeout)),
         ]
         .into_iter()
         .flatten()
