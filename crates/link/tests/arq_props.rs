@@ -329,3 +329,47 @@ proptest! {
         }
     }
 }
+
+/// The configuration names (snake_case scheme tags) and the defaults they build, read through
+/// serde's own in-memory deserializer.
+#[test]
+fn configs_are_named_in_snake_case_and_refuse_unknown_keys() {
+    use serde::de::value::{Error, MapDeserializer};
+    use serde::Deserialize;
+    let read = |pairs: Vec<(&'static str, &'static str)>| {
+        ServiceConfig::deserialize(MapDeserializer::<_, Error>::new(pairs.into_iter()))
+    };
+    let f = HeaderFormat::new(SeqWidth::W8);
+    for (tag, want) in [
+        (
+            "go_back_n",
+            ServiceConfig::GoBackN(GoBackNConfig::default()),
+        ),
+        (
+            "selective_repeat",
+            ServiceConfig::SelectiveRepeat(SelectiveRepeatConfig::default()),
+        ),
+        ("karn_rlp", ServiceConfig::KarnRlp(KarnRlpConfig::default())),
+        ("oos_rlp", ServiceConfig::OosRlp(KarnRlpConfig::default())),
+        (
+            "persistent",
+            ServiceConfig::Persistent(PersistentConfig::default()),
+        ),
+    ] {
+        let got = read(vec![("scheme", tag)]).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got.scheme(), tag);
+        let end = got.build(f);
+        assert_eq!(end.name(), tag);
+        // 004 §III.A: GBN/SR 2 bytes (sequence + ack), the RLP family 1 byte.
+        let hdr = if tag == "go_back_n" || tag == "selective_repeat" {
+            2
+        } else {
+            1
+        };
+        assert_eq!(end.data_overhead(), hdr, "{tag}");
+        assert!(read(vec![("scheme", tag), ("bogus", "1")]).is_err());
+    }
+    // 004 §III.A: Karn's RLP gives up after 3 retransmissions by default.
+    assert_eq!(KarnRlpConfig::default().max_retransmissions, 3);
+}

@@ -1,4 +1,4 @@
-//! Karn's RLP (004 §III.A, ref. [10]): NACK-driven retransmission with keepalives and a retry
+//! Karn's RLP (004 §III.A, ref. \[10\]): NACK-driven retransmission with keepalives and a retry
 //! limit; also the engine behind OOS RLP ([`super::oos_rlp`]) and persistent retransmission
 //! ([`super::persistent`]).
 //!
@@ -40,7 +40,8 @@
 
 use std::collections::VecDeque;
 
-use super::selective_repeat::{clamp_window, put_control, put_data, timer_ms, RecvWindow};
+use super::go_back_n::{clamp_window, put_control, put_data, timer_ms};
+use super::selective_repeat::RecvWindow;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -584,7 +585,7 @@ mod tests {
                 assert!(drain(&mut b).is_empty(), "still waiting for frame 0");
                 b.handle_frame(now, &out[0]);
             }
-            now = now + step;
+            now += step;
             b.handle_timeout(now);
         }
         assert_eq!(a.stats().retransmissions, 2);

@@ -11,7 +11,7 @@
 //! arrive out of order, releases SDUs strictly in sequence, exactly once, and sends a `Nack`
 //! listing every missing frame as soon as a gap appears, then again every `nack_interval_ms`
 //! while the frame is still missing (004 uses "a Selective Repeat variant allowing multiple
-//! NACKs per loss [6]"). Each data frame carries its sequence number and a piggybacked
+//! NACKs per loss \[6\]"). Each data frame carries its sequence number and a piggybacked
 //! cumulative acknowledgement (2 bytes in 8-bit mode, 004 §III.A); without reverse data an `Ack`
 //! goes out alone, after `ack_delay_ms` (0 = at once).
 //!
@@ -21,11 +21,12 @@
 //! corrupt them. Frames that make no sense (unparseable, out of window, wrong kind, an
 //! acknowledgement of a frame never sent) are counted in `malformed` and ignored.
 //!
-//! This file also holds the pieces the other ARQ services share: the receive window
-//! ([`RecvWindow`]), duration and window clamping, and frame emission with stats accounting.
+//! This file also holds the receive window (`RecvWindow`) that Karn's RLP, OOS RLP and
+//! persistent retransmission share with Selective Repeat.
 
 use std::collections::VecDeque;
 
+use super::go_back_n::{clamp_window, delay_ms, put_control, put_data, timer_ms};
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -64,64 +65,7 @@ impl Default for SelectiveRepeatConfig {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pieces shared by the ARQ services (go_back_n, karn_rlp, oos_rlp, persistent).
-
-/// Shortest timer any ARQ service arms: a zero or negative duration in a config would make a
-/// timer fire again at the same instant forever.
-pub(crate) const MIN_TIMER: Duration = Duration::from_micros(1);
-
-/// A config duration in milliseconds as a timer length (at least [`MIN_TIMER`]).
-pub(crate) fn timer_ms(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms / 1e3).max(MIN_TIMER)
-}
-
-/// A config delay in milliseconds that may be zero (negative or NaN give zero).
-pub(crate) fn delay_ms(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms / 1e3)
-}
-
-/// A window clamped below half the sequence space (`1..=modulus/2 - 1`), so that a number
-/// decoded against either end's reference is never ambiguous.
-pub(crate) fn clamp_window(window: u64, space: SeqSpace) -> u64 {
-    window.clamp(1, (space.max_window() - 1).max(1))
-}
-
-/// Appends control frame `h` to `buf` and counts it (all of it is overhead).
-pub(crate) fn put_control(f: &HeaderFormat, h: &Header, buf: &mut Vec<u8>, st: &mut ServiceStats) {
-    let start = buf.len();
-    let n = f.header_len(h);
-    buf.resize(start + n, 0);
-    f.emit(h, &mut buf[start..]);
-    st.frames_sent += 1;
-    st.bytes_sent += n as u64;
-    st.overhead_bytes += n as u64;
-}
-
-/// Appends a data frame (header `h`, then `payload`) to `buf` and counts it: for a first copy
-/// only the header is overhead, a retransmission is overhead whole.
-pub(crate) fn put_data(
-    f: &HeaderFormat,
-    h: &Header,
-    payload: &[u8],
-    first_copy: bool,
-    buf: &mut Vec<u8>,
-    st: &mut ServiceStats,
-) {
-    let start = buf.len();
-    let hl = f.data_header_len();
-    buf.resize(start + hl, 0);
-    f.emit(h, &mut buf[start..]);
-    buf.extend_from_slice(payload);
-    let n = (hl + payload.len()) as u64;
-    st.frames_sent += 1;
-    st.bytes_sent += n;
-    if first_copy {
-        st.overhead_bytes += hl as u64;
-    } else {
-        st.overhead_bytes += n;
-        st.retransmissions += 1;
-    }
-}
+// The receive window, shared with Karn's RLP, OOS RLP and persistent retransmission.
 
 /// One sequence number inside the receive window.
 #[derive(Debug)]
@@ -214,7 +158,7 @@ impl RecvWindow {
     }
 
     /// Takes data frame `seq`, which the caller has checked lies in `[base, base + window)`.
-    /// Returns false if the frame was already received (a duplicate).
+    /// Returns false if the frame was already received or given up.
     pub(crate) fn accept(
         &mut self,
         now: Instant,
@@ -226,55 +170,57 @@ impl RecvWindow {
         debug_assert!(seq >= self.base && seq - self.base < self.window);
         let hole = seq < self.next();
         if hole {
-            let i = (seq - self.base) as usize;
-            if !matches!(self.slots[i], RxSlot::Missing { .. }) {
+            if !matches!(
+                self.slots[(seq - self.base) as usize],
+                RxSlot::Missing { .. }
+            ) {
                 return false;
             }
             self.missing -= 1;
         } else {
             self.extend_to(now, seq);
+            self.slots.push_back(RxSlot::Done);
         }
-        let slot = if self.in_order {
-            RxSlot::Held {
-                fp,
-                data: payload.to_vec(),
-            }
+        let data = payload.to_vec();
+        self.slots[(seq - self.base) as usize] = if self.in_order {
+            RxSlot::Held { fp, data }
         } else {
             st.delivered += 1;
-            self.out.push_back(Delivery {
-                seq,
-                fp,
-                data: payload.to_vec(),
-            });
+            self.out.push_back(Delivery { seq, fp, data });
             RxSlot::Done
         };
         if hole {
-            self.slots[(seq - self.base) as usize] = slot;
-            // A hole was filled: the NACK schedule may have changed.
-            self.rescan(now);
-        } else {
-            self.slots.push_back(slot);
+            self.rescan(now); // a hole was filled: the NACK schedule may have changed
         }
         self.advance(st);
         true
     }
 
-    /// Releases the received frames at the front of the window.
-    fn advance(&mut self, st: &mut ServiceStats) {
-        loop {
-            match self.slots.front() {
-                None | Some(RxSlot::Missing { .. }) => break,
-                Some(_) => {}
+    /// Removes the slot at `base`: delivers a held frame, counts a missing one as abandoned.
+    fn release_front(&mut self, st: &mut ServiceStats) {
+        match self.slots.pop_front() {
+            Some(RxSlot::Missing { .. }) => {
+                self.missing -= 1;
+                st.abandoned += 1;
             }
-            if let Some(RxSlot::Held { fp, data }) = self.slots.pop_front() {
+            Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
-                self.out.push_back(Delivery {
-                    seq: self.base,
-                    fp,
-                    data,
-                });
+                let seq = self.base;
+                self.out.push_back(Delivery { seq, fp, data });
             }
-            self.base += 1;
+            Some(RxSlot::Done) | Some(RxSlot::Lost) | None => {}
+        }
+        self.base += 1;
+    }
+
+    /// Releases the received (or given up) frames at the front of the window.
+    fn advance(&mut self, st: &mut ServiceStats) {
+        while self
+            .slots
+            .front()
+            .is_some_and(|s| !matches!(s, RxSlot::Missing { .. }))
+        {
+            self.release_front(st);
         }
         if self.missing == 0 {
             self.nack_at_min = None;
@@ -289,22 +235,7 @@ impl RecvWindow {
         }
         self.extend_to(now, seq);
         while self.base < seq {
-            match self.slots.pop_front() {
-                Some(RxSlot::Missing { .. }) => {
-                    self.missing -= 1;
-                    st.abandoned += 1;
-                }
-                Some(RxSlot::Held { fp, data }) => {
-                    st.delivered += 1;
-                    self.out.push_back(Delivery {
-                        seq: self.base,
-                        fp,
-                        data,
-                    });
-                }
-                Some(RxSlot::Done) | Some(RxSlot::Lost) | None => {}
-            }
-            self.base += 1;
+            self.release_front(st);
         }
         self.advance(st);
         self.rescan(now);
