@@ -19,6 +19,7 @@ pub mod link;
 pub mod sar;
 pub mod sched;
 pub mod service;
+pub mod testkit;
 pub mod time;
 pub mod timer;
 pub mod wire;

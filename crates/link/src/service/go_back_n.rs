@@ -15,10 +15,12 @@
 //! (see [`crate::wire::seq`]), which also rejects stale or forged numbers far from it. The link
 //! below is assumed to keep frames in order. Frames that make no sense are counted in
 //! `malformed` and ignored.
+//!
+//! This file also holds the small pieces every ARQ service uses: config durations as timers,
+//! window clamping, and frame emission with stats accounting.
 
 use std::collections::VecDeque;
 
-use super::selective_repeat::{clamp_window, delay_ms, put_control, put_data, timer_ms};
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -50,6 +52,68 @@ impl Default for GoBackNConfig {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pieces shared by the ARQ services (selective_repeat, karn_rlp, oos_rlp, persistent).
+
+/// Shortest timer any ARQ service arms: a zero or negative duration in a config would make a
+/// timer fire again at the same instant forever.
+pub(crate) const MIN_TIMER: Duration = Duration::from_micros(1);
+
+/// A config duration in milliseconds as a timer length (at least [`MIN_TIMER`]).
+pub(crate) fn timer_ms(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms / 1e3).max(MIN_TIMER)
+}
+
+/// A config delay in milliseconds that may be zero (negative or NaN give zero).
+pub(crate) fn delay_ms(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms / 1e3)
+}
+
+/// A window clamped below half the sequence space (`1..=modulus/2 - 1`), so that a number
+/// decoded against either end's reference is never ambiguous.
+pub(crate) fn clamp_window(window: u64, space: SeqSpace) -> u64 {
+    window.clamp(1, (space.max_window() - 1).max(1))
+}
+
+/// Appends control frame `h` to `buf` and counts it (all of it is overhead).
+pub(crate) fn put_control(f: &HeaderFormat, h: &Header, buf: &mut Vec<u8>, st: &mut ServiceStats) {
+    let start = buf.len();
+    let n = f.header_len(h);
+    buf.resize(start + n, 0);
+    f.emit(h, &mut buf[start..]);
+    st.frames_sent += 1;
+    st.bytes_sent += n as u64;
+    st.overhead_bytes += n as u64;
+}
+
+/// Appends a data frame (header `h`, then `payload`) to `buf` and counts it: for a first copy
+/// only the header is overhead, a retransmission is overhead whole.
+pub(crate) fn put_data(
+    f: &HeaderFormat,
+    h: &Header,
+    payload: &[u8],
+    first_copy: bool,
+    buf: &mut Vec<u8>,
+    st: &mut ServiceStats,
+) {
+    let start = buf.len();
+    let hl = f.data_header_len();
+    buf.resize(start + hl, 0);
+    f.emit(h, &mut buf[start..]);
+    buf.extend_from_slice(payload);
+    let n = (hl + payload.len()) as u64;
+    st.frames_sent += 1;
+    st.bytes_sent += n;
+    if first_copy {
+        st.overhead_bytes += hl as u64;
+    } else {
+        st.overhead_bytes += n;
+        st.retransmissions += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 /// Timers of a Go-Back-N end.
 #[repr(usize)]

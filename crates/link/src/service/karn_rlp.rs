@@ -1,13 +1,19 @@
-//! Karn's RLP (004 §III.A, ref. [10]): NACK-driven retransmission with keepalives and a retry
+//! Karn's RLP (004 §III.A, ref. \[10\]): NACK-driven retransmission with keepalives and a retry
 //! limit; also the engine behind OOS RLP ([`super::oos_rlp`]) and persistent retransmission
 //! ([`super::persistent`]).
 //!
 //! Contract. A data frame carries only its sequence number (1 byte in 8-bit mode, 004 §III.A).
 //! The receiver NACKs every gap in the sequence as soon as it sees one and again every
 //! `nack_interval_ms` while the frame is still missing. The sender resends a NACKed frame at
-//! most `max_retransmissions` times (004: "by default 3"); a NACK after the last retry makes it
-//! *abandon* the frame and send a `Keepalive` whose `base` (oldest frame it still holds) tells
-//! the receiver to stop waiting. When the sender has nothing new to send but still holds
+//! most `max_retransmissions` (k) times (004: "by default 3"); a NACK after the last retry makes
+//! it *abandon* the frame and send a `Keepalive` whose `base` (oldest frame it still holds)
+//! tells the receiver to stop waiting. Both ends share the configuration, so the receiver also
+//! knows k: the (k+1)-th NACK of a frame is its last, and the receiver gives the frame up as it
+//! sends it. Without this a receiver would learn of abandoned frames one at a time (`base` can
+//! only pass an abandoned frame once every frame before it is settled), and at high loss its
+//! in-order backlog would grow without bound. With it every gap is settled after k NACK
+//! intervals; with `nack_interval_ms` above the round-trip time a frame is lost exactly when
+//! all k + 1 copies are (residual loss p^(k+1), 003 §3.2.3 Fig. 5). When the sender has nothing new to send but still holds
 //! frames, it sends a `Keepalive` every `keepalive_interval_ms`; its `next` field lets the
 //! receiver detect a loss just before the idle period, which no later data frame would reveal
 //! (004 §III.C: Karn's RLP beats Selective Repeat on short WWW transfers because of this).
@@ -34,7 +40,8 @@
 
 use std::collections::VecDeque;
 
-use super::selective_repeat::{clamp_window, put_control, put_data, timer_ms, RecvWindow};
+use super::go_back_n::{clamp_window, put_control, put_data, timer_ms};
+use super::selective_repeat::RecvWindow;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -170,7 +177,12 @@ impl Rlp {
             held: VecDeque::new(),
             rtx: VecDeque::new(),
             keepalive_pending: false,
-            rx: RecvWindow::new(p.window, p.nack_interval, p.in_order),
+            rx: RecvWindow::new(
+                p.window,
+                p.nack_interval,
+                p.max_retransmissions.map(|k| k.saturating_add(1)),
+                p.in_order,
+            ),
             ack_pending: false,
             last_ack: 0,
             timers: Timers::default(),
@@ -294,11 +306,6 @@ impl Rlp {
         }
     }
 
-    fn acked(&mut self) {
-        self.ack_pending = false;
-        self.last_ack = self.rx.base;
-    }
-
     fn data_header(&self, seq: u64, fp: FragPos) -> Header {
         Header::Data {
             fp,
@@ -357,14 +364,16 @@ impl Service for Rlp {
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
         let ka = now + self.p.keepalive_interval;
-        if let Some((first, more)) = self.rx.take_nack(now) {
+        if let Some((ack, first, more)) = self.rx.take_nack(now, &mut self.stats) {
             let h = Header::Nack {
-                ack: self.space.encode(self.rx.base),
+                ack: self.space.encode(ack),
                 first: self.space.encode(first),
                 more,
             };
             put_control(&self.format, &h, buf, &mut self.stats);
-            self.acked();
+            self.ack_pending = false;
+            self.last_ack = ack;
+            self.after_rx(); // the last NACK of a frame gives it up: timers may change
             return true;
         }
         if self.ack_pending {
@@ -372,7 +381,8 @@ impl Service for Rlp {
                 ack: self.space.encode(self.rx.base),
             };
             put_control(&self.format, &h, buf, &mut self.stats);
-            self.acked();
+            self.ack_pending = false;
+            self.last_ack = self.rx.base;
             return true;
         }
         while let Some(s) = self.rtx.pop_front() {
@@ -541,6 +551,54 @@ mod tests {
 
     #[test]
     fn abandonment_after_n_retransmissions_tells_the_receiver() {
+        // The sender gives up after 2 retransmissions; this receiver would NACK 6 times, so
+        // only the sender's keepalive can stop it waiting.
+        let ca = KarnRlpConfig {
+            max_retransmissions: 2,
+            ..Default::default()
+        };
+        let cb = KarnRlpConfig {
+            max_retransmissions: 5,
+            ..Default::default()
+        };
+        let (mut a, mut b) = (end(&ca), end(&cb));
+        let mut now = Instant::ZERO;
+        for i in 0..2u8 {
+            a.handle_sdu(now, Sdu::whole(vec![i])).unwrap();
+        }
+        let f = frames(&mut a, now);
+        b.handle_frame(now, &f[1]); // frame 0 lost
+        let step = timer_ms(ca.nack_interval_ms);
+        for round in 0..3 {
+            let nack = frames(&mut b, now);
+            assert_eq!(nack.len(), 1, "round {round}");
+            a.handle_frame(now, &nack[0]);
+            let out = frames(&mut a, now);
+            assert_eq!(out.len(), 1);
+            if round < 2 {
+                // A retransmission, lost as well.
+                assert!(matches!(parse(&a, &out[0]), Header::Data { seq: 0, .. }));
+            } else {
+                // Third NACK: the sender abandons frame 0 and says so.
+                assert_eq!(a.stats().abandoned, 1);
+                assert_eq!(parse(&a, &out[0]), Header::Keepalive { next: 2, base: 1 });
+                assert!(drain(&mut b).is_empty(), "still waiting for frame 0");
+                b.handle_frame(now, &out[0]);
+            }
+            now += step;
+            b.handle_timeout(now);
+        }
+        assert_eq!(a.stats().retransmissions, 2);
+        assert_eq!(
+            drain(&mut b),
+            [1],
+            "the keepalive stopped the wait for frame 0"
+        );
+        assert_eq!(b.stats().abandoned, 1);
+    }
+
+    #[test]
+    fn matched_ends_settle_a_gap_after_k_nack_intervals() {
         let c = KarnRlpConfig {
             max_retransmissions: 2,
             ..Default::default()
@@ -551,39 +609,37 @@ mod tests {
             a.handle_sdu(now, Sdu::whole(vec![i])).unwrap();
         }
         let f = frames(&mut a, now);
-        b.handle_frame(now, &f[1]); // frame 0 lost
-        let step = timer_ms(c.nack_interval_ms);
-        for round in 0..3 {
-            let nack = frames(&mut b, now);
-            assert_eq!(nack.len(), 1, "round {round}");
-            a.handle_frame(now, &nack[0]);
-            let out = frames(&mut a, now);
-            if round < 2 {
-                assert_eq!(out.len(), 1);
-                assert!(matches!(parse(&a, &out[0]), Header::Data { seq: 0, .. }));
-                // every retransmission is lost too
-            } else {
-                // Third NACK: the sender abandons frame 0 and says so.
-                assert_eq!(a.stats().abandoned, 1);
-                assert_eq!(out.len(), 1);
-                assert_eq!(parse(&a, &out[0]), Header::Keepalive { next: 2, base: 1 });
-                b.handle_frame(now, &out[0]);
+        b.handle_frame(now, &f[1]); // frame 0 lost, and every retransmission of it too
+        for _ in 0..2 {
+            for n in frames(&mut b, now) {
+                a.handle_frame(now, &n);
             }
-            now = now + step;
+            assert_eq!(frames(&mut a, now).len(), 1);
+            now = b.poll_timeout().unwrap();
             b.handle_timeout(now);
         }
-        assert_eq!(a.stats().retransmissions, 2);
+        assert!(drain(&mut b).is_empty());
+        // Its third NACK is its last: the receiver gives frame 0 up as it sends it ...
+        let last = frames(&mut b, now);
         assert_eq!(
-            drain(&mut b),
-            [1],
-            "the receiver stopped waiting for frame 0"
+            now,
+            Instant::ZERO + timer_ms(c.nack_interval_ms).saturating_mul(2)
         );
+        assert_eq!(drain(&mut b), [1]);
         assert_eq!(b.stats().abandoned, 1);
+        // ... and the sender, reading it, abandons the frame instead of sending a third copy.
+        a.handle_frame(now, &last[0]);
+        assert_eq!(a.stats().abandoned, 1);
+        assert_eq!(a.stats().retransmissions, 2);
     }
 
     #[test]
     fn receiver_gives_up_by_itself_after_the_gap_wait() {
-        let c = KarnRlpConfig::default();
+        // A retry limit so high that only the gap wait can end the wait.
+        let c = KarnRlpConfig {
+            max_retransmissions: 100,
+            ..Default::default()
+        };
         let (mut a, mut b) = (end(&c), end(&c));
         let t0 = Instant::ZERO;
         for i in 0..2u8 {

@@ -1,4 +1,4 @@
-//! OOS RLP (004 §III.A, ref. [25]): Karn's RLP recovery, but every frame is delivered the
+//! OOS RLP (004 §III.A, ref. \[25\]): Karn's RLP recovery, but every frame is delivered the
 //! moment it arrives.
 //!
 //! Contract. Same frames, NACKs, keepalives, retry limit and receiver gap wait as

@@ -19,8 +19,8 @@
 //! is counted (003 §3.2.2: under worse errors the queue overflows and TCP backs off, which is
 //! the right response to the lower capacity).
 
+use super::go_back_n::timer_ms;
 use super::karn_rlp::{Rlp, RlpParams};
-use super::selective_repeat::timer_ms;
 use crate::wire::HeaderFormat;
 
 /// Persistent retransmission tuning. Durations are in milliseconds.

@@ -1,13 +1,17 @@
 //! Selective Repeat (004 §III.A): full recovery, multiple NACKs per loss, in-order delivery.
 //!
 //! Contract. Each end sends its SDUs as numbered data frames and never abandons one: a frame is
-//! resent when the peer NACKs it or when `timeout_ms` passes since its last copy without a
-//! cumulative acknowledgement covering it (004: with the link idle after a loss "Selective
+//! resent when the peer NACKs it, or when it is unacknowledged and `timeout_ms` has passed both
+//! since its last copy and since the receiver last showed progress (an acknowledgement that
+//! advances, or a NACK). The second condition matters because acknowledgements are cumulative:
+//! while the receiver is still repairing an earlier gap with repeated NACKs, the frames it
+//! already holds behind that gap must not be sent again. The timeout is what catches a loss the
+//! receiver cannot see, at the tail of a burst before the link goes idle (004: then "Selective
 //! Repeat does not receive any ACKs, resorting to timeouts"). The receiver buffers frames that
 //! arrive out of order, releases SDUs strictly in sequence, exactly once, and sends a `Nack`
 //! listing every missing frame as soon as a gap appears, then again every `nack_interval_ms`
 //! while the frame is still missing (004 uses "a Selective Repeat variant allowing multiple
-//! NACKs per loss [6]"). Each data frame carries its sequence number and a piggybacked
+//! NACKs per loss \[6\]"). Each data frame carries its sequence number and a piggybacked
 //! cumulative acknowledgement (2 bytes in 8-bit mode, 004 §III.A); without reverse data an `Ack`
 //! goes out alone, after `ack_delay_ms` (0 = at once).
 //!
@@ -17,11 +21,12 @@
 //! corrupt them. Frames that make no sense (unparseable, out of window, wrong kind, an
 //! acknowledgement of a frame never sent) are counted in `malformed` and ignored.
 //!
-//! This file also holds the pieces the other ARQ services share: the receive window
-//! ([`RecvWindow`]), duration and window clamping, and frame emission with stats accounting.
+//! This file also holds the receive window (`RecvWindow`) that Karn's RLP, OOS RLP and
+//! persistent retransmission share with Selective Repeat.
 
 use std::collections::VecDeque;
 
+use super::go_back_n::{clamp_window, delay_ms, put_control, put_data, timer_ms};
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -33,7 +38,8 @@ use crate::wire::{FragPos, Header, HeaderFormat, SeqSpace};
 pub struct SelectiveRepeatConfig {
     /// Frames sent but not yet acknowledged, at most; clamped to `1..=modulus/2 - 1`.
     pub window: u64,
-    /// Retransmission timeout of a frame, from its last copy (ms).
+    /// Retransmission timeout of a frame, from its last copy and from the receiver's last sign
+    /// of progress (ms); should exceed `nack_interval_ms` plus the round-trip time.
     pub timeout_ms: f64,
     /// Interval between repeated NACKs of a frame still missing (ms); should exceed the
     /// round-trip time so a NACK is not repeated before its retransmission could arrive.
@@ -59,70 +65,20 @@ impl Default for SelectiveRepeatConfig {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pieces shared by the ARQ services (go_back_n, karn_rlp, oos_rlp, persistent).
-
-/// Shortest timer any ARQ service arms: a zero or negative duration in a config would make a
-/// timer fire again at the same instant forever.
-pub(crate) const MIN_TIMER: Duration = Duration::from_micros(1);
-
-/// A config duration in milliseconds as a timer length (at least [`MIN_TIMER`]).
-pub(crate) fn timer_ms(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms / 1e3).max(MIN_TIMER)
-}
-
-/// A config delay in milliseconds that may be zero (negative or NaN give zero).
-pub(crate) fn delay_ms(ms: f64) -> Duration {
-    Duration::from_secs_f64(ms / 1e3)
-}
-
-/// A window clamped below half the sequence space (`1..=modulus/2 - 1`), so that a number
-/// decoded against either end's reference is never ambiguous.
-pub(crate) fn clamp_window(window: u64, space: SeqSpace) -> u64 {
-    window.clamp(1, (space.max_window() - 1).max(1))
-}
-
-/// Appends control frame `h` to `buf` and counts it (all of it is overhead).
-pub(crate) fn put_control(f: &HeaderFormat, h: &Header, buf: &mut Vec<u8>, st: &mut ServiceStats) {
-    let start = buf.len();
-    let n = f.header_len(h);
-    buf.resize(start + n, 0);
-    f.emit(h, &mut buf[start..]);
-    st.frames_sent += 1;
-    st.bytes_sent += n as u64;
-    st.overhead_bytes += n as u64;
-}
-
-/// Appends a data frame (header `h`, then `payload`) to `buf` and counts it: for a first copy
-/// only the header is overhead, a retransmission is overhead whole.
-pub(crate) fn put_data(
-    f: &HeaderFormat,
-    h: &Header,
-    payload: &[u8],
-    first_copy: bool,
-    buf: &mut Vec<u8>,
-    st: &mut ServiceStats,
-) {
-    let start = buf.len();
-    let hl = f.data_header_len();
-    buf.resize(start + hl, 0);
-    f.emit(h, &mut buf[start..]);
-    buf.extend_from_slice(payload);
-    let n = (hl + payload.len()) as u64;
-    st.frames_sent += 1;
-    st.bytes_sent += n;
-    if first_copy {
-        st.overhead_bytes += hl as u64;
-    } else {
-        st.overhead_bytes += n;
-        st.retransmissions += 1;
-    }
-}
+// The receive window, shared with Karn's RLP, OOS RLP and persistent retransmission.
 
 /// One sequence number inside the receive window.
 #[derive(Debug)]
 enum RxSlot {
-    /// Not received; detected missing at `since`, next NACK due at `nack_at`.
-    Missing { since: Instant, nack_at: Instant },
+    /// Not received; detected missing at `since`, `nacks` NACKs sent, the next due at
+    /// `nack_at`.
+    Missing {
+        since: Instant,
+        nack_at: Instant,
+        nacks: u32,
+    },
+    /// Given up (counted as abandoned), waiting only to be passed over.
+    Lost,
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
@@ -135,6 +91,11 @@ enum RxSlot {
 /// Invariants: the slot at `base` is always `Missing` (anything else is released at once), the
 /// window never holds more than `window` slots, and `nack_ready` is true exactly when some
 /// missing frame's NACK is due (`nack_at <= now` at the last update).
+///
+/// With a `nack_limit` of n, the n-th NACK of a frame is its last: the frame is given up as that
+/// NACK is sent. A sender that retransmits at most n - 1 times and abandons the frame on the
+/// n-th NACK (Karn's RLP) agrees exactly, so each gap is settled at both ends after n - 1 NACK
+/// intervals, in parallel with every other gap.
 #[derive(Debug)]
 pub(crate) struct RecvWindow {
     /// Lowest sequence number not yet delivered nor given up (the cumulative acknowledgement).
@@ -142,6 +103,7 @@ pub(crate) struct RecvWindow {
     slots: VecDeque<RxSlot>,
     window: u64,
     nack_interval: Duration,
+    nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
     nack_at_min: Option<Instant>,
@@ -150,13 +112,20 @@ pub(crate) struct RecvWindow {
 }
 
 impl RecvWindow {
-    /// An empty window of `window` frames; `in_order` false delivers each frame on arrival.
-    pub(crate) fn new(window: u64, nack_interval: Duration, in_order: bool) -> Self {
+    /// An empty window of `window` frames; `in_order` false delivers each frame on arrival;
+    /// `nack_limit` NACKs per frame at most (`None`: NACK until it arrives).
+    pub(crate) fn new(
+        window: u64,
+        nack_interval: Duration,
+        nack_limit: Option<u32>,
+        in_order: bool,
+    ) -> Self {
         RecvWindow {
             base: 0,
             slots: VecDeque::new(),
             window,
             nack_interval,
+            nack_limit,
             in_order,
             missing: 0,
             nack_at_min: None,
@@ -180,6 +149,7 @@ impl RecvWindow {
             self.slots.push_back(RxSlot::Missing {
                 since: now,
                 nack_at: now,
+                nacks: 0,
             });
             self.missing += 1;
         }
@@ -188,7 +158,7 @@ impl RecvWindow {
     }
 
     /// Takes data frame `seq`, which the caller has checked lies in `[base, base + window)`.
-    /// Returns false if the frame was already received (a duplicate).
+    /// Returns false if the frame was already received or given up.
     pub(crate) fn accept(
         &mut self,
         now: Instant,
@@ -200,55 +170,57 @@ impl RecvWindow {
         debug_assert!(seq >= self.base && seq - self.base < self.window);
         let hole = seq < self.next();
         if hole {
-            let i = (seq - self.base) as usize;
-            if !matches!(self.slots[i], RxSlot::Missing { .. }) {
+            if !matches!(
+                self.slots[(seq - self.base) as usize],
+                RxSlot::Missing { .. }
+            ) {
                 return false;
             }
             self.missing -= 1;
         } else {
             self.extend_to(now, seq);
+            self.slots.push_back(RxSlot::Done);
         }
-        let slot = if self.in_order {
-            RxSlot::Held {
-                fp,
-                data: payload.to_vec(),
-            }
+        let data = payload.to_vec();
+        self.slots[(seq - self.base) as usize] = if self.in_order {
+            RxSlot::Held { fp, data }
         } else {
             st.delivered += 1;
-            self.out.push_back(Delivery {
-                seq,
-                fp,
-                data: payload.to_vec(),
-            });
+            self.out.push_back(Delivery { seq, fp, data });
             RxSlot::Done
         };
         if hole {
-            self.slots[(seq - self.base) as usize] = slot;
-            // A hole was filled: the NACK schedule may have changed.
-            self.rescan(now);
-        } else {
-            self.slots.push_back(slot);
+            self.rescan(now); // a hole was filled: the NACK schedule may have changed
         }
         self.advance(st);
         true
     }
 
-    /// Releases the received frames at the front of the window.
-    fn advance(&mut self, st: &mut ServiceStats) {
-        loop {
-            match self.slots.front() {
-                None | Some(RxSlot::Missing { .. }) => break,
-                Some(_) => {}
+    /// Removes the slot at `base`: delivers a held frame, counts a missing one as abandoned.
+    fn release_front(&mut self, st: &mut ServiceStats) {
+        match self.slots.pop_front() {
+            Some(RxSlot::Missing { .. }) => {
+                self.missing -= 1;
+                st.abandoned += 1;
             }
-            if let Some(RxSlot::Held { fp, data }) = self.slots.pop_front() {
+            Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
-                self.out.push_back(Delivery {
-                    seq: self.base,
-                    fp,
-                    data,
-                });
+                let seq = self.base;
+                self.out.push_back(Delivery { seq, fp, data });
             }
-            self.base += 1;
+            Some(RxSlot::Done) | Some(RxSlot::Lost) | None => {}
+        }
+        self.base += 1;
+    }
+
+    /// Releases the received (or given up) frames at the front of the window.
+    fn advance(&mut self, st: &mut ServiceStats) {
+        while self
+            .slots
+            .front()
+            .is_some_and(|s| !matches!(s, RxSlot::Missing { .. }))
+        {
+            self.release_front(st);
         }
         if self.missing == 0 {
             self.nack_at_min = None;
@@ -263,22 +235,7 @@ impl RecvWindow {
         }
         self.extend_to(now, seq);
         while self.base < seq {
-            match self.slots.pop_front() {
-                Some(RxSlot::Missing { .. }) => {
-                    self.missing -= 1;
-                    st.abandoned += 1;
-                }
-                Some(RxSlot::Held { fp, data }) => {
-                    st.delivered += 1;
-                    self.out.push_back(Delivery {
-                        seq: self.base,
-                        fp,
-                        data,
-                    });
-                }
-                Some(RxSlot::Done) | None => {}
-            }
-            self.base += 1;
+            self.release_front(st);
         }
         self.advance(st);
         self.rescan(now);
@@ -333,34 +290,50 @@ impl RecvWindow {
         self.nack_ready = self.nack_at_min.is_some_and(|t| t <= now);
     }
 
-    /// The next NACK to send: the first missing frame whose NACK is due, and a bitmap of the
-    /// due missing frames among the 32 after it (the `Nack` header's `more`, bit `i` for
-    /// `first + 1 + i`). Each one listed is due again `nack_interval` later (multiple NACKs
-    /// per loss, 004 §III.A).
-    pub(crate) fn take_nack(&mut self, now: Instant) -> Option<(u64, u32)> {
+    /// The next NACK to send: the cumulative acknowledgement, the first missing frame whose
+    /// NACK is due, and a bitmap of the due missing frames among the 32 after it (the `Nack`
+    /// header's `more`, bit `i` for `first + 1 + i`). Each one listed is due again
+    /// `nack_interval` later (multiple NACKs per loss, 004 §III.A), or given up if this was its
+    /// last NACK; the acknowledgement is the one from before that give-up, so the NACK still
+    /// reads as one to the sender.
+    pub(crate) fn take_nack(
+        &mut self,
+        now: Instant,
+        st: &mut ServiceStats,
+    ) -> Option<(u64, u64, u32)> {
         if !self.nack_ready {
             return None;
         }
+        let ack = self.base;
         let again = now + self.nack_interval;
         let due = |s: &RxSlot| matches!(s, RxSlot::Missing { nack_at, .. } if *nack_at <= now);
         let first = self.slots.iter().position(due);
         let mut more = 0u32;
         if let Some(i) = first {
-            for j in 0..=32usize {
-                if let Some(slot) = self.slots.get_mut(i + j) {
-                    if let RxSlot::Missing { nack_at, .. } = slot {
-                        if *nack_at <= now {
-                            *nack_at = again;
-                            if j > 0 {
-                                more |= 1 << (j - 1);
-                            }
-                        }
-                    }
+            let end = self.slots.len().min(i + 33);
+            for j in i..end {
+                let slot = &mut self.slots[j];
+                let RxSlot::Missing { nack_at, nacks, .. } = slot else {
+                    continue;
+                };
+                if *nack_at > now {
+                    continue;
+                }
+                if j > i {
+                    more |= 1 << (j - i - 1);
+                }
+                *nacks += 1;
+                *nack_at = again;
+                if self.nack_limit.is_some_and(|n| *nacks >= n) {
+                    *slot = RxSlot::Lost;
+                    self.missing -= 1;
+                    st.abandoned += 1;
                 }
             }
         }
+        self.advance(st);
         self.rescan(now);
-        first.map(|i| (self.base + i as u64, more))
+        first.map(|i| (ack, ack + i as u64, more))
     }
 
     /// The next SDU for the layer above.
@@ -400,6 +373,9 @@ pub struct SelectiveRepeat {
     /// Retransmission deadlines in the order copies were sent: deadlines never decrease, so the
     /// front is the earliest. An entry is stale once its frame is acknowledged or sent again.
     rto: VecDeque<(Instant, u64)>,
+    /// When the receiver last showed progress (an advancing ack or a NACK); no frame times out
+    /// within `timeout` of it.
+    last_progress: Instant,
     rx: RecvWindow,
     ack_pending: bool,
     timers: Timers<1>,
@@ -427,7 +403,8 @@ impl SelectiveRepeat {
             slots: VecDeque::new(),
             rtx: VecDeque::new(),
             rto: VecDeque::new(),
-            rx: RecvWindow::new(window, timer_ms(config.nack_interval_ms), true),
+            last_progress: Instant::ZERO,
+            rx: RecvWindow::new(window, timer_ms(config.nack_interval_ms), None, true),
             ack_pending: false,
             timers: Timers::default(),
             stats: ServiceStats::default(),
@@ -445,12 +422,13 @@ impl SelectiveRepeat {
     }
 
     /// Applies a cumulative acknowledgement; false if it acknowledges what was never sent.
-    fn take_ack(&mut self, wire: u32) -> bool {
+    fn take_ack(&mut self, now: Instant, wire: u32) -> bool {
         let a = self.space.decode(wire, self.snd_una);
         if a < self.snd_una || a > self.snd_nxt() {
             return false;
         }
         if a > self.snd_una {
+            self.last_progress = now;
             self.slots.drain(..(a - self.snd_una) as usize);
             self.snd_una = a;
             self.rtx.retain(|&s| s >= a);
@@ -462,7 +440,8 @@ impl SelectiveRepeat {
     }
 
     /// Queues the NACKed frames for retransmission; false if one was never sent.
-    fn take_nack(&mut self, first: u32, more: u32) -> bool {
+    fn take_nack(&mut self, now: Instant, first: u32, more: u32) -> bool {
+        self.last_progress = now;
         let m0 = self.space.decode(first, self.snd_una);
         let mut ok = true;
         for j in 0..=32u64 {
@@ -528,7 +507,7 @@ impl Service for SelectiveRepeat {
         };
         let ok = match h {
             Header::Data { fp, seq, ack } => {
-                let ack_ok = ack.is_none_or(|a| self.take_ack(a));
+                let ack_ok = ack.is_none_or(|a| self.take_ack(now, a));
                 let s = self.space.decode(seq, self.rx.base);
                 if !ack_ok || s >= self.rx.base + self.window || s + self.window < self.rx.base {
                     false
@@ -542,8 +521,10 @@ impl Service for SelectiveRepeat {
                     true
                 }
             }
-            Header::Ack { ack } => self.take_ack(ack),
-            Header::Nack { ack, first, more } => self.take_ack(ack) && self.take_nack(first, more),
+            Header::Ack { ack } => self.take_ack(now, ack),
+            Header::Nack { ack, first, more } => {
+                self.take_ack(now, ack) && self.take_nack(now, first, more)
+            }
             Header::Keepalive { .. } | Header::Parity { .. } | Header::Unknown { .. } => false,
         };
         if !ok {
@@ -556,6 +537,9 @@ impl Service for SelectiveRepeat {
             self.ack_pending = true;
         }
         self.rx.on_timeout(now);
+        if self.last_progress + self.timeout > now {
+            return;
+        }
         while let Some(&(t, s)) = self.rto.front() {
             if t > now {
                 break;
@@ -574,9 +558,9 @@ impl Service for SelectiveRepeat {
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
-        if let Some((first, more)) = self.rx.take_nack(now) {
+        if let Some((ack, first, more)) = self.rx.take_nack(now, &mut self.stats) {
             let h = Header::Nack {
-                ack: self.space.encode(self.rx.base),
+                ack: self.space.encode(ack),
                 first: self.space.encode(first),
                 more,
             };
@@ -639,7 +623,9 @@ impl Service for SelectiveRepeat {
         [
             self.timers.next(),
             self.rx.nack_timer(),
-            self.rto.front().map(|&(t, _)| t),
+            self.rto
+                .front()
+                .map(|&(t, _)| t.max(self.last_progress + self.timeout)),
         ]
         .into_iter()
         .flatten()
