@@ -21,6 +21,7 @@
 
 use std::collections::VecDeque;
 
+use super::queue::SendQueue;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -127,13 +128,12 @@ enum T {
 /// One end of a Go-Back-N service.
 #[derive(Debug)]
 pub struct GoBackN {
-    config: GoBackNConfig,
     format: HeaderFormat,
     space: SeqSpace,
     window: u64,
     timeout: Duration,
     ack_delay: Duration,
-    queue: VecDeque<Sdu>,
+    queue: SendQueue,
     /// Oldest unacknowledged sequence number; `outstanding[i]` holds `snd_una + i`.
     snd_una: u64,
     outstanding: VecDeque<Sdu>,
@@ -160,7 +160,7 @@ impl GoBackN {
             window: clamp_window(config.window, space),
             timeout: timer_ms(config.timeout_ms),
             ack_delay: delay_ms(config.ack_delay_ms),
-            queue: VecDeque::new(),
+            queue: SendQueue::new(config.queue_limit),
             snd_una: 0,
             outstanding: VecDeque::new(),
             resend: 0,
@@ -169,7 +169,6 @@ impl GoBackN {
             ack_pending: false,
             timers: Timers::default(),
             stats: ServiceStats::default(),
-            config,
         }
     }
 
@@ -235,13 +234,7 @@ impl Service for GoBackN {
     }
 
     fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
-        if self.queue.len() >= self.config.queue_limit {
-            self.stats.sdus_refused += 1;
-            return Err(sdu);
-        }
-        self.stats.sdus_in += 1;
-        self.queue.push_back(sdu);
-        Ok(())
+        self.queue.offer(sdu, &mut self.stats)
     }
 
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {

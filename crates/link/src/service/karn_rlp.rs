@@ -41,6 +41,7 @@
 use std::collections::VecDeque;
 
 use super::go_back_n::{clamp_window, put_control, put_data, timer_ms};
+use super::queue::SendQueue;
 use super::selective_repeat::RecvWindow;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
@@ -140,7 +141,7 @@ pub struct Rlp {
     p: RlpParams,
     format: HeaderFormat,
     space: SeqSpace,
-    queue: VecDeque<Sdu>,
+    queue: SendQueue,
     /// Oldest frame still held; `held[i]` is `snd_base + i`, `None` once abandoned.
     snd_base: u64,
     held: VecDeque<Option<Held>>,
@@ -172,7 +173,7 @@ impl Rlp {
         Rlp {
             format,
             space,
-            queue: VecDeque::new(),
+            queue: SendQueue::new(p.queue_limit),
             snd_base: 0,
             held: VecDeque::new(),
             rtx: VecDeque::new(),
@@ -321,13 +322,7 @@ impl Service for Rlp {
     }
 
     fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
-        if self.queue.len() >= self.p.queue_limit {
-            self.stats.sdus_refused += 1;
-            return Err(sdu);
-        }
-        self.stats.sdus_in += 1;
-        self.queue.push_back(sdu);
-        Ok(())
+        self.queue.offer(sdu, &mut self.stats)
     }
 
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {

@@ -23,6 +23,7 @@ pub mod go_back_n;
 pub mod karn_rlp;
 pub mod oos_rlp;
 pub mod persistent;
+pub mod queue;
 pub mod raw;
 pub mod selective_repeat;
 pub mod xor_fec;

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use super::queue::SendQueue;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::Instant;
 use crate::wire::{FragPos, Header, HeaderFormat};
@@ -29,9 +30,8 @@ impl Default for RawConfig {
 /// One end of a Raw Link service.
 #[derive(Debug)]
 pub struct Raw {
-    config: RawConfig,
     format: HeaderFormat,
-    queue: VecDeque<Sdu>,
+    queue: SendQueue,
     next_tx: u64,
     next_rx: u64,
     delivered: VecDeque<Delivery>,
@@ -42,12 +42,11 @@ impl Raw {
     /// A Raw Link end; the format's `piggyback_ack` is ignored.
     pub fn new(config: RawConfig, format: HeaderFormat) -> Self {
         Raw {
-            config,
             format: HeaderFormat {
                 piggyback_ack: false,
                 ..format
             },
-            queue: VecDeque::new(),
+            queue: SendQueue::new(config.queue_limit),
             next_tx: 0,
             next_rx: 0,
             delivered: VecDeque::new(),
@@ -62,13 +61,7 @@ impl Service for Raw {
     }
 
     fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
-        if self.queue.len() >= self.config.queue_limit {
-            self.stats.sdus_refused += 1;
-            return Err(sdu);
-        }
-        self.stats.sdus_in += 1;
-        self.queue.push_back(sdu);
-        Ok(())
+        self.queue.offer(sdu, &mut self.stats)
     }
 
     fn handle_frame(&mut self, _now: Instant, frame: &[u8]) {

@@ -27,6 +27,7 @@
 use std::collections::VecDeque;
 
 use super::go_back_n::{clamp_window, delay_ms, put_control, put_data, timer_ms};
+use super::queue::SendQueue;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
@@ -359,13 +360,12 @@ const T_ACK: usize = 0;
 /// One end of a Selective Repeat service.
 #[derive(Debug)]
 pub struct SelectiveRepeat {
-    config: SelectiveRepeatConfig,
     format: HeaderFormat,
     space: SeqSpace,
     window: u64,
     timeout: Duration,
     ack_delay: Duration,
-    queue: VecDeque<Sdu>,
+    queue: SendQueue,
     /// Oldest unacknowledged sequence number; `slots[i]` holds `snd_una + i`.
     snd_una: u64,
     slots: VecDeque<TxSlot>,
@@ -398,7 +398,7 @@ impl SelectiveRepeat {
             window,
             timeout: timer_ms(config.timeout_ms),
             ack_delay: delay_ms(config.ack_delay_ms),
-            queue: VecDeque::new(),
+            queue: SendQueue::new(config.queue_limit),
             snd_una: 0,
             slots: VecDeque::new(),
             rtx: VecDeque::new(),
@@ -408,7 +408,6 @@ impl SelectiveRepeat {
             ack_pending: false,
             timers: Timers::default(),
             stats: ServiceStats::default(),
-            config,
         }
     }
 
@@ -490,13 +489,7 @@ impl Service for SelectiveRepeat {
     }
 
     fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
-        if self.queue.len() >= self.config.queue_limit {
-            self.stats.sdus_refused += 1;
-            return Err(sdu);
-        }
-        self.stats.sdus_in += 1;
-        self.queue.push_back(sdu);
-        Ok(())
+        self.queue.offer(sdu, &mut self.stats)
     }
 
     fn handle_frame(&mut self, now: Instant, frame: &[u8]) {

@@ -13,6 +13,7 @@
 
 use std::collections::VecDeque;
 
+use super::queue::SendQueue;
 use super::{Delivery, Sdu, Service, ServiceStats};
 use crate::fec::xor::xor_into;
 use crate::time::{Duration, Instant};
@@ -59,9 +60,8 @@ pub struct XorFec {
     format: HeaderFormat,
     block: usize,
     timeout: Duration,
-    queue_limit: usize,
     // Sender.
-    queue: VecDeque<Sdu>,
+    queue: SendQueue,
     next_tx: u64,
     block_first: u64,
     block_count: usize,
@@ -89,8 +89,7 @@ impl XorFec {
             format,
             block: config.block.clamp(1, max_block),
             timeout: Duration::from_secs_f64(config.block_timeout_ms / 1e3),
-            queue_limit: config.queue_limit,
-            queue: VecDeque::new(),
+            queue: SendQueue::with_max_len(config.queue_limit, u16::MAX as usize),
             next_tx: 0,
             block_first: 0,
             block_count: 0,
@@ -219,13 +218,7 @@ impl Service for XorFec {
     }
 
     fn handle_sdu(&mut self, _now: Instant, sdu: Sdu) -> Result<(), Sdu> {
-        if self.queue.len() >= self.queue_limit || sdu.data.len() > u16::MAX as usize {
-            self.stats.sdus_refused += 1;
-            return Err(sdu);
-        }
-        self.stats.sdus_in += 1;
-        self.queue.push_back(sdu);
-        Ok(())
+        self.queue.offer(sdu, &mut self.stats)
     }
 
     fn handle_frame(&mut self, _now: Instant, frame: &[u8]) {
