@@ -4,13 +4,14 @@
 //! non-zero exit status, never a panic.
 
 mod demo;
+mod sim_cmd;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
-#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink VERB --help                       # options of a verb")]
+#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink VERB --help                       # options of a verb")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,6 +22,8 @@ enum Command {
     /// Push a CBR packet stream through a lossy in-memory hop with each recovery service, then
     /// run them side by side on one multi-service link, and print what each achieves.
     Demo(demo::DemoArgs),
+    /// Run a simulation scenario (every sweep point and repetition) and write its results.
+    Sim(sim_cmd::SimArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
 }
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
+        Command::Sim(args) => sim_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -29,9 +29,12 @@ fn engine_doc_examples_parse() {
     let blocks = toml_blocks(doc);
     assert!(blocks.len() >= 3, "expected several toml examples");
     for b in &blocks {
-        let c: LinkConfig = toml::from_str(b).unwrap_or_else(|e| panic!("docs/engine.md example fails:\n{b}\n{e}"));
+        let c: LinkConfig =
+            toml::from_str(b).unwrap_or_else(|e| panic!("docs/engine.md example fails:\n{b}\n{e}"));
         if b.contains("frame_size") {
-            c.validate().unwrap_or_else(|e| panic!("docs/engine.md full example does not validate:\n{b}\n{e}"));
+            c.validate().unwrap_or_else(|e| {
+                panic!("docs/engine.md full example does not validate:\n{b}\n{e}")
+            });
         }
     }
 }

@@ -1,0 +1,18 @@
+//! mslink-sim: a deterministic virtual-time simulator that drives the mslink engine.
+//!
+//! Contract: integer-nanosecond virtual time, a binary heap of (time, sequence) events
+//! ([`event`]), a path of nodes joined by wired and wireless segments with a
+//! `MultiServiceLink` at each wireless end and an error model per direction ([`world`]), UDP
+//! applications, and TOML scenarios ([`scenario`]). The crate does no I/O: scenario text and
+//! trace files come in through the caller, results go out as values (the CLI writes them).
+//! Same scenario, seed and repetition give identical results.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod event;
+pub mod packet;
+pub mod scenario;
+pub mod world;
+
+pub use scenario::{Scenario, ScenarioError};
+pub use world::{run, RunResult};

@@ -1,0 +1,116 @@
+//! The simulator's packets: real IPv4/UDP, so the classifier sees real headers and a capture
+//! of any interface is an ordinary one.
+//!
+//! Contract: [`build`] writes an IPv4 header (with checksum) and a UDP header (checksum 0,
+//! allowed over IPv4) followed by a 16-byte stamp — flow index, sequence number, send time in
+//! ns — padded to the requested size. [`stamp`] reads the stamp back, or `None` for anything
+//! that is not one of ours. Node `i` has address 10.0.0.(i+1).
+
+/// IPv4 + UDP headers + stamp.
+pub const MIN_PACKET: usize = 20 + 8 + 16;
+
+/// What [`stamp`] reads from a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Index of the flow in the scenario.
+    pub flow: u32,
+    /// Packet number within the flow.
+    pub seq: u32,
+    /// Send time, ns.
+    pub sent_ns: u64,
+}
+
+/// The address of node `i`.
+pub fn address(node: usize) -> [u8; 4] {
+    [10, (node >> 16) as u8, (node >> 8) as u8, node as u8 + 1]
+}
+
+/// Writes one packet of `len` bytes (at least [`MIN_PACKET`]) into `out` (cleared first).
+#[allow(clippy::too_many_arguments)]
+pub fn build(out: &mut Vec<u8>, len: usize, from: usize, to: usize, dscp: u8, port: u16, s: Stamp) {
+    let len = len.max(MIN_PACKET);
+    out.clear();
+    out.resize(len, 0);
+    out[0] = 0x45;
+    out[1] = dscp << 2;
+    out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    out[6] = 0x40; // don't fragment
+    out[8] = 64;
+    out[9] = 17;
+    out[12..16].copy_from_slice(&address(from));
+    out[16..20].copy_from_slice(&address(to));
+    let sum = checksum(&out[..20]);
+    out[10..12].copy_from_slice(&sum.to_be_bytes());
+    out[20..22].copy_from_slice(&(40000 + s.flow as u16).to_be_bytes());
+    out[22..24].copy_from_slice(&port.to_be_bytes());
+    out[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+    out[28..32].copy_from_slice(&s.flow.to_be_bytes());
+    out[32..36].copy_from_slice(&s.seq.to_be_bytes());
+    out[36..44].copy_from_slice(&s.sent_ns.to_be_bytes());
+}
+
+/// The stamp of one of our packets.
+pub fn stamp(p: &[u8]) -> Option<Stamp> {
+    if p.len() < MIN_PACKET || p[0] != 0x45 || p[9] != 17 {
+        return None;
+    }
+    Some(Stamp {
+        flow: u32::from_be_bytes(p[28..32].try_into().ok()?),
+        seq: u32::from_be_bytes(p[32..36].try_into().ok()?),
+        sent_ns: u64::from_be_bytes(p[36..44].try_into().ok()?),
+    })
+}
+
+/// The destination node of one of our packets.
+pub fn destination(p: &[u8]) -> Option<usize> {
+    let a = p.get(16..20)?;
+    let n = (a[1] as usize) << 16 | (a[2] as usize) << 8 | a[3] as usize;
+    n.checked_sub(1)
+}
+
+fn checksum(h: &[u8]) -> u16 {
+    let mut sum: u32 = h
+        .chunks(2)
+        .map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32)
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_are_ordinary_ipv4_udp() {
+        let mut p = Vec::new();
+        build(
+            &mut p,
+            100,
+            0,
+            2,
+            46,
+            5004,
+            Stamp {
+                flow: 3,
+                seq: 9,
+                sent_ns: 123,
+            },
+        );
+        assert_eq!(p.len(), 100);
+        assert_eq!(checksum(&p[..20]), 0, "header checksum verifies");
+        assert_eq!(
+            stamp(&p),
+            Some(Stamp {
+                flow: 3,
+                seq: 9,
+                sent_ns: 123
+            })
+        );
+        assert_eq!(destination(&p), Some(2));
+        let k = mslink_link::classifier::FlowKey::parse(&p).unwrap();
+        assert_eq!((k.dscp, k.protocol, k.ports), (46, 17, Some((40003, 5004))));
+    }
+}

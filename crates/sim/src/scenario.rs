@@ -1,0 +1,561 @@
+//! Scenarios: what to simulate, as TOML.
+//!
+//! Contract. A scenario is a path of nodes `0..=N` joined by `N` segments, each wired
+//! (rate, delay, drop-tail queue) or wireless (a multi-service link at each end, a MAC of a
+//! given rate, a propagation delay and an error model per direction), plus UDP flows between
+//! nodes. [`Scenario::parse`] reads the text directly, so a mistake is reported with its line,
+//! column and key; [`Scenario::with_overrides`] applies `--set key=value` overrides (dotted
+//! paths, array indices as numbers) and [`Scenario::sweep_points`] expands a `[sweep]` grid.
+//! Every number is validated before a run starts.
+//!
+//! ```toml
+//! [sim]
+//! duration_s = 100
+//! seed = 1
+//!
+//! [[segment]]                    # node 0 (wired host) to node 1 (base station)
+//! kind = "wired"
+//! rate_bps = 10000000
+//! delay_ms = 1
+//!
+//! [[segment]]                    # node 1 to node 2 (wireless host): 004 Table I WLAN
+//! kind = "wireless"
+//! preset = "wlan"
+//! error = { model = "exponential", mean_bytes = 32768 }
+//! [segment.link]
+//! seq_bits = 8
+//! [[segment.link.service]]
+//! name = "cbr"
+//! scheme = "oos_rlp"
+//!
+//! [[flow]]
+//! name = "audio"
+//! app = "cbr"
+//! from = 0
+//! to = 2
+//! rate_bps = 1000000
+//! packet_bytes = 1000
+//! ```
+
+use mslink_channel::ErrorModelConfig;
+use mslink_link::config::LinkConfig;
+
+/// The whole scenario.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Run control.
+    #[serde(default)]
+    pub sim: SimConfig,
+    /// Segments of the path, node `i` to node `i + 1`.
+    #[serde(rename = "segment")]
+    pub segments: Vec<Segment>,
+    /// Traffic.
+    #[serde(rename = "flow", default)]
+    pub flows: Vec<Flow>,
+    /// Parameter grid: dotted key -> values; each combination is one run (times `reps`).
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub sweep: toml::Table,
+}
+
+/// Run control.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Name used in result files.
+    pub name: String,
+    /// Simulated seconds of traffic.
+    pub duration_s: f64,
+    /// Seconds after the traffic stops during which recovery may still finish.
+    pub drain_s: f64,
+    /// Scenario seed; repetition `r` uses `seed + r`.
+    pub seed: u64,
+    /// Repetitions.
+    pub reps: u32,
+    /// Window of the moving-average throughput in `timeseries.csv`, seconds (0 = none).
+    pub timeseries_window_s: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            name: "scenario".into(),
+            duration_s: 60.0,
+            drain_s: 10.0,
+            seed: 1,
+            reps: 1,
+            timeseries_window_s: 1.0,
+        }
+    }
+}
+
+/// What kind of segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentKind {
+    /// A wired point-to-point link with a drop-tail queue.
+    Wired,
+    /// A wireless hop carrying a multi-service link.
+    Wireless,
+}
+
+/// A wireless link type of 004 Table I.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// GSM HSCSD: 86.4 kbit/s, 100 ms, 100-byte frames.
+    Hscsd,
+    /// IEEE 802.11b as 004 simulated it: 5 Mbit/s, 3 ms, 1000-byte frames.
+    Wlan,
+}
+
+impl Preset {
+    /// (rate bit/s, one-way delay ms, frame bytes) of 004 Table I.
+    pub fn figures(self) -> (f64, f64, usize) {
+        match self {
+            Preset::Hscsd => (86_400.0, 100.0, 100),
+            Preset::Wlan => (5_000_000.0, 3.0, 1000),
+        }
+    }
+}
+
+/// One segment of the path.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    /// Wired or wireless.
+    pub kind: SegmentKind,
+    /// A 004 Table I link type giving rate, delay and frame size (wireless only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<Preset>,
+    /// Rate in bit/s (overrides the preset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<f64>,
+    /// One-way propagation delay in ms (overrides the preset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
+    /// Wireless frame size in bytes, framing included (overrides the preset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_bytes: Option<usize>,
+    /// Wired queue limit in packets (drop-tail; ns-2's default is 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<usize>,
+    /// Error model of both directions (independent processes, same parameters).
+    #[serde(default)]
+    pub error: ErrorModelConfig,
+    /// Error model of the right-to-left direction, if it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reverse: Option<ErrorModelConfig>,
+    /// The multi-service link at both ends (wireless only). Its `frame_size` comes from the
+    /// segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkConfig>,
+}
+
+/// What a flow's source does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppKind {
+    /// 004 §III.D continuous media: CBR during exponential talk spurts, silent in between.
+    Cbr,
+    /// Constant rate, always on.
+    Constant,
+}
+
+/// One UDP flow.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Flow {
+    /// Name in results (and the seed stream of its source).
+    pub name: String,
+    /// Source behaviour.
+    pub app: AppKind,
+    /// Source node.
+    pub from: usize,
+    /// Destination node.
+    pub to: usize,
+    /// Sending rate while on, bit/s of IP packets.
+    pub rate_bps: f64,
+    /// IP packet size in bytes (headers included).
+    pub packet_bytes: usize,
+    /// Mean talk spurt, seconds (cbr).
+    pub talk_s: f64,
+    /// Mean silence, seconds (cbr).
+    pub silence_s: f64,
+    /// Playback point: packets later than this after sending count as missed, ms.
+    pub playback_ms: f64,
+    /// DS codepoint in the IP header (for classifier rules).
+    pub dscp: u8,
+    /// UDP destination port (for classifier rules); 0 picks 5000 + flow index.
+    pub port: u16,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// Stop, seconds (0 = end of the run).
+    pub stop_s: f64,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        Flow {
+            name: String::new(),
+            app: AppKind::Cbr,
+            from: 0,
+            to: 1,
+            rate_bps: 1_000_000.0,
+            packet_bytes: 1000,
+            talk_s: 1.0,
+            silence_s: 1.35,
+            playback_ms: 250.0,
+            dscp: 0,
+            port: 0,
+            start_s: 0.0,
+            stop_s: 0.0,
+        }
+    }
+}
+
+/// A scenario that cannot run.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScenarioError {
+    /// The TOML does not parse or does not fit the schema (line, column and key included).
+    #[error("{0}")]
+    Syntax(String),
+    /// A value is out of range.
+    #[error("key `{key}`: {what}")]
+    Invalid {
+        /// Dotted key.
+        key: String,
+        /// What is wrong and what was expected.
+        what: String,
+    },
+}
+
+fn invalid(key: impl Into<String>, what: impl Into<String>) -> ScenarioError {
+    ScenarioError::Invalid {
+        key: key.into(),
+        what: what.into(),
+    }
+}
+
+impl Scenario {
+    /// Parses scenario text.
+    pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        toml::from_str(text).map_err(|e| ScenarioError::Syntax(e.to_string()))
+    }
+
+    /// This scenario with `key=value` overrides applied (dotted keys; array elements by index;
+    /// values in TOML syntax, bare words taken as strings).
+    pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Scenario, ScenarioError> {
+        let mut v =
+            toml::Value::try_from(self).map_err(|e| ScenarioError::Syntax(e.to_string()))?;
+        for (k, val) in sets {
+            set_path(&mut v, k, parse_value(val))?;
+        }
+        v.try_into()
+            .map_err(|e: toml::de::Error| ScenarioError::Syntax(format!("after overrides: {e}")))
+    }
+
+    /// The override sets of every point of the `[sweep]` grid (one empty set without a grid),
+    /// in a fixed order: keys sorted, the last key varying fastest.
+    pub fn sweep_points(&self) -> Result<Vec<Vec<(String, String)>>, ScenarioError> {
+        let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for (key, values) in &self.sweep {
+            let toml::Value::Array(values) = values else {
+                return Err(invalid(
+                    format!("sweep.{key}"),
+                    "expected an array of values",
+                ));
+            };
+            if values.is_empty() {
+                return Err(invalid(format!("sweep.{key}"), "needs at least one value"));
+            }
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push((key.clone(), v.to_string()));
+                        q
+                    })
+                })
+                .collect();
+        }
+        Ok(points)
+    }
+
+    /// Checks every value a run needs.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let s = &self.sim;
+        if !(s.duration_s > 0.0 && s.duration_s.is_finite()) {
+            return Err(invalid(
+                "sim.duration_s",
+                format!("must be a positive number of seconds, got {}", s.duration_s),
+            ));
+        }
+        if !(s.drain_s >= 0.0 && s.drain_s.is_finite()) {
+            return Err(invalid(
+                "sim.drain_s",
+                format!("must be zero or more seconds, got {}", s.drain_s),
+            ));
+        }
+        if s.reps == 0 {
+            return Err(invalid("sim.reps", "must be at least 1"));
+        }
+        if self.segments.is_empty() {
+            return Err(invalid(
+                "segment",
+                "a scenario needs at least one [[segment]]",
+            ));
+        }
+        for (i, seg) in self.segments.iter().enumerate() {
+            let k = |f: &str| format!("segment[{i}].{f}");
+            let rate = seg.rate();
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err(invalid(
+                    k("rate_bps"),
+                    format!("must be a positive rate in bit/s, got {rate}"),
+                ));
+            }
+            let delay = seg.delay_ms();
+            if !(delay >= 0.0 && delay.is_finite()) {
+                return Err(invalid(
+                    k("delay_ms"),
+                    format!("must be zero or more, got {delay}"),
+                ));
+            }
+            match seg.kind {
+                SegmentKind::Wired => {
+                    if seg.link.is_some() || seg.preset.is_some() {
+                        return Err(invalid(
+                            k("link"),
+                            "a wired segment has no link layer or preset; use kind = \"wireless\"",
+                        ));
+                    }
+                    if seg.queue_packets == Some(0) {
+                        return Err(invalid(k("queue_packets"), "must be at least 1"));
+                    }
+                }
+                SegmentKind::Wireless => {
+                    seg.link_config()
+                        .validate()
+                        .map_err(|e| invalid(k("link"), e.to_string()))?;
+                }
+            }
+            seg.error
+                .build(&mut |_| Ok(String::new()))
+                .map_err(|e| invalid(k("error"), e.to_string()))?;
+        }
+        let nodes = self.segments.len() + 1;
+        for (i, f) in self.flows.iter().enumerate() {
+            let k = |x: &str| format!("flow[{i}].{x}");
+            if f.from >= nodes || f.to >= nodes || f.from == f.to {
+                return Err(invalid(
+                    k("to"),
+                    format!(
+                        "from = {} and to = {} must be two different nodes among 0..={}",
+                        f.from,
+                        f.to,
+                        nodes - 1
+                    ),
+                ));
+            }
+            if !(f.rate_bps > 0.0 && f.rate_bps.is_finite()) {
+                return Err(invalid(
+                    k("rate_bps"),
+                    format!("must be a positive rate, got {}", f.rate_bps),
+                ));
+            }
+            if f.packet_bytes < crate::packet::MIN_PACKET || f.packet_bytes > 65_535 {
+                return Err(invalid(
+                    k("packet_bytes"),
+                    format!(
+                        "must be {}..=65535 (IP and UDP headers plus our 16-byte stamp), got {}",
+                        crate::packet::MIN_PACKET,
+                        f.packet_bytes
+                    ),
+                ));
+            }
+            if f.app == AppKind::Cbr && !(f.talk_s > 0.0 && f.silence_s > 0.0) {
+                return Err(invalid(
+                    k("talk_s"),
+                    "talk_s and silence_s must be positive for app = \"cbr\"",
+                ));
+            }
+            if !(f.playback_ms > 0.0) {
+                return Err(invalid(
+                    k("playback_ms"),
+                    format!("must be positive, got {}", f.playback_ms),
+                ));
+            }
+            if f.dscp > 63 {
+                return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Segment {
+    /// Rate in bit/s.
+    pub fn rate(&self) -> f64 {
+        self.rate_bps
+            .or(self.preset.map(|p| p.figures().0))
+            .unwrap_or(10_000_000.0)
+    }
+    /// One-way delay in ms.
+    pub fn delay_ms(&self) -> f64 {
+        self.delay_ms
+            .or(self.preset.map(|p| p.figures().1))
+            .unwrap_or(1.0)
+    }
+    /// Wireless frame size in bytes.
+    pub fn frame_bytes(&self) -> usize {
+        self.frame_bytes
+            .or(self.preset.map(|p| p.figures().2))
+            .unwrap_or(1500)
+    }
+    /// The link configuration with the segment's frame size.
+    pub fn link_config(&self) -> LinkConfig {
+        let mut c = self.link.clone().unwrap_or_default();
+        c.frame_size = self.frame_bytes();
+        c
+    }
+}
+
+fn parse_value(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+fn set_path(root: &mut toml::Value, key: &str, value: toml::Value) -> Result<(), ScenarioError> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut cur = root;
+    for (depth, part) in parts.iter().enumerate() {
+        let last = depth + 1 == parts.len();
+        let here = parts[..=depth].join(".");
+        cur = match cur {
+            toml::Value::Table(t) => {
+                // Scenario files say [[segment]] / [[flow]]; accept the same names here.
+                if last {
+                    t.insert(part.to_string(), value);
+                    return Ok(());
+                }
+                t.entry(part.to_string())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            }
+            toml::Value::Array(a) => {
+                let i: usize = part
+                    .parse()
+                    .map_err(|_| invalid(&here, "expected an array index"))?;
+                let n = a.len();
+                let slot = a.get_mut(i).ok_or_else(|| {
+                    invalid(&here, format!("index {i} is past the end ({n} elements)"))
+                })?;
+                if last {
+                    *slot = value;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => {
+                return Err(invalid(
+                    &here,
+                    "is not a table or array, cannot set a key inside it",
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc_example() -> String {
+        let doc = include_str!("scenario.rs");
+        let start = doc.find("//! ```toml").unwrap();
+        let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
+        doc[start..end]
+            .lines()
+            .skip(1)
+            .map(|l| l.trim_start_matches("//!").trim_start())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn documented_example_is_valid() {
+        let s = Scenario::parse(&doc_example()).unwrap();
+        s.validate().unwrap();
+        assert_eq!(s.segments[1].frame_bytes(), 1000);
+        assert_eq!(s.segments[1].link_config().frame_size, 1000);
+    }
+
+    #[test]
+    fn overrides_and_sweeps() {
+        let s = Scenario::parse(&doc_example()).unwrap();
+        let o = s
+            .with_overrides(&[
+                ("sim.seed".into(), "7".into()),
+                ("segment.1.link.service.0.scheme".into(), "karn_rlp".into()),
+                ("flow.0.rate_bps".into(), "2e6".into()),
+            ])
+            .unwrap();
+        assert_eq!(o.sim.seed, 7);
+        assert_eq!(o.flows[0].rate_bps, 2e6);
+        assert_eq!(
+            o.segments[1].link.as_ref().unwrap().services[0]
+                .config
+                .scheme(),
+            "karn_rlp"
+        );
+        let e = s
+            .with_overrides(&[("flow.3.rate_bps".into(), "1".into())])
+            .unwrap_err();
+        assert!(e.to_string().contains("flow.3"), "{e}");
+        let mut g = s.clone();
+        g.sweep.insert(
+            "sim.seed".into(),
+            toml::Value::Array(vec![1.into(), 2.into()]),
+        );
+        g.sweep.insert(
+            "flow.0.packet_bytes".into(),
+            toml::Value::Array(vec![500.into(), 1000.into(), 1500.into()]),
+        );
+        let pts = g.sweep_points().unwrap();
+        assert_eq!(pts.len(), 6);
+        assert_eq!(
+            pts[0],
+            vec![
+                ("flow.0.packet_bytes".into(), "500".into()),
+                ("sim.seed".into(), "1".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_key() {
+        let bad = |t: &str| {
+            Scenario::parse(t)
+                .and_then(|s| s.validate().map(|_| s))
+                .unwrap_err()
+                .to_string()
+        };
+        let base = doc_example();
+        let e = bad(&base.replace("delay_ms = 1", "delay_ms = 1\nspeed = 3"));
+        assert!(e.contains("line") && e.contains("speed"), "{e}");
+        let e = bad(&base.replace("rate_bps = 10000000", "rate_bps = \"fast\""));
+        assert!(e.contains("line") && e.contains("rate_bps"), "{e}");
+        let e = bad(&base.replace("rate_bps = 10000000", "rate_bps = -5"));
+        assert!(e.contains("segment[0].rate_bps"), "{e}");
+        let e = bad(&base.replace("to = 2", "to = 9"));
+        assert!(e.contains("flow[0].to"), "{e}");
+        let e = bad(&base.replace("scheme = \"oos_rlp\"", "scheme = \"oos\""));
+        assert!(e.contains("oos"), "{e}");
+        let e = bad(&base.replace("mean_bytes = 32768", "mean_bytes = 0"));
+        assert!(e.contains("segment[1].error"), "{e}");
+    }
+}
