@@ -1,0 +1,60 @@
+//! 004 Fig. 7-8's relations, from the scenario file in the library: Raw shows the native loss
+//! (the exponential model's closed form), XOR FEC (1 parity per 12) brings 3% to about 1%,
+//! Selective Repeat loses nothing and has the highest delay of the retransmission schemes,
+//! Karn's and OOS RLP lose the same and OOS RLP is faster (and faster than XOR FEC on WLAN).
+
+use mslink_sim::{run, Scenario};
+
+fn point(sc: &Scenario, mean_bytes: u32, scheme: usize) -> mslink_sim::world::FlowResult {
+    let points = sc.sweep_points().unwrap();
+    let want = mean_bytes.to_string();
+    let p = points
+        .iter()
+        .filter(|p| p[0].1 == want)
+        .nth(scheme)
+        .unwrap_or_else(|| panic!("no sweep point for {mean_bytes} / {scheme}"));
+    let s = sc.with_overrides(p).unwrap();
+    s.validate().unwrap();
+    run(&s, 0, &mut |_| Err("no traces".into()))
+        .unwrap()
+        .flows
+        .remove(0)
+}
+
+#[test]
+fn fig7_relations_hold_at_3_percent() {
+    let text = include_str!("../../../scenarios/004/fig7_cbr_one_wlan.toml");
+    let mut sc = Scenario::parse(text).unwrap();
+    sc.sim.duration_s = 400.0;
+    let [raw, xor, sr, karn, oos] = [0, 1, 2, 3, 4].map(|i| point(&sc, 32768, i));
+    assert_eq!(
+        [&raw, &xor, &sr, &karn, &oos].map(|f| f.service.as_str()),
+        ["cbr"; 5]
+    );
+    // Raw: the native frame loss 1 - exp(-8000 / 2^18) = 3.0%, within 4 binomial sigmas.
+    let p = 1.0 - (-8000.0f64 / (8.0 * 32768.0)).exp();
+    let sd = (p * (1.0 - p) / raw.sent as f64).sqrt();
+    assert!(
+        (raw.loss_rate - p).abs() < 4.0 * sd,
+        "raw {} vs {p}",
+        raw.loss_rate
+    );
+    // XOR FEC: "the 3% native loss rate is reduced to 1%".
+    assert!(
+        xor.loss_rate > 0.004 && xor.loss_rate < 0.015,
+        "xor {}",
+        xor.loss_rate
+    );
+    // Selective Repeat: full recovery.
+    assert_eq!(sr.loss_rate, 0.0);
+    // Karn's and OOS RLP: the same recovery, so the same loss (here the same draws); well
+    // below XOR FEC.
+    assert_eq!(karn.loss_rate, oos.loss_rate);
+    assert!(karn.loss_rate < xor.loss_rate / 3.0);
+    // Delay (mean + std, 004's metric): OOS < Karn < SR; OOS faster than XOR FEC on WLAN.
+    let d = |f: &mslink_sim::world::FlowResult| f.delay_mean_s + f.delay_std_s;
+    assert!(d(&oos) < d(&karn), "oos {} karn {}", d(&oos), d(&karn));
+    assert!(d(&karn) < d(&sr), "karn {} sr {}", d(&karn), d(&sr));
+    assert!(d(&oos) < d(&xor), "oos {} xor {}", d(&oos), d(&xor));
+    assert!(d(&raw) < d(&oos));
+}
