@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod fec;
 pub mod sched;
 pub mod service;
 pub mod time;

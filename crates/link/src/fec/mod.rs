@@ -1,0 +1,11 @@
+//! Forward error correction codecs (003 §4): GF(2^8) arithmetic and Reed-Solomon codes.
+//!
+//! Contract: pure functions over caller-provided buffers, no I/O, no allocation on the encode
+//! and decode paths (tables are built when a codec is made), no panics on any received bytes.
+//! The Reed-Solomon FEC *service* that frames packets into 255-byte blocks lives in
+//! [`crate::service::rs_fec`]; this module only knows codewords.
+
+pub mod gf256;
+pub mod rs;
+
+pub use rs::{RsCodec, RsError};
