@@ -36,7 +36,7 @@ fn corrupt(words: &mut [Vec<u8>], errors: usize, rng: &mut ChaCha8Rng) {
 }
 
 fn bench_rs(cr: &mut Criterion) {
-    let mut rng = ChaCha8Rng::seed_from_u64(0xbe_4c_0001);
+    let mut rng = ChaCha8Rng::seed_from_u64(0xbe4c_0001);
     for (n, nsym) in [
         (255usize, 32usize),
         (255, 16),

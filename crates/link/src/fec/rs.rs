@@ -587,8 +587,8 @@ mod tests {
             let g = generator_poly(nsym);
             assert_eq!(g.len(), nsym + 1);
             assert_eq!(g[0], 1);
-            for i in 0..nsym {
-                assert_eq!(gf256::poly_eval(&g, EXP[i]), 0, "alpha^{i} not a root");
+            for (i, &root) in EXP[..nsym].iter().enumerate() {
+                assert_eq!(gf256::poly_eval(&g, root), 0, "alpha^{i} not a root");
             }
             assert_ne!(gf256::poly_eval(&g, EXP[nsym % 255]), 0);
         }

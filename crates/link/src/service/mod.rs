@@ -20,6 +20,7 @@
 //! Services never read a clock, sleep, spawn threads or do I/O.
 
 pub mod raw;
+pub mod rs_fec;
 
 use crate::time::Instant;
 use crate::wire::{FragPos, HeaderFormat};
@@ -116,6 +117,9 @@ pub trait Service: Send {
 pub enum ServiceConfig {
     /// No recovery (004's Raw Link).
     Raw(raw::RawConfig),
+    /// Reed-Solomon FEC in 255-byte blocks with 003's BOLD/LIGHT/ROBUST/FLEX policies and
+    /// persistent in-order retransmission (003 §3-4).
+    RsFec(rs_fec::RsFecConfig),
 }
 
 impl ServiceConfig {
@@ -123,6 +127,7 @@ impl ServiceConfig {
     pub fn scheme(&self) -> &'static str {
         match self {
             ServiceConfig::Raw(_) => "raw",
+            ServiceConfig::RsFec(_) => "rs_fec",
         }
     }
 
@@ -131,6 +136,7 @@ impl ServiceConfig {
     pub fn build(&self, format: HeaderFormat) -> Box<dyn Service> {
         match self {
             ServiceConfig::Raw(c) => Box::new(raw::Raw::new(c.clone(), format)),
+            ServiceConfig::RsFec(c) => Box::new(rs_fec::RsFec::new(c.clone(), format)),
         }
     }
 }
