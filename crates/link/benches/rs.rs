@@ -1,8 +1,9 @@
 //! Reed-Solomon codec throughput (003 §4 codes; targets in the engine issue, item 3).
 //!
 //! Run: `cargo bench -p mslink-link --bench rs -- --warm-up-time 1 --measurement-time 3`.
-//! Throughput is in *message* bytes (k per codeword) for every case, so encode and decode
-//! figures compare directly; multiply by n/k for codeword bytes.
+//! Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
+//! `encode`, codeword bytes (n) for the `decode_*` cases. Multiply a decode figure by k/n for
+//! message bytes.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mslink_link::fec::RsCodec;
@@ -63,6 +64,7 @@ fn bench_rs(cr: &mut Criterion) {
             })
         });
 
+        g.throughput(Throughput::Bytes((n * BATCH) as u64));
         let clean = codewords(&c, n, &mut rng);
         let mut work = clean.clone();
         g.bench_function("decode_clean", |b| {

@@ -21,11 +21,14 @@
 //! Speed. Encoding and the clean-codeword check are the same computation, the remainder of
 //! the message modulo `g(x)`, run as a table-driven LFSR whose register is a few `u64` words.
 //! For `nsym <= 32` it consumes eight message bytes per step ("slicing by 8", as CRC
-//! implementations do): eight independent lookups in eight tables of `g(x)`-multiples, so the
-//! serial dependency is one step per eight bytes. A received word is a codeword exactly when
-//! the remainder of its message part equals its parity part, so a clean decode costs one
-//! encode and a compare. Only a word that fails this check pays for syndromes,
-//! Berlekamp-Massey, Chien search and Forney's formula.
+//! implementations do): eight independent lookups in tables of `g(x)`-multiples, so the serial
+//! dependency is one step per eight bytes. With 17 or more parity bytes some step positions
+//! use pairs of nibble tables instead of byte tables, which keeps the set near the size of an
+//! L1 data cache (measured faster than 48-64 KiB of byte tables). A received word is a
+//! codeword exactly when the remainder of its message part equals its parity part, so a clean
+//! decode costs one encode and a compare. Only a word that fails this check pays for
+//! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
+//! (`nsym > 32`) step one byte at a time.
 
 use super::gf256::{self, EXP};
 
@@ -66,11 +69,15 @@ pub enum RsError {
     TooManyErrors,
 }
 
-/// Slicing-by-8 tables for a register of `NW` words: `t[b][u]` is
-/// `u * x^(nsym + 7 - b) mod g(x)`, left-aligned in `8 * NW` bytes. `t[7]` is the one-byte table.
+/// Slicing-by-8 tables for a register of `NW` words. For step position `b` (0..8) the table
+/// maps a byte `u` to `u * x^(nsym + 7 - b) mod g(x)`, left-aligned in `8 * NW` bytes. The
+/// first `NB` positions use full 256-row tables; the others split `u` into nibbles and use two
+/// 16-row tables (`u * R = lo(u) * R + hi(u) * R`), which keeps the whole set inside a 32 KiB
+/// L1 cache for wide registers at the price of one more lookup per byte.
 #[derive(Clone)]
-struct Slice8<const NW: usize> {
-    t: Box<[[[u64; NW]; 256]; 8]>,
+struct Slice8<const NW: usize, const NB: usize> {
+    bytes: Box<[[[u64; NW]; 256]; NB]>,
+    nibbles: Box<[[[[u64; NW]; 16]; 2]; 8]>,
 }
 
 /// One-byte-per-step table for wide registers: row `u` (`nw` words) is `u * x^nsym mod g(x)`.
@@ -82,10 +89,10 @@ struct Wide {
 
 #[derive(Clone)]
 enum Kernel {
-    W1(Slice8<1>),
-    W2(Slice8<2>),
-    W3(Slice8<3>),
-    W4(Slice8<4>),
+    W1(Slice8<1, 8>),
+    W2(Slice8<2, 8>),
+    W3(Slice8<3, 5>),
+    W4(Slice8<4, 4>),
     Wide(Wide),
 }
 
@@ -129,25 +136,41 @@ pub fn generator_poly(nsym: usize) -> Vec<u8> {
 
 /// One slicing step: feeds the eight message bytes `m` (big-endian) into the register.
 #[inline(always)]
-fn step8<const NW: usize>(t: &[[[u64; NW]; 256]; 8], reg: &[u64; NW], m: u64) -> [u64; NW] {
+fn step8<const NW: usize, const NB: usize>(
+    k: &Slice8<NW, NB>,
+    reg: &[u64; NW],
+    m: u64,
+) -> [u64; NW] {
     let u = reg[0] ^ m;
-    let row = |b: usize| &t[b][((u >> (56 - 8 * b)) & 0xff) as usize];
-    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-    let (r4, r5, r6, r7) = (row(4), row(5), row(6), row(7));
+    // Two accumulators keep the XOR chains short; the branch on `b` folds away when unrolled.
+    let mut acc = [[0u64; NW]; 2];
+    for b in 0..8 {
+        let byte = ((u >> (56 - 8 * b)) & 0xff) as usize;
+        let a = &mut acc[b & 1];
+        if b < NB {
+            let row = &k.bytes[b][byte];
+            for w in 0..NW {
+                a[w] ^= row[w];
+            }
+        } else {
+            let lo = &k.nibbles[b][0][byte & 15];
+            let hi = &k.nibbles[b][1][byte >> 4];
+            for w in 0..NW {
+                a[w] ^= lo[w] ^ hi[w];
+            }
+        }
+    }
     let mut next = [0u64; NW];
     for w in 0..NW {
-        // A balanced XOR tree keeps the step's dependency chain short.
         let shifted = if w + 1 < NW { reg[w + 1] } else { 0 };
-        next[w] =
-            ((r0[w] ^ r1[w]) ^ (r2[w] ^ r3[w])) ^ ((r4[w] ^ r5[w]) ^ (r6[w] ^ r7[w])) ^ shifted;
+        next[w] = acc[0][w] ^ acc[1][w] ^ shifted;
     }
     next
 }
 
 /// The remainder register of `msg(x) * x^nsym mod g(x)`, eight bytes per step.
 #[inline(always)]
-fn remainder8<const NW: usize>(k: &Slice8<NW>, msg: &[u8]) -> [u64; NW] {
-    let t = &*k.t;
+fn remainder8<const NW: usize, const NB: usize>(k: &Slice8<NW, NB>, msg: &[u8]) -> [u64; NW] {
     let mut reg = [0u64; NW];
     // Leading zero symbols do not change the remainder, so the first `len % 8` bytes are fed
     // as one step padded with zeros in front: every step then takes eight bytes.
@@ -155,11 +178,11 @@ fn remainder8<const NW: usize>(k: &Slice8<NW>, msg: &[u8]) -> [u64; NW] {
     if head != 0 {
         let mut first = [0u8; 8];
         first[8 - head..].copy_from_slice(&msg[..head]);
-        reg = step8(t, &reg, u64::from_be_bytes(first));
+        reg = step8(k, &reg, u64::from_be_bytes(first));
     }
     for c in msg[head..].chunks_exact(8) {
         let m = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        reg = step8(t, &reg, m);
+        reg = step8(k, &reg, m);
     }
     reg
 }
@@ -200,6 +223,20 @@ fn pack(bytes: &[u8]) -> Reg {
     reg
 }
 
+/// Packs at most `8 * NW` parity bytes left-aligned into `NW` big-endian words.
+#[inline(always)]
+fn pack_words<const NW: usize>(bytes: &[u8]) -> [u64; NW] {
+    let mut words = [0u64; NW];
+    let mut buf = [0u8; 32];
+    let n = bytes.len().min(8 * NW);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    for (w, word) in words.iter_mut().enumerate() {
+        let c = &buf[8 * w..8 * w + 8];
+        *word = u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    }
+    words
+}
+
 /// Writes the first `out.len()` register bytes to `out`.
 fn unpack(reg: &Reg, out: &mut [u8]) {
     for (i, o) in out.iter_mut().enumerate() {
@@ -218,21 +255,36 @@ fn lfsr_bytes(t1: &[u64], nw: usize, bytes: &[u8]) -> Reg {
     )
 }
 
-fn build_slice8<const NW: usize>(t1: &[u64]) -> Slice8<NW> {
-    let mut t: Box<[[[u64; NW]; 256]; 8]> = vec![[[0u64; NW]; 256]; 8]
+fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> {
+    let mut bytes: Box<[[[u64; NW]; 256]; NB]> = vec![[[0u64; NW]; 256]; NB]
         .into_boxed_slice()
         .try_into()
-        .unwrap_or_else(|_| unreachable!("eight tables"));
-    let mut msg = [0u8; 8];
-    for (b, table) in t.iter_mut().enumerate() {
-        for (u, row) in table.iter_mut().enumerate() {
-            // u * x^(nsym + 7 - b): the byte u followed by 7 - b zero bytes.
-            msg[0] = u as u8;
-            let reg = lfsr_bytes(t1, NW, &msg[..8 - b]);
-            row.copy_from_slice(&reg[..NW]);
+        .unwrap_or_else(|_| unreachable!("NB tables"));
+    let mut nibbles: Box<[[[[u64; NW]; 16]; 2]; 8]> = vec![[[[0u64; NW]; 16]; 2]; 8]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("eight nibble tables"));
+    // Row for byte u at step position b: u * x^(nsym + 7 - b), i.e. u followed by 7 - b zeros.
+    let row = |b: usize, u: u8| {
+        let mut msg = [0u8; 8];
+        msg[0] = u;
+        let reg = lfsr_bytes(t1, NW, &msg[..8 - b]);
+        let mut out = [0u64; NW];
+        out.copy_from_slice(&reg[..NW]);
+        out
+    };
+    for (b, table) in bytes.iter_mut().enumerate() {
+        for (u, r) in table.iter_mut().enumerate() {
+            *r = row(b, u as u8);
         }
     }
-    Slice8 { t }
+    for (b, pair) in nibbles.iter_mut().enumerate().skip(NB) {
+        for v in 0..16u8 {
+            pair[0][v as usize] = row(b, v);
+            pair[1][v as usize] = row(b, v << 4);
+        }
+    }
+    Slice8 { bytes, nibbles }
 }
 
 impl RsCodec {
@@ -255,10 +307,10 @@ impl RsCodec {
             t1[u * nw..u * nw + nw].copy_from_slice(&reg[..nw]);
         }
         let kernel = match nw {
-            1 => Kernel::W1(build_slice8::<1>(&t1)),
-            2 => Kernel::W2(build_slice8::<2>(&t1)),
-            3 => Kernel::W3(build_slice8::<3>(&t1)),
-            4 => Kernel::W4(build_slice8::<4>(&t1)),
+            1 => Kernel::W1(build_slice8::<1, 8>(&t1)),
+            2 => Kernel::W2(build_slice8::<2, 8>(&t1)),
+            3 => Kernel::W3(build_slice8::<3, 5>(&t1)),
+            4 => Kernel::W4(build_slice8::<4, 4>(&t1)),
             _ => {
                 debug_assert!(nw > SLICE_MAX_WORDS);
                 Kernel::Wide(Wide {
@@ -351,11 +403,24 @@ impl RsCodec {
         reg
     }
 
+    /// True if `codeword` (of valid length) has a zero residue: the clean-decode fast path,
+    /// which keeps the register in `NW` words instead of a full-width register.
+    fn clean(&self, codeword: &[u8]) -> bool {
+        let k = codeword.len() - self.nsym;
+        let (msg, parity) = codeword.split_at(k);
+        match &self.kernel {
+            Kernel::W1(t) => remainder8(t, msg) == pack_words::<1>(parity),
+            Kernel::W2(t) => remainder8(t, msg) == pack_words::<2>(parity),
+            Kernel::W3(t) => remainder8(t, msg) == pack_words::<3>(parity),
+            Kernel::W4(t) => remainder8(t, msg) == pack_words::<4>(parity),
+            Kernel::Wide(_) => self.residue(codeword)[..self.nw].iter().all(|&w| w == 0),
+        }
+    }
+
     /// True if `codeword` is a codeword (no detectable error).
     pub fn is_codeword(&self, codeword: &[u8]) -> Result<bool, RsError> {
         self.check_len(codeword.len())?;
-        let r = self.residue(codeword);
-        Ok(r[..self.nw].iter().all(|&w| w == 0))
+        Ok(self.clean(codeword))
     }
 
     /// Corrects `codeword` in place; returns the number of symbols changed (0 for a clean word).
@@ -381,40 +446,27 @@ impl RsCodec {
                 return Err(RsError::BadErasures);
             }
         }
-        let res = self.residue(codeword);
-        if res[..self.nw].iter().all(|&w| w == 0) {
+        if self.clean(codeword) {
             return Ok(0);
         }
+        let res = self.residue(codeword);
         // Syndromes S_j = c(alpha^j) = r(alpha^j), r = c mod g, since g(alpha^j) = 0 (fcr = 0).
         let mut r = [0u8; MAX_N];
         unpack(&res, &mut r[..nsym]);
         let mut synd = [0u8; MAX_N];
-        for (j, s) in synd[..nsym].iter_mut().enumerate() {
-            *s = gf256::poly_eval(&r[..nsym], EXP[j]);
-        }
+        syndromes_from_residue(&r[..nsym], &mut synd[..nsym]);
         let mut lambda = [0u8; MAX_N + 1];
         let nerr = berlekamp_massey(&synd[..nsym], erasures, n, &mut lambda)?;
-        // Chien search: the roots of Lambda are X^-1 for X = alpha^(n-1-p), p a byte index.
         let mut pos = [0usize; MAX_N];
-        let mut found = 0;
-        for p in 0..n {
-            let e = (n - 1 - p) as u32;
-            let xinv = gf256::alpha_pow(-(e as i32));
-            if eval_low_first(&lambda[..=nerr], xinv) == 0 {
-                if found == nerr {
-                    return Err(RsError::TooManyErrors);
-                }
-                pos[found] = p;
-                found += 1;
-            }
-        }
+        let found = chien_search(&lambda[..=nerr], n, &mut pos);
         if found != nerr {
             return Err(RsError::TooManyErrors);
         }
         // Forney (fcr = 0): e_k = X_k * Omega(X_k^-1) / Lambda'(X_k^-1),
-        // Omega(x) = S(x) Lambda(x) mod x^nsym.
+        // Omega(x) = S(x) Lambda(x) mod x^nsym, of degree below L by the key equation (the
+        // higher coefficients vanish for a consistent locator; the final check catches the rest).
         let mut omega = [0u8; MAX_N];
-        for i in 0..nsym {
+        for i in 0..nerr {
             let mut acc = 0u8;
             for j in 0..=i.min(nerr) {
                 acc ^= gf256::mul(lambda[j], synd[i - j]);
@@ -439,7 +491,7 @@ impl RsCodec {
             if dl == 0 {
                 return Err(RsError::TooManyErrors);
             }
-            let om = eval_low_first(&omega[..nsym], xinv);
+            let om = eval_low_first(&omega[..nerr], xinv);
             let mag = gf256::mul(x, gf256::div(om, dl));
             if mag == 0 && !erasures.contains(&pos[k]) {
                 // A located error of size zero: the locator is not consistent.
@@ -453,8 +505,7 @@ impl RsCodec {
             changed += (mags[k] != 0) as usize;
         }
         // Verify: the corrected word must be a codeword; otherwise undo and report.
-        let check = self.residue(codeword);
-        if check[..self.nw].iter().any(|&w| w != 0) {
+        if !self.clean(codeword) {
             for k in 0..found {
                 codeword[pos[k]] ^= mags[k];
             }
@@ -462,6 +513,66 @@ impl RsCodec {
         }
         Ok(changed)
     }
+}
+
+/// Syndromes `S_j = r(alpha^j)`, `j < nsym`, of the residue `r` (highest degree first), in the
+/// log domain: each nonzero coefficient contributes `alpha^(log r_i + j * d_i)`.
+fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
+    let nsym = r.len();
+    let mut logs = [0usize; MAX_N];
+    let mut steps = [0usize; MAX_N];
+    let mut terms = 0;
+    for (i, &c) in r.iter().enumerate() {
+        if c != 0 {
+            logs[terms] = gf256::LOG[c as usize] as usize;
+            steps[terms] = (nsym - 1 - i) % 255;
+            terms += 1;
+        }
+    }
+    for s in synd.iter_mut() {
+        let mut acc = 0u8;
+        for t in 0..terms {
+            acc ^= EXP[logs[t]];
+            let next = logs[t] + steps[t];
+            logs[t] = if next >= 255 { next - 255 } else { next };
+        }
+        *s = acc;
+    }
+}
+
+/// Chien search: byte positions `p < n` where `Lambda(alpha^-(n-1-p)) = 0`, written to `pos`
+/// (at most `deg Lambda` of them; one more root than that stops the search). Terms are kept
+/// as logarithms and stepped by `-i` per position.
+fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
+    let deg = lambda.len() - 1;
+    let mut logs = [0usize; MAX_N];
+    let mut steps = [0usize; MAX_N];
+    let mut terms = 0;
+    for (i, &c) in lambda.iter().enumerate().skip(1) {
+        if c != 0 {
+            logs[terms] = gf256::LOG[c as usize] as usize;
+            steps[terms] = 255 - i % 255; // multiply by alpha^-i per step of e
+            terms += 1;
+        }
+    }
+    let mut found = 0;
+    // e = n - 1 - p runs 0, 1, ..., n - 1.
+    for e in 0..n {
+        let mut acc = lambda[0];
+        for t in 0..terms {
+            acc ^= EXP[logs[t]];
+            let next = logs[t] + steps[t];
+            logs[t] = if next >= 255 { next - 255 } else { next };
+        }
+        if acc == 0 {
+            if found == deg {
+                return deg + 1;
+            }
+            pos[found] = n - 1 - e;
+            found += 1;
+        }
+    }
+    found
 }
 
 /// Evaluates `p` (lowest degree first) at `x`.
@@ -507,8 +618,9 @@ fn berlekamp_massey(
         }
         let coef = gf256::div(d, bb);
         let t = c;
-        if m <= MAX_N {
-            for i in 0..=MAX_N - m {
+        // Locator degrees never exceed nsym: only the first nsym + 1 coefficients move.
+        if m <= nsym {
+            for i in 0..=nsym - m {
                 c[i + m] ^= gf256::mul(coef, b[i]);
             }
         }
