@@ -414,6 +414,45 @@ pub fn check_report(codecs: &mut Codecs, info: &[u8; HEADER_INFO], body: &[u8]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn frag(i: u8) -> FragPos {
+        frag_from(i)
+    }
+
+    proptest! {
+        #[test]
+        fn data_round_trip(fp in 0u8..4, pp in 0u8..4, nsym in prop_oneof![Just(0u8), 1u8..=198],
+                           seq: u16, payload in proptest::collection::vec(any::<u8>(), 0..1300)) {
+            let mut c = Codecs::default();
+            let h = DataHeader { fp: frag(fp), piece: frag(pp), len: payload.len() as u16, nsym, seq };
+            let mut out = Vec::new();
+            emit_data(&mut c, &h, &payload, &mut out);
+            prop_assert_eq!(out.len(), data_frame_len(payload.len(), nsym as usize));
+            let (hh, info) = parse_header(&mut c, &out).unwrap();
+            prop_assert_eq!(hh, Header::Data(h));
+            let (mut s, mut p) = (Vec::new(), Vec::new());
+            decode_data(&mut c, &h, &info, &out[HEADER_LEN..], &mut s, &mut p).unwrap();
+            prop_assert_eq!(p, payload);
+        }
+
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let mut c = Codecs::default();
+            match parse_header(&mut c, &bytes) {
+                Ok((Header::Data(h), info)) => {
+                    let (mut s, mut p) = (Vec::new(), Vec::new());
+                    if decode_data(&mut c, &h, &info, &bytes[HEADER_LEN..], &mut s, &mut p).is_ok() {
+                        prop_assert_eq!(p.len(), h.len as usize);
+                    }
+                }
+                Ok((Header::Report(_), info)) => {
+                    let _ = check_report(&mut c, &info, &bytes[HEADER_LEN..]);
+                }
+                Err(_) => {}
+            }
+        }
+    }
 
     fn data(len: u16, nsym: u8) -> DataHeader {
         DataHeader {
