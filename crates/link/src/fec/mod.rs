@@ -5,6 +5,7 @@
 //! The Reed-Solomon FEC *service* that frames packets into 255-byte blocks lives in
 //! [`crate::service::rs_fec`]; this module only knows codewords.
 
+mod decode;
 pub mod gf256;
 pub mod rs;
 

@@ -30,6 +30,7 @@
 //! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
 //! (`nsym > 32`) step one byte at a time.
 
+use super::decode::{berlekamp_massey, chien_search, eval_low_first, syndromes_from_residue};
 use super::gf256::{self, EXP};
 
 /// The largest codeword length (symbols) in GF(2^8).
@@ -513,135 +514,6 @@ impl RsCodec {
         }
         Ok(changed)
     }
-}
-
-/// Syndromes `S_j = r(alpha^j)`, `j < nsym`, of the residue `r` (highest degree first), in the
-/// log domain: each nonzero coefficient contributes `alpha^(log r_i + j * d_i)`.
-fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
-    let nsym = r.len();
-    let mut logs = [0usize; MAX_N];
-    let mut steps = [0usize; MAX_N];
-    let mut terms = 0;
-    for (i, &c) in r.iter().enumerate() {
-        if c != 0 {
-            logs[terms] = gf256::LOG[c as usize] as usize;
-            steps[terms] = (nsym - 1 - i) % 255;
-            terms += 1;
-        }
-    }
-    for s in synd.iter_mut() {
-        let mut acc = 0u8;
-        for t in 0..terms {
-            acc ^= EXP[logs[t]];
-            let next = logs[t] + steps[t];
-            logs[t] = if next >= 255 { next - 255 } else { next };
-        }
-        *s = acc;
-    }
-}
-
-/// Chien search: byte positions `p < n` where `Lambda(alpha^-(n-1-p)) = 0`, written to `pos`
-/// (at most `deg Lambda` of them; one more root than that stops the search). Terms are kept
-/// as logarithms and stepped by `-i` per position.
-fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
-    let deg = lambda.len() - 1;
-    let mut logs = [0usize; MAX_N];
-    let mut steps = [0usize; MAX_N];
-    let mut terms = 0;
-    for (i, &c) in lambda.iter().enumerate().skip(1) {
-        if c != 0 {
-            logs[terms] = gf256::LOG[c as usize] as usize;
-            steps[terms] = 255 - i % 255; // multiply by alpha^-i per step of e
-            terms += 1;
-        }
-    }
-    let mut found = 0;
-    // e = n - 1 - p runs 0, 1, ..., n - 1.
-    for e in 0..n {
-        let mut acc = lambda[0];
-        for t in 0..terms {
-            acc ^= EXP[logs[t]];
-            let next = logs[t] + steps[t];
-            logs[t] = if next >= 255 { next - 255 } else { next };
-        }
-        if acc == 0 {
-            if found == deg {
-                return deg + 1;
-            }
-            pos[found] = n - 1 - e;
-            found += 1;
-        }
-    }
-    found
-}
-
-/// Evaluates `p` (lowest degree first) at `x`.
-fn eval_low_first(p: &[u8], x: u8) -> u8 {
-    let mut y = 0u8;
-    for &c in p.iter().rev() {
-        y = gf256::mul(y, x) ^ c;
-    }
-    y
-}
-
-/// Berlekamp-Massey with erasures (Blahut's formulation): fills `lambda` (lowest degree first)
-/// with the errata locator and returns its degree `L` (errors plus erasures).
-fn berlekamp_massey(
-    synd: &[u8],
-    erasures: &[usize],
-    n: usize,
-    lambda: &mut [u8; MAX_N + 1],
-) -> Result<usize, RsError> {
-    let nsym = synd.len();
-    let f = erasures.len();
-    // Erasure locator Gamma(x) = prod (1 - X_i x), X_i = alpha^(n-1-p_i).
-    let mut c = [0u8; MAX_N + 1];
-    c[0] = 1;
-    for (i, &p) in erasures.iter().enumerate() {
-        let xi = gf256::alpha_pow((n - 1 - p) as i32);
-        for j in (1..=i + 1).rev() {
-            c[j] ^= gf256::mul(c[j - 1], xi);
-        }
-    }
-    let mut b = c;
-    let mut l = f;
-    let mut m = 1usize;
-    let mut bb = 1u8;
-    for r in f..nsym {
-        let mut d = synd[r];
-        for i in 1..=l.min(r) {
-            d ^= gf256::mul(c[i], synd[r - i]);
-        }
-        if d == 0 {
-            m += 1;
-            continue;
-        }
-        let coef = gf256::div(d, bb);
-        let t = c;
-        // Locator degrees never exceed nsym: only the first nsym + 1 coefficients move.
-        if m <= nsym {
-            for i in 0..=nsym - m {
-                c[i + m] ^= gf256::mul(coef, b[i]);
-            }
-        }
-        if 2 * l <= r + f {
-            l = r + 1 + f - l;
-            b = t;
-            bb = d;
-            m = 1;
-        } else {
-            m += 1;
-        }
-    }
-    // Correctable only if 2e + f <= nsym, e = L - f; and deg Lambda must be exactly L.
-    if l < f || 2 * (l - f) + f > nsym || l > n {
-        return Err(RsError::TooManyErrors);
-    }
-    if c[l] == 0 || c[l + 1..].iter().any(|&x| x != 0) {
-        return Err(RsError::TooManyErrors);
-    }
-    *lambda = c;
-    Ok(l)
 }
 
 #[cfg(test)]
