@@ -39,6 +39,15 @@ pub(crate) fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
 /// as logarithms and stepped by `-i` per position.
 pub(crate) fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
     let deg = lambda.len() - 1;
+    if deg == 1 && lambda[0] == 1 && lambda[1] != 0 {
+        // Lambda(x) = 1 + l1 x has its one root at x = 1 / l1, i.e. X = alpha^e = l1.
+        let e = gf256::LOG[lambda[1] as usize] as usize;
+        if e < n {
+            pos[0] = n - 1 - e;
+            return 1;
+        }
+        return 0;
+    }
     let mut logs = [0usize; MAX_N];
     let mut steps = [0usize; MAX_N];
     let mut terms = 0;
@@ -69,15 +78,6 @@ pub(crate) fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) ->
     found
 }
 
-/// Evaluates `p` (lowest degree first) at `x`.
-pub(crate) fn eval_low_first(p: &[u8], x: u8) -> u8 {
-    let mut y = 0u8;
-    for &c in p.iter().rev() {
-        y = gf256::mul(y, x) ^ c;
-    }
-    y
-}
-
 /// Berlekamp-Massey with erasures (Blahut's formulation): fills `lambda` (lowest degree first)
 /// with the errata locator and returns its degree `L` (errors plus erasures).
 pub(crate) fn berlekamp_massey(
@@ -101,6 +101,9 @@ pub(crate) fn berlekamp_massey(
     let mut l = f;
     let mut m = 1usize;
     let mut bb = 1u8;
+    // Degree bounds of C and B: updates touch only the coefficients that can be nonzero.
+    let mut dc = f;
+    let mut db = f;
     for r in f..nsym {
         let mut d = synd[r];
         for i in 1..=l.min(r) {
@@ -110,17 +113,23 @@ pub(crate) fn berlekamp_massey(
             m += 1;
             continue;
         }
-        let coef = gf256::div(d, bb);
+        let log_coef = gf256::LOG[gf256::div(d, bb) as usize] as usize;
         let t = c;
-        // Locator degrees never exceed nsym: only the first nsym + 1 coefficients move.
+        let dt = dc;
+        // C <- C - (d / b) x^m B. Locator degrees never exceed nsym.
         if m <= nsym {
-            for i in 0..=nsym - m {
-                c[i + m] ^= gf256::mul(coef, b[i]);
+            let top = db.min(nsym - m);
+            for i in 0..=top {
+                if b[i] != 0 {
+                    c[i + m] ^= EXP[gf256::LOG[b[i] as usize] as usize + log_coef];
+                }
             }
+            dc = dc.max(top + m);
         }
         if 2 * l <= r + f {
             l = r + 1 + f - l;
             b = t;
+            db = dt;
             bb = d;
             m = 1;
         } else {
@@ -136,4 +145,42 @@ pub(crate) fn berlekamp_massey(
     }
     *lambda = c;
     Ok(l)
+}
+
+/// A polynomial kept as (log coefficient, power) pairs of its nonzero terms, for evaluating
+/// it at many powers of alpha without multiplications.
+pub(crate) struct LogPoly {
+    logs: [u8; MAX_N + 1],
+    pows: [u8; MAX_N + 1],
+    terms: usize,
+}
+
+impl LogPoly {
+    /// The terms `coefs[i] x^(i - shift)` for the indices `i` that `keep` accepts
+    /// (`coefs` lowest degree first, `i >= shift` for every kept index).
+    pub(crate) fn new(coefs: &[u8], shift: usize, keep: impl Fn(usize) -> bool) -> Self {
+        let mut p = LogPoly {
+            logs: [0; MAX_N + 1],
+            pows: [0; MAX_N + 1],
+            terms: 0,
+        };
+        for (i, &c) in coefs.iter().enumerate() {
+            if c != 0 && keep(i) {
+                p.logs[p.terms] = gf256::LOG[c as usize];
+                p.pows[p.terms] = ((i - shift) % 255) as u8;
+                p.terms += 1;
+            }
+        }
+        p
+    }
+
+    /// The polynomial's value at `alpha^k` (`k < 255`).
+    pub(crate) fn eval_alpha(&self, k: usize) -> u8 {
+        let mut acc = 0u8;
+        for t in 0..self.terms {
+            let e = (self.logs[t] as usize + self.pows[t] as usize * k) % 255;
+            acc ^= EXP[e];
+        }
+        acc
+    }
 }

@@ -30,7 +30,7 @@
 //! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
 //! (`nsym > 32`) step one byte at a time.
 
-use super::decode::{berlekamp_massey, chien_search, eval_low_first, syndromes_from_residue};
+use super::decode::{berlekamp_massey, chien_search, syndromes_from_residue, LogPoly};
 use super::gf256::{self, EXP};
 
 /// The largest codeword length (symbols) in GF(2^8).
@@ -474,26 +474,25 @@ impl RsCodec {
             }
             omega[i] = acc;
         }
+        let omega = LogPoly::new(&omega[..nerr], 0, |_| true);
+        // Lambda'(x): in characteristic 2 only the odd powers survive, lowered by one.
+        let dlambda = LogPoly::new(&lambda[..=nerr], 1, |i| i % 2 == 1);
         let mut mags = [0u8; MAX_N];
         for k in 0..found {
-            let e = (n - 1 - pos[k]) as i32;
-            let x = gf256::alpha_pow(e);
-            let xinv = gf256::alpha_pow(-e);
-            // Lambda'(x): in characteristic 2 only odd powers survive.
-            let mut dl = 0u8;
-            let mut xp = 1u8; // xinv^(i-1) for odd i
-            let xinv2 = gf256::mul(xinv, xinv);
-            let mut i = 1;
-            while i <= nerr {
-                dl ^= gf256::mul(lambda[i], xp);
-                xp = gf256::mul(xp, xinv2);
-                i += 2;
-            }
+            let e = n - 1 - pos[k]; // X_k = alpha^e, X_k^-1 = alpha^(255 - e)
+            let xinv = (255 - e) % 255;
+            let dl = dlambda.eval_alpha(xinv);
             if dl == 0 {
                 return Err(RsError::TooManyErrors);
             }
-            let om = eval_low_first(&omega[..nerr], xinv);
-            let mag = gf256::mul(x, gf256::div(om, dl));
+            let om = omega.eval_alpha(xinv);
+            let mag = if om == 0 {
+                0
+            } else {
+                let l =
+                    e + gf256::LOG[om as usize] as usize + 255 - gf256::LOG[dl as usize] as usize;
+                EXP[l % 255]
+            };
             if mag == 0 && !erasures.contains(&pos[k]) {
                 // A located error of size zero: the locator is not consistent.
                 return Err(RsError::TooManyErrors);
