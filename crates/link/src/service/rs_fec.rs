@@ -20,8 +20,8 @@
 //! receiver buffers up to `window` frames past a gap and releases pieces strictly in sequence,
 //! reassembles the pieces of each SDU, and delivers each SDU exactly once. A retransmission
 //! keeps its payload but is coded at the policy's *current* parity, so under FLEX a frame
-//! first sent large and uncoded may come back with more (and more) blocks; new frames are
-//! always 1 to 5 blocks. Delivered SDUs are numbered consecutively (`Delivery::seq` counts
+//! first sent large and uncoded may come back spanning more than 5 blocks (at most 23); new
+//! frames are always 1 to 5 blocks. Delivered SDUs are numbered consecutively (`Delivery::seq` counts
 //! SDUs, not frames, since one SDU may span several frames).
 //!
 //! Counters: `parity_sent` counts Reed-Solomon parity **bytes** of data blocks (first sends
