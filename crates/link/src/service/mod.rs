@@ -25,6 +25,7 @@ pub mod oos_rlp;
 pub mod persistent;
 pub mod queue;
 pub mod raw;
+pub mod rs_fec;
 pub mod selective_repeat;
 pub mod xor_fec;
 
@@ -146,6 +147,9 @@ pub enum ServiceConfig {
     OosRlp(oos_rlp::OosRlpConfig),
     /// Persistent in-order retransmission (003 §3).
     Persistent(persistent::PersistentConfig),
+    /// Reed-Solomon FEC in 255-byte blocks with 003's BOLD/LIGHT/ROBUST/FLEX policies and
+    /// persistent in-order retransmission (003 §3-4).
+    RsFec(rs_fec::RsFecConfig),
 }
 
 impl ServiceConfig {
@@ -159,6 +163,7 @@ impl ServiceConfig {
             ServiceConfig::KarnRlp(_) => "karn_rlp",
             ServiceConfig::OosRlp(_) => "oos_rlp",
             ServiceConfig::Persistent(_) => "persistent",
+            ServiceConfig::RsFec(_) => "rs_fec",
         }
     }
 
@@ -185,6 +190,7 @@ impl ServiceConfig {
             ServiceConfig::KarnRlp(c) => Box::new(karn_rlp::Rlp::karn(c, format)),
             ServiceConfig::OosRlp(c) => Box::new(karn_rlp::Rlp::oos(c, format)),
             ServiceConfig::Persistent(c) => Box::new(karn_rlp::Rlp::persistent(c, format)),
+            ServiceConfig::RsFec(c) => Box::new(rs_fec::RsFec::new(c.clone(), format)),
         }
     }
 }

@@ -1,0 +1,186 @@
+//! The algebraic steps of Reed-Solomon decoding, over GF(2^8) with first root alpha^0.
+//!
+//! Contract: pure functions on stack arrays, used by [`super::rs::RsCodec`] only after a word
+//! failed the clean check. Syndromes come from the residue `c(x) mod g(x)`; Berlekamp-Massey
+//! (with an erasure locator as its starting point, Blahut's formulation) finds the errata
+//! locator; Chien search finds its roots among the codeword's positions. Each step refuses
+//! (returns a count that does not match, or `TooManyErrors`) rather than guess; none panics.
+
+use super::gf256::{self, EXP};
+use super::rs::{RsError, MAX_N};
+
+/// Syndromes `S_j = r(alpha^j)`, `j < nsym`, of the residue `r` (highest degree first), in the
+/// log domain: each nonzero coefficient contributes `alpha^(log r_i + j * d_i)`.
+pub(crate) fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
+    let nsym = r.len();
+    let mut logs = [0usize; MAX_N];
+    let mut steps = [0usize; MAX_N];
+    let mut terms = 0;
+    for (i, &c) in r.iter().enumerate() {
+        if c != 0 {
+            logs[terms] = gf256::LOG[c as usize] as usize;
+            steps[terms] = (nsym - 1 - i) % 255;
+            terms += 1;
+        }
+    }
+    for s in synd.iter_mut() {
+        let mut acc = 0u8;
+        for t in 0..terms {
+            acc ^= EXP[logs[t]];
+            let next = logs[t] + steps[t];
+            logs[t] = if next >= 255 { next - 255 } else { next };
+        }
+        *s = acc;
+    }
+}
+
+/// Chien search: byte positions `p < n` where `Lambda(alpha^-(n-1-p)) = 0`, written to `pos`
+/// (at most `deg Lambda` of them; one more root than that stops the search). Terms are kept
+/// as logarithms and stepped by `-i` per position.
+pub(crate) fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
+    let deg = lambda.len() - 1;
+    if deg == 1 && lambda[0] == 1 && lambda[1] != 0 {
+        // Lambda(x) = 1 + l1 x has its one root at x = 1 / l1, i.e. X = alpha^e = l1.
+        let e = gf256::LOG[lambda[1] as usize] as usize;
+        if e < n {
+            pos[0] = n - 1 - e;
+            return 1;
+        }
+        return 0;
+    }
+    let mut logs = [0usize; MAX_N];
+    let mut steps = [0usize; MAX_N];
+    let mut terms = 0;
+    for (i, &c) in lambda.iter().enumerate().skip(1) {
+        if c != 0 {
+            logs[terms] = gf256::LOG[c as usize] as usize;
+            steps[terms] = 255 - i % 255; // multiply by alpha^-i per step of e
+            terms += 1;
+        }
+    }
+    let mut found = 0;
+    // e = n - 1 - p runs 0, 1, ..., n - 1.
+    for e in 0..n {
+        let mut acc = lambda[0];
+        for t in 0..terms {
+            acc ^= EXP[logs[t]];
+            let next = logs[t] + steps[t];
+            logs[t] = if next >= 255 { next - 255 } else { next };
+        }
+        if acc == 0 {
+            if found == deg {
+                return deg + 1;
+            }
+            pos[found] = n - 1 - e;
+            found += 1;
+        }
+    }
+    found
+}
+
+/// Berlekamp-Massey with erasures (Blahut's formulation): fills `lambda` (lowest degree first)
+/// with the errata locator and returns its degree `L` (errors plus erasures).
+pub(crate) fn berlekamp_massey(
+    synd: &[u8],
+    erasures: &[usize],
+    n: usize,
+    lambda: &mut [u8; MAX_N + 1],
+) -> Result<usize, RsError> {
+    let nsym = synd.len();
+    let f = erasures.len();
+    // Erasure locator Gamma(x) = prod (1 - X_i x), X_i = alpha^(n-1-p_i).
+    let mut c = [0u8; MAX_N + 1];
+    c[0] = 1;
+    for (i, &p) in erasures.iter().enumerate() {
+        let xi = gf256::alpha_pow((n - 1 - p) as i32);
+        for j in (1..=i + 1).rev() {
+            c[j] ^= gf256::mul(c[j - 1], xi);
+        }
+    }
+    let mut b = c;
+    let mut l = f;
+    let mut m = 1usize;
+    let mut bb = 1u8;
+    // Degree bounds of C and B: updates touch only the coefficients that can be nonzero.
+    let mut dc = f;
+    let mut db = f;
+    for r in f..nsym {
+        let mut d = synd[r];
+        for i in 1..=l.min(r) {
+            d ^= gf256::mul(c[i], synd[r - i]);
+        }
+        if d == 0 {
+            m += 1;
+            continue;
+        }
+        let log_coef = gf256::LOG[gf256::div(d, bb) as usize] as usize;
+        let t = c;
+        let dt = dc;
+        // C <- C - (d / b) x^m B. Locator degrees never exceed nsym.
+        if m <= nsym {
+            let top = db.min(nsym - m);
+            for i in 0..=top {
+                if b[i] != 0 {
+                    c[i + m] ^= EXP[gf256::LOG[b[i] as usize] as usize + log_coef];
+                }
+            }
+            dc = dc.max(top + m);
+        }
+        if 2 * l <= r + f {
+            l = r + 1 + f - l;
+            b = t;
+            db = dt;
+            bb = d;
+            m = 1;
+        } else {
+            m += 1;
+        }
+    }
+    // Correctable only if 2e + f <= nsym, e = L - f; and deg Lambda must be exactly L.
+    if l < f || 2 * (l - f) + f > nsym || l > n {
+        return Err(RsError::TooManyErrors);
+    }
+    if c[l] == 0 || c[l + 1..].iter().any(|&x| x != 0) {
+        return Err(RsError::TooManyErrors);
+    }
+    *lambda = c;
+    Ok(l)
+}
+
+/// A polynomial kept as (log coefficient, power) pairs of its nonzero terms, for evaluating
+/// it at many powers of alpha without multiplications.
+pub(crate) struct LogPoly {
+    logs: [u8; MAX_N + 1],
+    pows: [u8; MAX_N + 1],
+    terms: usize,
+}
+
+impl LogPoly {
+    /// The terms `coefs[i] x^(i - shift)` for the indices `i` that `keep` accepts
+    /// (`coefs` lowest degree first, `i >= shift` for every kept index).
+    pub(crate) fn new(coefs: &[u8], shift: usize, keep: impl Fn(usize) -> bool) -> Self {
+        let mut p = LogPoly {
+            logs: [0; MAX_N + 1],
+            pows: [0; MAX_N + 1],
+            terms: 0,
+        };
+        for (i, &c) in coefs.iter().enumerate() {
+            if c != 0 && keep(i) {
+                p.logs[p.terms] = gf256::LOG[c as usize];
+                p.pows[p.terms] = ((i - shift) % 255) as u8;
+                p.terms += 1;
+            }
+        }
+        p
+    }
+
+    /// The polynomial's value at `alpha^k` (`k < 255`).
+    pub(crate) fn eval_alpha(&self, k: usize) -> u8 {
+        let mut acc = 0u8;
+        for t in 0..self.terms {
+            let e = (self.logs[t] as usize + self.pows[t] as usize * k) % 255;
+            acc ^= EXP[e];
+        }
+        acc
+    }
+}
