@@ -8,10 +8,11 @@ use mslink_link::link::MultiServiceLink;
 use mslink_link::Instant;
 
 const CONFIG: &str = include_str!("../../crates/link/tests/fixtures/all_services.toml");
+static PARSED: std::sync::OnceLock<LinkConfig> = std::sync::OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
-    let config: LinkConfig = toml::from_str(CONFIG).expect("fixture parses");
-    let mut link = MultiServiceLink::new(&config).expect("fixture is valid");
+    let config = PARSED.get_or_init(|| toml::from_str(CONFIG).expect("fixture parses"));
+    let mut link = MultiServiceLink::new(config).expect("fixture is valid");
     let mut now = 0u64;
     let mut buf = Vec::new();
     // Records: [len][dt][bytes...]

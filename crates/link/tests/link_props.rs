@@ -1,7 +1,8 @@
 //! Property tests of whole link ends: two `MultiServiceLink`s over a hop that loses,
 //! duplicates and corrupts frames in both directions, with segmentation and CRC.
 //!
-//! Reliable schemes (Selective Repeat, Go-Back-N, persistent) deliver every accepted packet
+//! Reliable schemes (Selective Repeat, Go-Back-N, persistent, Reed-Solomon FEC over persistent
+//! ARQ, which repairs corrupted frames instead of relying on the link CRC) deliver every accepted packet
 //! exactly once and in order; bounded schemes (Karn and OOS RLP, XOR FEC) never deliver a
 //! packet twice and never deliver a corrupted one. Raw Link has no sequence number, so like IP
 //! it passes a channel's duplicates on; it still never delivers a corrupted packet. Every packet carries its id and a CRC of its
@@ -15,7 +16,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-const RELIABLE: &[&str] = &["selective_repeat", "go_back_n", "persistent"];
+const RELIABLE: &[&str] = &["selective_repeat", "go_back_n", "persistent", "rs_fec"];
 const BOUNDED: &[&str] = &["karn_rlp", "oos_rlp", "xor_fec"];
 
 /// An IPv4/UDP packet whose payload is `id`, filler, and a CRC-32 of both.
@@ -124,7 +125,7 @@ fn run(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn reliable_schemes_deliver_exactly_once_in_order(
