@@ -22,10 +22,11 @@ use crate::trace::{Replay, Trace};
 use crate::{ErrorModel, Stack};
 
 /// A channel error model as configured.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ErrorModelConfig {
     /// No errors.
+    #[default]
     Perfect,
     /// Independent frame loss.
     Independent {
@@ -66,12 +67,6 @@ pub enum ErrorModelConfig {
         /// The layers, in order.
         layers: Vec<ErrorModelConfig>,
     },
-}
-
-impl Default for ErrorModelConfig {
-    fn default() -> Self {
-        ErrorModelConfig::Perfect
-    }
 }
 
 /// A model configuration that cannot be built.

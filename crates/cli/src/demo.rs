@@ -115,7 +115,8 @@ fn hop(config: &LinkConfig, loss: f64, seed: u64) -> Result<Hop> {
 /// CBR send times: isochronous packets during exponential talk spurts (004 §III.D).
 fn talk_spurts(seconds: f64, seed: u64) -> Vec<Instant> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let talk = Exp::new(1.0 / 1.0).expect("positive rate");
+    // Rates are 1 / mean: talk spurts of 1 s, silences of 1.35 s.
+    let talk = Exp::new(1.0).expect("positive rate");
     let silence = Exp::new(1.0 / 1.35).expect("positive rate");
     let interval = PACKET as f64 * 8.0 / CBR_BPS;
     let mut times = Vec::new();

@@ -233,7 +233,7 @@ mod tests {
             let mut ds = deliveries(&packets, max);
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             ds.shuffle(&mut rng);
-            let keep = |i: usize| (i as u64 * 2654435761 ^ seed) % 100 >= loss as u64;
+            let keep = |i: usize| ((i as u64 * 2654435761) ^ seed) % 100 >= loss as u64;
             let mut r = Reassembler::new(1 << 20, 1 << 20);
             let mut out = Vec::new();
             let lossless = loss == 0;

@@ -381,7 +381,7 @@ impl Scenario {
                     "talk_s and silence_s must be positive for app = \"cbr\"",
                 ));
             }
-            if !(f.playback_ms > 0.0) {
+            if f.playback_ms.is_nan() || f.playback_ms <= 0.0 {
                 return Err(invalid(
                     k("playback_ms"),
                     format!("must be positive, got {}", f.playback_ms),
