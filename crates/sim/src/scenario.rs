@@ -256,7 +256,8 @@ impl Scenario {
     }
 
     /// The override sets of every point of the `[sweep]` grid (one empty set without a grid),
-    /// in a fixed order: keys sorted, the last key varying fastest.
+    /// in a fixed order: keys sorted, the last key varying fastest. A key may name several
+    /// paths separated by `|` (e.g. both wireless segments of a path), all set to each value.
     pub fn sweep_points(&self) -> Result<Vec<Vec<(String, String)>>, ScenarioError> {
         let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for (key, values) in &self.sweep {
@@ -274,7 +275,10 @@ impl Scenario {
                 .flat_map(|p| {
                     values.iter().map(move |v| {
                         let mut q = p.clone();
-                        q.push((key.clone(), v.to_string()));
+                        // One key may name several paths, `a|b`, set to the same value.
+                        for path in key.split('|') {
+                            q.push((path.trim().to_string(), v.to_string()));
+                        }
                         q
                     })
                 })
@@ -527,6 +531,18 @@ mod tests {
         );
         let pts = g.sweep_points().unwrap();
         assert_eq!(pts.len(), 6);
+        let mut two = s.clone();
+        two.sweep.insert(
+            "flow.0.dscp|flow.0.port".into(),
+            toml::Value::Array(vec![7.into()]),
+        );
+        assert_eq!(
+            two.sweep_points().unwrap()[0],
+            vec![
+                ("flow.0.dscp".into(), "7".into()),
+                ("flow.0.port".into(), "7".into())
+            ]
+        );
         assert_eq!(
             pts[0],
             vec![

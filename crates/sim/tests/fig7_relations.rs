@@ -58,3 +58,30 @@ fn fig7_relations_hold_at_3_percent() {
     assert!(d(&oos) < d(&xor), "oos {} xor {}", d(&oos), d(&xor));
     assert!(d(&raw) < d(&oos));
 }
+
+/// 004 Fig. 9 against Fig. 8: over two WLAN links the delay gap between Karn's RLP and OOS
+/// RLP grows ("the delay for Karn's RLP increases at a faster rate than that of OOS RLP").
+#[test]
+fn fig9_karn_oos_gap_grows_over_two_links() {
+    let d = |f: &mslink_sim::world::FlowResult| f.delay_mean_s + f.delay_std_s;
+    let mut one = Scenario::parse(include_str!(
+        "../../../scenarios/004/fig7_cbr_one_wlan.toml"
+    ))
+    .unwrap();
+    let mut two = Scenario::parse(include_str!(
+        "../../../scenarios/004/fig9_cbr_two_wlan.toml"
+    ))
+    .unwrap();
+    one.sim.duration_s = 300.0;
+    two.sim.duration_s = 300.0;
+    for mean in [32768, 16384] {
+        let gap1 = d(&point(&one, mean, 3)) - d(&point(&one, mean, 4));
+        let gap2 = d(&point(&two, mean, 3)) - d(&point(&two, mean, 4));
+        assert!(
+            gap1 > 0.0 && gap2 > 1.5 * gap1,
+            "mean {mean}: one link {gap1}, two links {gap2}"
+        );
+        // Selective Repeat stays the slowest retransmission scheme over two links.
+        assert!(d(&point(&two, mean, 2)) > d(&point(&two, mean, 3)));
+    }
+}
