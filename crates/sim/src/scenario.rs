@@ -192,6 +192,8 @@ pub struct Flow {
     pub start_s: f64,
     /// Stop, seconds (0 = end of the run).
     pub stop_s: f64,
+    /// Independent copies of this flow (named `name#k`, each with its own seed stream).
+    pub count: usize,
 }
 
 impl Default for Flow {
@@ -210,6 +212,7 @@ impl Default for Flow {
             port: 0,
             start_s: 0.0,
             stop_s: 0.0,
+            count: 1,
         }
     }
 }
@@ -238,6 +241,29 @@ fn invalid(key: impl Into<String>, what: impl Into<String>) -> ScenarioError {
 }
 
 impl Scenario {
+    /// Every flow with its copies expanded: (name, flow), in scenario order.
+    pub fn expanded_flows(&self) -> Vec<(String, &Flow)> {
+        let mut out = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            let base = if f.name.is_empty() {
+                format!("flow{i}")
+            } else {
+                f.name.clone()
+            };
+            for k in 0..f.count {
+                out.push((
+                    if f.count == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base}#{k}")
+                    },
+                    f,
+                ));
+            }
+        }
+        out
+    }
+
     /// Parses scenario text.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         toml::from_str(text).map_err(|e| ScenarioError::Syntax(e.to_string()))
@@ -390,6 +416,9 @@ impl Scenario {
                     k("playback_ms"),
                     format!("must be positive, got {}", f.playback_ms),
                 ));
+            }
+            if f.count == 0 {
+                return Err(invalid(k("count"), "must be at least 1"));
             }
             if f.dscp > 63 {
                 return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));

@@ -208,6 +208,7 @@ fn secs(s: f64) -> Duration {
 
 struct World<'a> {
     sc: &'a Scenario,
+    flows: Vec<(String, &'a crate::scenario::Flow)>,
     q: EventQueue<Ev>,
     segs: Vec<Seg>,
     dirs: Vec<[DirectionResult; 2]>,
@@ -271,19 +272,22 @@ pub fn run(
         });
     }
     let duration = secs(sc.sim.duration_s);
+    let flows = sc.expanded_flows();
     let mut w = World {
         sc,
+        sent: vec![0; flows.len()],
+        flows,
         q: EventQueue::default(),
         dirs: vec![Default::default(); segs.len()],
         segs,
         sources: Vec::new(),
         sinks: Vec::new(),
-        sent: vec![0; sc.flows.len()],
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
     };
-    for (i, f) in sc.flows.iter().enumerate() {
-        let mut rng = stream(seed, &format!("flow.{}.{}", i, f.name));
+    for i in 0..w.flows.len() {
+        let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
+        let mut rng = stream(seed, &format!("flow.{i}.{name}"));
         let start = Instant::ZERO + secs(f.start_s);
         let stop = if f.stop_s > 0.0 {
             Instant::ZERO + secs(f.stop_s).min(duration)
@@ -522,7 +526,7 @@ impl World<'_> {
         sink.bytes += p.len() as u64;
         sink.sum += delay;
         sink.sumsq += delay * delay;
-        if delay * 1e3 > self.sc.flows[st.flow as usize].playback_ms {
+        if delay * 1e3 > self.flows[st.flow as usize].1.playback_ms {
             sink.late += 1;
         }
         if self.window > Duration::ZERO {
@@ -569,7 +573,7 @@ impl World<'_> {
     fn finish(self, rep: u32, seed: u64, end: Instant) -> RunResult {
         let mut flows = Vec::new();
         let mut timeseries = Vec::new();
-        for (i, f) in self.sc.flows.iter().enumerate() {
+        for (i, (name, f)) in self.flows.iter().enumerate() {
             let s = &self.sinks[i];
             let sent = self.sent[i];
             let n = s.received.max(1) as f64;
@@ -589,11 +593,7 @@ impl World<'_> {
                 }
             };
             flows.push(FlowResult {
-                flow: if f.name.is_empty() {
-                    format!("flow{i}")
-                } else {
-                    f.name.clone()
-                },
+                flow: name.clone(),
                 app: match f.app {
                     AppKind::Cbr => "cbr",
                     AppKind::Constant => "constant",
