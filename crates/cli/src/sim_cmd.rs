@@ -37,6 +37,73 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Also write a pcap of the IP packets entering each segment in each direction, per run:
+    /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
+    #[arg(long)]
+    pub pcap: bool,
+}
+
+type PcapFiles = std::collections::BTreeMap<
+    (usize, usize),
+    pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>,
+>;
+
+/// Runs one job, capturing into pcap files when asked.
+fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> {
+    let mut load = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .map_err(|e| format!("cannot read {}: {e}", dir.join(f).display()))
+    };
+    let Some(pdir) = pcap_dir else {
+        return Ok(mslink_sim::run(&job.scenario, job.rep, &mut load)?);
+    };
+    let mut files: PcapFiles = Default::default();
+    let mut failure: Option<anyhow::Error> = None;
+    let mut capture = |seg: usize, d: usize, at: mslink_link::Instant, p: &[u8]| {
+        if failure.is_some() {
+            return;
+        }
+        let w = match files.entry((seg, d)) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let path = pdir.join(format!(
+                    "p{}_r{}_seg{}_{}.pcap",
+                    job.point,
+                    job.rep,
+                    seg,
+                    ["ltr", "rtl"][d]
+                ));
+                let opened = std::fs::File::create(&path)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|f| {
+                        let header = pcap_file::pcap::PcapHeader {
+                            datalink: pcap_file::DataLink::RAW,
+                            ..Default::default()
+                        };
+                        Ok(pcap_file::pcap::PcapWriter::with_header(
+                            std::io::BufWriter::new(f),
+                            header,
+                        )?)
+                    });
+                match opened {
+                    Ok(w) => v.insert(w),
+                    Err(e) => {
+                        failure = Some(e.context(format!("creating {}", path.display())));
+                        return;
+                    }
+                }
+            }
+        };
+        let ts = std::time::Duration::from_nanos(at.as_nanos());
+        if let Err(e) = w.write_packet(&pcap_file::pcap::PcapPacket::new(ts, p.len() as u32, p)) {
+            failure = Some(anyhow::Error::from(e).context("writing a pcap packet"));
+        }
+    };
+    let r = mslink_sim::run_with_capture(&job.scenario, job.rep, &mut load, Some(&mut capture))?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(r)
 }
 
 struct Job {
@@ -103,6 +170,13 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
     }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let pcap_dir = if args.pcap {
+        let p = args.out.join("pcap");
+        std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+        Some(p)
+    } else {
+        None
+    };
     let threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -127,12 +201,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let mut load = |f: &str| {
-                    std::fs::read_to_string(dir.join(f))
-                        .map_err(|e| format!("cannot read {}: {e}", dir.join(f).display()))
-                };
-                let r =
-                    mslink_sim::run(&job.scenario, job.rep, &mut load).map_err(anyhow::Error::from);
+                let r = run_job(job, &dir, pcap_dir.as_deref());
                 results.lock().expect("no panics while holding the lock")[i] = Some(r);
                 bar.inc(1);
             });

@@ -143,3 +143,72 @@ fn malformed_trace_line_is_reported_with_file_and_line() {
     assert!(e.contains("t.trace") && e.contains("line 3"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The pcap of a simulated segment is an ordinary capture: tshark dissects its UDP packets.
+/// `./dev test` installs tshark and sets MSLINK_REQUIRE_TSHARK=1, so CI cannot skip this.
+#[test]
+fn tshark_dissects_simulator_pcaps() {
+    let have = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var_os("MSLINK_REQUIRE_TSHARK").is_none(),
+            "tshark is required (./dev test installs it)"
+        );
+        eprintln!("tshark not installed: skipping (./dev test installs it)");
+        return;
+    }
+    let out = tmp("pcap");
+    let st = mslink()
+        .args([
+            "sim",
+            "--quiet",
+            "--pcap",
+            "--set",
+            "sim.duration_s=3",
+            "--set",
+            "sweep={}",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(root().join("scenarios/004/fig9_cbr_two_wlan.toml"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let pcap = out.join("pcap/p0_r0_seg2_ltr.pcap");
+    let o = Command::new("tshark")
+        .args(["-r"])
+        .arg(&pcap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "udp.dstport",
+            "-e",
+            "udp.length",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.len() > 50,
+        "expected the CBR packets, got {} lines",
+        lines.len()
+    );
+    for l in lines {
+        assert_eq!(
+            l.split('\t').collect::<Vec<_>>(),
+            vec!["10.0.0.1", "10.0.0.4", "5000", "974"],
+            "{l}"
+        );
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}

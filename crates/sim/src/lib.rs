@@ -15,4 +15,4 @@ pub mod scenario;
 pub mod world;
 
 pub use scenario::{Scenario, ScenarioError};
-pub use world::{run, RunResult};
+pub use world::{run, run_with_capture, Capture, RunResult};

@@ -206,7 +206,11 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-struct World<'a> {
+/// Receives a copy of every packet entering a segment: (segment, direction, time, IP packet).
+pub type Capture<'c> = &'c mut dyn FnMut(usize, usize, Instant, &[u8]);
+
+struct World<'a, 'c> {
+    capture: Option<Capture<'c>>,
     sc: &'a Scenario,
     flows: Vec<(String, &'a crate::scenario::Flow)>,
     q: EventQueue<Ev>,
@@ -224,6 +228,17 @@ pub fn run(
     sc: &Scenario,
     rep: u32,
     load: &mut dyn FnMut(&str) -> Result<String, String>,
+) -> Result<RunResult, ScenarioError> {
+    run_with_capture(sc, rep, load, None)
+}
+
+/// [`run`], handing a copy of every IP packet that enters a segment to `capture` (the CLI
+/// writes them to pcap files; the simulator itself does no I/O).
+pub fn run_with_capture(
+    sc: &Scenario,
+    rep: u32,
+    load: &mut dyn FnMut(&str) -> Result<String, String>,
+    capture: Option<Capture<'_>>,
 ) -> Result<RunResult, ScenarioError> {
     let seed = sc.sim.seed.wrapping_add(rep as u64);
     let mut segs = Vec::new();
@@ -274,6 +289,7 @@ pub fn run(
     let duration = secs(sc.sim.duration_s);
     let flows = sc.expanded_flows();
     let mut w = World {
+        capture,
         sc,
         sent: vec![0; flows.len()],
         flows,
@@ -336,7 +352,7 @@ pub fn run(
     Ok(w.finish(rep, seed, end))
 }
 
-impl World<'_> {
+impl World<'_, '_> {
     fn handle(&mut self, now: Instant, ev: Ev) {
         match ev {
             Ev::Send(i) => self.send(now, i),
@@ -395,6 +411,9 @@ impl World<'_> {
             return;
         }
         let (seg, dir) = if dst > node { (node, 0) } else { (node - 1, 1) };
+        if let Some(c) = self.capture.as_mut() {
+            c(seg, dir, now, &p);
+        }
         match &mut self.segs[seg] {
             Seg::Wired(wd) => {
                 if wd.queue[dir].len() >= wd.limit {
