@@ -48,8 +48,11 @@ pub struct Scenario {
     #[serde(default)]
     pub sim: SimConfig,
     /// Segments of the path, node `i` to node `i + 1`.
-    #[serde(rename = "segment")]
+    #[serde(rename = "segment", default)]
     pub segments: Vec<Segment>,
+    /// A centralized poll/response cell (003 §5-7) instead of a path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<crate::cell::CellConfig>,
     /// Traffic.
     #[serde(rename = "flow", default)]
     pub flows: Vec<Flow>,
@@ -331,10 +334,19 @@ impl Scenario {
         if s.reps == 0 {
             return Err(invalid("sim.reps", "must be at least 1"));
         }
+        if let Some(cell) = &self.cell {
+            if !self.segments.is_empty() || !self.flows.is_empty() {
+                return Err(invalid(
+                    "cell",
+                    "a cell scenario has its flows in [[cell.flow]] and no [[segment]] or [[flow]]",
+                ));
+            }
+            return cell.validate();
+        }
         if self.segments.is_empty() {
             return Err(invalid(
                 "segment",
-                "a scenario needs at least one [[segment]]",
+                "a scenario needs at least one [[segment]] (or a [cell])",
             ));
         }
         for (i, seg) in self.segments.iter().enumerate() {

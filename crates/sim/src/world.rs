@@ -192,7 +192,9 @@ struct Sink {
     window_bytes: Vec<u64>,
 }
 
-fn stream(seed: u64, name: &str) -> ChaCha8Rng {
+/// The random stream of component `name` for `seed` (FNV-1a of the name picks the ChaCha8
+/// stream).
+pub(crate) fn stream(seed: u64, name: &str) -> ChaCha8Rng {
     // FNV-1a: a fixed, documented hash, so streams never change with the toolchain.
     let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
@@ -241,6 +243,24 @@ pub fn run_with_capture(
     capture: Option<Capture<'_>>,
 ) -> Result<RunResult, ScenarioError> {
     let seed = sc.sim.seed.wrapping_add(rep as u64);
+    if let Some(cell) = &sc.cell {
+        let c = crate::cell::run_cell(
+            cell,
+            secs(sc.sim.duration_s),
+            secs(sc.sim.timeseries_window_s),
+            seed,
+            load,
+        )?;
+        return Ok(RunResult {
+            rep,
+            seed,
+            flows: c.flows,
+            segments: Vec::new(),
+            timeseries: c.timeseries,
+            events: c.slots,
+            simulated_s: sc.sim.duration_s,
+        });
+    }
     let mut segs = Vec::new();
     for (i, s) in sc.segments.iter().enumerate() {
         let rate = s.rate().round() as u64;

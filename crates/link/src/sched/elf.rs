@@ -405,8 +405,17 @@ impl Scheduler for Elf {
             self.top.set_head(q, len, f.adj);
         } else {
             self.inner.set_head(q, len, f.adj);
-            if !self.top.is_active(self.agg()) {
+            let agg = self.agg();
+            if !self.top.is_active(agg) {
                 self.commit_aggregate();
+            } else if let Some(best) = self.inner.peek().filter(|&b| b != self.committed) {
+                // A best-effort queue came back with a lower stamp than the frame the
+                // aggregate had committed to: send that one instead. Without this, a queue
+                // that empties and refills at every frame (a link keeps one frame per service
+                // in its scheduler) would always lose to the flow committed while it was
+                // empty, and best-effort flows would alternate whatever their weights.
+                self.committed = best;
+                self.top.relength(agg, self.fifos[best][0]);
             }
         }
     }

@@ -81,6 +81,8 @@ struct TwoLevel {
     v_top: f64,
     v_in: f64,
     committed: usize,
+    /// Virtual time at which the aggregate's current head was stamped.
+    agg_start: f64,
 }
 
 fn argmin(tags: &[Option<f64>]) -> Option<usize> {
@@ -101,6 +103,7 @@ impl TwoLevel {
         match argmin(&self.inner) {
             Some(j) => {
                 self.committed = j;
+                self.agg_start = self.v_top;
                 self.top[n] = Some(self.v_top + f64::from(self.fifos[j][0]) / self.a_be);
             }
             None => self.top[n] = None,
@@ -123,8 +126,15 @@ impl TwoLevel {
             self.top[q] = Some(self.v_top + f64::from(len) / self.own[q]);
         } else {
             self.inner[q] = Some(self.v_in + f64::from(len) / self.own[q]);
-            if self.top[self.fifos.len()].is_none() {
+            let n = self.fifos.len();
+            if self.top[n].is_none() {
                 self.commit();
+            } else if let Some(best) = argmin(&self.inner).filter(|&b| b != self.committed) {
+                // The aggregate switches to the best-effort head that is now lowest, keeping
+                // the start of its own head.
+                self.committed = best;
+                let len = f64::from(self.fifos[best][0]);
+                self.top[n] = Some((self.agg_start + len / self.a_be).max(self.v_top));
             }
         }
     }
@@ -161,6 +171,7 @@ fn two_level_trace(c: &ElfConfig, ops: &[Op]) -> Vec<Option<QueueId>> {
         v_top: 0.0,
         v_in: 0.0,
         committed: 0,
+        agg_start: 0.0,
     };
     let mut out = Vec::new();
     for op in ops {

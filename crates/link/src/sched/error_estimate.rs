@@ -23,7 +23,8 @@ pub const MAX_WINDOW: u32 = 1 << 24;
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ErrorEstimator {
-    /// `E <- (1 - alpha) E + alpha * [lost]` at each outcome.
+    /// `E <- (1 - g) E + g * [lost]` at each outcome, with gain `g = max(alpha, 1/n)` after
+    /// `n` outcomes: the running mean at first, then an EWMA of memory about `1/alpha`.
     Ewma {
         /// Gain in `(0, 1]`.
         alpha: f64,
@@ -76,6 +77,8 @@ pub(crate) enum Estimates {
     Ewma {
         alpha: f64,
         e: Vec<f64>,
+        /// Outcomes seen per queue (saturating): the gain is `max(alpha, 1 / seen)`.
+        seen: Vec<u32>,
     },
     Window {
         /// Window length `N`.
@@ -100,6 +103,7 @@ impl Estimates {
             ErrorEstimator::Ewma { alpha } => Estimates::Ewma {
                 alpha,
                 e: vec![0.0; queues],
+                seen: vec![0; queues],
             },
             ErrorEstimator::Window { outcomes } => {
                 let words = (outcomes as usize).div_ceil(64);
@@ -119,9 +123,14 @@ impl Estimates {
     #[inline]
     pub(crate) fn record(&mut self, q: usize, delivered: bool) -> f64 {
         match self {
-            Estimates::Ewma { alpha, e } => {
+            Estimates::Ewma { alpha, e, seen } => {
                 let x = if delivered { 0.0 } else { 1.0 };
-                e[q] += *alpha * (x - e[q]);
+                // The running mean until a queue has 1/alpha outcomes, the EWMA after: a flow
+                // that sends rarely (a low-rate reservation) learns its error rate from its
+                // first outcomes instead of creeping up from zero over thousands of them.
+                seen[q] = seen[q].saturating_add(1);
+                let gain = alpha.max(1.0 / f64::from(seen[q]));
+                e[q] += gain * (x - e[q]);
                 e[q] = e[q].clamp(0.0, 1.0);
                 e[q]
             }
@@ -202,8 +211,10 @@ mod tests {
         fn ewma_stays_in_range_and_tracks(alpha in 0.001f64..1.0, outcomes in proptest::collection::vec(any::<bool>(), 1..300)) {
             let mut est = Estimates::new(&ErrorEstimator::Ewma { alpha }, 1);
             let mut e = 0.0f64;
-            for d in outcomes {
-                e = (1.0 - alpha) * e + alpha * if d { 0.0 } else { 1.0 };
+            for (i, d) in outcomes.into_iter().enumerate() {
+                // The running mean over the first 1/alpha outcomes, then the EWMA.
+                let g = alpha.max(1.0 / (i + 1) as f64);
+                e = (1.0 - g) * e + g * if d { 0.0 } else { 1.0 };
                 let got = est.record(0, d);
                 prop_assert!((0.0..=1.0).contains(&got));
                 prop_assert!((got - e).abs() < 1e-12);

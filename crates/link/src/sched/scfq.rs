@@ -156,6 +156,19 @@ impl ScfqLevel {
         self.heads.update(e, tag);
     }
 
+    /// The head of `e` is now a frame of `len` bytes, stamped from the same start:
+    /// `max(V, start + len / rate)`. ELF uses it when its best-effort aggregate changes its
+    /// mind about which flow's frame it will send.
+    #[inline]
+    pub(crate) fn relength(&mut self, e: usize, len: u32) {
+        if !self.heads.contains(e) || self.len[e] == len {
+            return;
+        }
+        self.len[e] = len;
+        let tag = (self.start[e] + f64::from(len) / self.rate[e]).max(self.vtime);
+        self.heads.update(e, tag);
+    }
+
     /// Shifts every timestamp down by `V` (keeps f64 precision on links that never idle).
     #[cold]
     fn rebase(&mut self) {

@@ -1,0 +1,83 @@
+//! 003 Tables 2 and 3 from the simulated poll/response cell, with ELF estimating each flow's
+//! error rate from the outcomes the MAC reports: every rate within 2% of the table over a long
+//! run. The expected rates are the tables' own numbers.
+
+use mslink_sim::{run, Scenario};
+
+fn rates(text: &str, sets: &[(&str, &str)]) -> Vec<(String, f64)> {
+    let sc = Scenario::parse(text).unwrap();
+    // 50,000 s = 5 M slots: the audio flow (1% of the air time) then has 50,000 attempts, so
+    // binomial noise in its throughput is about 0.4%, well inside the 2% checked.
+    let mut sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    sets.push(("sim.duration_s".into(), "50000".into()));
+    sets.push(("sim.timeseries_window_s".into(), "0".into()));
+    let sc = sc.with_overrides(&sets).unwrap();
+    sc.validate().unwrap();
+    run(&sc, 0, &mut |_| Err("no traces".into()))
+        .unwrap()
+        .flows
+        .into_iter()
+        .map(|f| (f.flow, f.throughput_bps / 1e3))
+        .collect()
+}
+
+fn check(got: &[(String, f64)], want: &[f64], what: &str) {
+    for ((name, g), w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 0.02 * w,
+            "{what}: {name} {g:.2} kbit/s vs table {w} (got {got:?})"
+        );
+    }
+}
+
+#[test]
+fn table2_pervasive_errors() {
+    let text = include_str!("../../../scenarios/003/table2_elf_cell.toml");
+    // "Preferable rate" column: reserved flows meet their reservations, FTP flows share the rest.
+    check(
+        &rates(text, &[]),
+        &[8.0, 350.0, 21.0, 21.0],
+        "Table 2 preferable",
+    );
+    // "Effort-fair rate" column: every power factor 1.0.
+    let effort = [
+        ("cell.scheduler.flows.0.power_factor", "1.0"),
+        ("cell.scheduler.flows.1.power_factor", "1.0"),
+        ("cell.scheduler.flows.2.power_factor", "1.0"),
+        ("cell.scheduler.flows.3.power_factor", "1.0"),
+    ];
+    check(
+        &rates(text, &effort),
+        &[4.0, 175.0, 110.5, 110.5],
+        "Table 2 effort-fair",
+    );
+}
+
+#[test]
+fn table3_location_dependent_errors() {
+    let text = include_str!("../../../scenarios/003/table3_elf_cell.toml");
+    // "Desirable rate" column: 100 / 166.7 / 100 / 166.7, 534 in all (67% efficiency).
+    let got = rates(text, &[]);
+    check(
+        &got,
+        &[100.0, 500.0 / 3.0, 100.0, 500.0 / 3.0],
+        "Table 3 desirable",
+    );
+    let total: f64 = got.iter().map(|(_, r)| r).sum();
+    assert!((total - 533.3).abs() < 0.02 * 533.3, "total {total}");
+    // "Effort rate" column: power factors 1.0 give 100 / 300 / 50 / 150.
+    let effort = [
+        ("cell.scheduler.flows.0.power_factor", "1.0"),
+        ("cell.scheduler.flows.1.power_factor", "1.0"),
+        ("cell.scheduler.flows.2.power_factor", "1.0"),
+        ("cell.scheduler.flows.3.power_factor", "1.0"),
+    ];
+    check(
+        &rates(text, &effort),
+        &[100.0, 300.0, 50.0, 150.0],
+        "Table 3 effort",
+    );
+}
