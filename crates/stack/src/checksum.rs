@@ -76,17 +76,28 @@ pub fn checksum(data: &[u8]) -> u16 {
 #[inline]
 pub fn copy_and_sum(src: &[u8], dst: &mut [u8], sum: &mut Sum) {
     assert_eq!(src.len(), dst.len(), "copy_and_sum: length mismatch");
-    let mut acc = sum.0;
-    let mut s = src.chunks_exact(8);
-    let mut d = dst.chunks_exact_mut(8);
+    // 32-byte blocks: four words loaded, stored and summed into four independent accumulators
+    // (no carried dependency between them; the compiler may keep them in one vector register).
+    let mut a = [0u64; 4];
+    let mut s = src.chunks_exact(32);
+    let mut d = dst.chunks_exact_mut(32);
     for (sc, dc) in (&mut s).zip(&mut d) {
-        let w = u64::from_ne_bytes([sc[0], sc[1], sc[2], sc[3], sc[4], sc[5], sc[6], sc[7]]);
-        dc.copy_from_slice(&w.to_ne_bytes());
-        acc += (w & 0xffff_ffff) + (w >> 32);
+        let mut w = [0u64; 4];
+        for (k, wk) in w.iter_mut().enumerate() {
+            let b = &sc[8 * k..8 * k + 8];
+            *wk = u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        }
+        for (k, wk) in w.iter().enumerate() {
+            dc[8 * k..8 * k + 8].copy_from_slice(&wk.to_ne_bytes());
+            a[k] += (wk & 0xffff_ffff) + (wk >> 32);
+        }
     }
     let rest = s.remainder();
     d.into_remainder().copy_from_slice(rest);
-    acc += sum_tail(rest);
+    let mut acc = sum.0 + a[0] + a[1] + a[2] + a[3];
+    let mut tail = Sum::default();
+    tail.add(rest);
+    acc += tail.0;
     sum.0 = acc;
 }
 
