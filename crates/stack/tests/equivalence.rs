@@ -28,7 +28,10 @@ struct Conn {
 /// (receiving side 0=A 1=B, endpoint index, data)
 type Log = Vec<(u8, u32, Vec<u8>)>;
 
-fn plan(seed: u64) -> (Vec<Conn>, Vec<(usize, bool, Vec<u8>)>, HashSet<usize>) {
+/// (connection index, sent from A to B, user data)
+type Msg = (usize, bool, Vec<u8>);
+
+fn plan(seed: u64) -> (Vec<Conn>, Vec<Msg>, HashSet<usize>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut ports: Vec<u16> = (1024..=u16::MAX).collect();
     ports.shuffle(&mut rng);
@@ -74,7 +77,7 @@ fn plan(seed: u64) -> (Vec<Conn>, Vec<(usize, bool, Vec<u8>)>, HashSet<usize>) {
 fn run(
     arch: Architecture,
     conns: &[Conn],
-    msgs: &[(usize, bool, Vec<u8>)],
+    msgs: &[Msg],
     closed: &HashSet<usize>,
 ) -> (Log, u64, u64) {
     let ca = StackConfig {
