@@ -4,6 +4,7 @@
 //! non-zero exit status, never a panic.
 
 mod demo;
+mod stack_bench;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
+    /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
+    /// integrated copy-and-checksum gain, on the in-memory wire (docs/stack.md).
+    StackBench(stack_bench::StackBenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
+        Command::StackBench(args) => stack_bench::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

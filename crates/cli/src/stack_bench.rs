@@ -1,0 +1,208 @@
+//! `mslink stack-bench`: round-trip latency of the mslink-stack protocol graph (002 §5.2,
+//! Tables 1-3) on the in-memory wire, per stack (ETH, IP-ETH, UDP-IP-ETH), architecture (LLM,
+//! DAA, ILLM) and user data size, and UDP with its checksum on, ILP off vs on.
+//!
+//! Contract: a client and a server stack in this process ping-pong `--transactions` times per
+//! cell; the figure is the mean wall-clock round trip (this driver reads the clock; the stacks do
+//! not). It measures protocol processing alone: there is no device, no copy to a kernel, no
+//! interrupt. Checksums are off in the latency tables, as in 002 §5.2. Output: a table per
+//! experiment, and with `--csv` one row per cell.
+
+use std::io::Write;
+use std::time::Instant as WallClock;
+
+use anyhow::{bail, Context, Result};
+use mslink_link::Instant;
+use mslink_stack::wire::Wire;
+use mslink_stack::{Architecture, EndpointId, Participants, Stack, StackConfig};
+
+/// Options of `mslink stack-bench`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  mslink stack-bench\n  mslink stack-bench --transactions 100000 --csv stack.csv"
+)]
+pub struct StackBenchArgs {
+    /// Round trips per cell.
+    #[arg(long, default_value_t = 10_000)]
+    pub transactions: u32,
+    /// Repetitions of each cell; the smallest mean is reported (least disturbed by other load).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    /// Also write one CSV row per cell to this file.
+    #[arg(long)]
+    pub csv: Option<std::path::PathBuf>,
+}
+
+/// User data sizes of 002 Tables 1-3.
+const SIZES: [usize; 5] = [1, 100, 500, 1000, 1400];
+/// Ethertype of an application directly on Ethernet (IEEE local experimental 2).
+const APP_ETHERTYPE: u32 = 0x88B6;
+/// IP protocol number of an application directly on IP (RFC 3692 experimental).
+const APP_IPPROTO: u32 = 253;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layer {
+    Eth,
+    Ip,
+    Udp,
+}
+
+impl Layer {
+    fn name(self, arch: Architecture) -> String {
+        let base = match self {
+            Layer::Eth => "ETH",
+            Layer::Ip => "IP-ETH",
+            Layer::Udp => "UDP-IP-ETH",
+        };
+        if arch == Architecture::Daa {
+            format!("{base}DAA")
+        } else {
+            base.to_string()
+        }
+    }
+}
+
+struct Pair {
+    client: Stack,
+    server: Stack,
+    ce: EndpointId,
+}
+
+fn pair(arch: Architecture, layer: Layer, checksum: bool, ilp: bool) -> Result<Pair> {
+    let cc = StackConfig {
+        architecture: arch,
+        ilp,
+        ..Default::default()
+    };
+    let cs = StackConfig {
+        architecture: arch,
+        ilp,
+        station: [2, 0, 0, 0, 0, 2],
+        address: [10, 0, 0, 2],
+        ..Default::default()
+    };
+    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
+    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
+    let pc = Participants {
+        remote_mac: cs.station,
+        remote_ip: cs.address,
+        local_port: 7000,
+        remote_port: 7,
+        remote_app: 2,
+        udp_checksum: checksum,
+        ..Default::default()
+    };
+    let ps = Participants {
+        remote_mac: cc.station,
+        remote_ip: cc.address,
+        local_port: 7,
+        remote_port: 7000,
+        remote_app: 1,
+        udp_checksum: checksum,
+        ..Default::default()
+    };
+    let (top_c, top_s, number) = match layer {
+        Layer::Eth => (ic.eth, is.eth, APP_ETHERTYPE),
+        Layer::Ip => (ic.ip, is.ip, APP_IPPROTO),
+        Layer::Udp => (ic.udp, is.udp, 0),
+    };
+    let (ce, _) = client
+        .open(top_c, pc, number, Some(1))
+        .context("opening the client endpoint")?;
+    server
+        .open(top_s, ps, number, Some(2))
+        .context("opening the server endpoint")?;
+    Ok(Pair { client, server, ce })
+}
+
+/// Best over `reps` runs of the mean round trip (µs) of `n` ping-pongs, after a warm-up run.
+fn best_rtt(p: &mut Pair, size: usize, n: u32, reps: u32) -> Result<f64> {
+    ping_pong(p, size, n.min(1000))?;
+    let mut v = (0..reps.max(1))
+        .map(|_| ping_pong(p, size, n))
+        .collect::<Result<Vec<f64>>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[0])
+}
+
+/// Mean round trip in microseconds over `n` ping-pongs of `size` bytes.
+fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64> {
+    let data = vec![0x42u8; size];
+    let mut w = Wire::new();
+    let t = Instant::ZERO;
+    let start = WallClock::now();
+    for _ in 0..n {
+        p.client.send(t, p.ce, &data)?;
+        w.pump(t, &mut p.client, &mut p.server);
+        let Some(d) = p.server.poll_deliver() else {
+            bail!("server received nothing")
+        };
+        // Echo the user data (an application on raw Ethernet also sees the link padding).
+        p.server
+            .send(t, d.endpoint, &d.data[..size.min(d.data.len())])?;
+        w.pump(t, &mut p.client, &mut p.server);
+        if p.client.poll_deliver().is_none() {
+            bail!("client received no reply");
+        }
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e6 / n as f64)
+}
+
+/// Runs the verb.
+pub fn run(args: &StackBenchArgs) -> Result<()> {
+    let n = args.transactions.max(1);
+    let mut rows: Vec<(String, String, usize, bool, bool, f64)> = Vec::new();
+    for arch in Architecture::ALL {
+        println!("{} protocol stack: mean round trip (µs), in-memory wire, checksum off, best of {} x {n} transactions", arch.name().to_uppercase(), args.repeat);
+        print!("{:<16}", "stack");
+        for s in SIZES {
+            print!("{s:>9}");
+        }
+        println!();
+        for layer in [Layer::Eth, Layer::Ip, Layer::Udp] {
+            print!("{:<16}", layer.name(arch));
+            for size in SIZES {
+                let mut p = pair(arch, layer, false, false)?;
+                let us = best_rtt(&mut p, size, n, args.repeat)?;
+                print!("{us:>9.3}");
+                rows.push((arch.name().into(), layer.name(arch), size, false, false, us));
+            }
+            println!();
+        }
+        println!();
+    }
+    println!("UDP-IP-ETH, checksum on, 1400 bytes: copy then checksum vs copy-and-checksum (ILP)");
+    println!(
+        "{:<8}{:>12}{:>12}{:>10}",
+        "arch", "two-pass", "one-pass", "gain"
+    );
+    for arch in Architecture::ALL {
+        let mut off = pair(arch, Layer::Udp, true, false)?;
+        let mut on = pair(arch, Layer::Udp, true, true)?;
+        let a = best_rtt(&mut off, 1400, n, args.repeat)?;
+        let b = best_rtt(&mut on, 1400, n, args.repeat)?;
+        println!(
+            "{:<8}{a:>12.3}{b:>12.3}{:>9.1}%",
+            arch.name(),
+            100.0 * (a - b) / a
+        );
+        rows.push((
+            arch.name().into(),
+            "UDP-IP-ETH".into(),
+            1400,
+            true,
+            false,
+            a,
+        ));
+        rows.push((arch.name().into(), "UDP-IP-ETH".into(), 1400, true, true, b));
+    }
+    if let Some(path) = &args.csv {
+        let mut f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        writeln!(f, "architecture,stack,size,checksum,ilp,rtt_us")?;
+        for (a, s, z, c, i, us) in &rows {
+            writeln!(f, "{a},{s},{z},{c},{i},{us:.4}")?;
+        }
+    }
+    Ok(())
+}
