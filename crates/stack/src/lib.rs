@@ -6,9 +6,12 @@
 //!
 //! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`graph`],
 //! [`demux_key`], [`checksum`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
-//! time as [`mslink_link::Instant`] arguments. Devices drive it from outside ([`wire`]).
+//! time as [`mslink_link::Instant`] arguments. Devices drive it from outside: [`wire`] (in-memory)
+//! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
 #![warn(missing_docs)]
 
+#[cfg(target_os = "linux")]
+pub mod afpacket;
 pub mod checksum;
 pub mod demux_key;
 pub mod eth;
