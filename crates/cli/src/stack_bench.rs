@@ -28,6 +28,10 @@ pub struct StackBenchArgs {
     /// Repetitions of each cell; the smallest mean is reported (least disturbed by other load).
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
+    /// Also measure over AF_PACKET sockets on a veth pair between two network namespaces this
+    /// command creates and removes (Linux, needs root and `ip`).
+    #[arg(long)]
+    pub veth: bool,
     /// Also write one CSV row per cell to this file.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
@@ -148,10 +152,111 @@ fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64> {
     Ok(start.elapsed().as_secs_f64() * 1e6 / n as f64)
 }
 
+/// Round trips over AF_PACKET on a veth pair: the server stack echoes in its own thread.
+#[cfg(target_os = "linux")]
+fn veth_tables(
+    args: &StackBenchArgs,
+    rows: &mut Vec<(&'static str, String, String, usize, bool, bool, f64)>,
+) -> Result<()> {
+    use mslink_stack::afpacket::AfPacket;
+    use mslink_stack::veth::VethPair;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let n = args.transactions.clamp(1, 2000);
+    let ns = VethPair::create("mslink-bench")
+        .context("creating namespaces and a veth pair (root and `ip` needed)")?;
+    let to = Duration::from_millis(100);
+    let dev_a = Arc::new(VethPair::within(&ns.a, move || AfPacket::open("v0", to))??);
+    let dev_b = Arc::new(VethPair::within(&ns.b, move || AfPacket::open("v1", to))??);
+    for arch in Architecture::ALL {
+        println!("{} protocol stack: mean round trip (µs), AF_PACKET over veth, checksum off, best of {} x {n} transactions", arch.name().to_uppercase(), args.repeat);
+        print!("{:<16}", "stack");
+        for s in SIZES {
+            print!("{s:>9}");
+        }
+        println!();
+        for layer in [Layer::Eth, Layer::Ip, Layer::Udp] {
+            print!("{:<16}", layer.name(arch));
+            for size in SIZES {
+                let Pair {
+                    mut client,
+                    mut server,
+                    ce,
+                } = pair(arch, layer, false, false)?;
+                let stop = Arc::new(AtomicBool::new(false));
+                let (db, st) = (dev_b.clone(), stop.clone());
+                let echo = std::thread::spawn(move || -> std::io::Result<()> {
+                    while !st.load(Ordering::Relaxed) {
+                        db.receive(Instant::ZERO, &mut server)?;
+                        while let Some(d) = server.poll_deliver() {
+                            let len = size.min(d.data.len());
+                            let _ = server.send(Instant::ZERO, d.endpoint, &d.data[..len]);
+                        }
+                        db.transmit(&mut server)?;
+                    }
+                    Ok(())
+                });
+                let data = vec![0x42u8; size];
+                let mut best = f64::INFINITY;
+                for rep in 0..=args.repeat.max(1) {
+                    let start = WallClock::now();
+                    for _ in 0..n {
+                        client.send(Instant::ZERO, ce, &data)?;
+                        dev_a.transmit(&mut client)?;
+                        let mut waits = 0;
+                        loop {
+                            if !dev_a.receive(Instant::ZERO, &mut client)? {
+                                waits += 1;
+                                if waits > 20 {
+                                    bail!("no reply over the veth after 2 s");
+                                }
+                            }
+                            if client.poll_deliver().is_some() {
+                                break;
+                            }
+                        }
+                    }
+                    if rep > 0 {
+                        // Repetition 0 warms up.
+                        best = best.min(start.elapsed().as_secs_f64() * 1e6 / n as f64);
+                    }
+                }
+                stop.store(true, Ordering::Relaxed);
+                echo.join()
+                    .map_err(|_| anyhow::anyhow!("echo thread panicked"))??;
+                print!("{best:>9.2}");
+                rows.push((
+                    "veth",
+                    arch.name().into(),
+                    layer.name(arch),
+                    size,
+                    false,
+                    false,
+                    best,
+                ));
+            }
+            println!();
+        }
+        println!();
+    }
+    drop(ns);
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn veth_tables(
+    _: &StackBenchArgs,
+    _: &mut Vec<(&'static str, String, String, usize, bool, bool, f64)>,
+) -> Result<()> {
+    bail!("--veth needs Linux")
+}
+
 /// Runs the verb.
 pub fn run(args: &StackBenchArgs) -> Result<()> {
     let n = args.transactions.max(1);
-    let mut rows: Vec<(String, String, usize, bool, bool, f64)> = Vec::new();
+    let mut rows: Vec<(&'static str, String, String, usize, bool, bool, f64)> = Vec::new();
     for arch in Architecture::ALL {
         println!("{} protocol stack: mean round trip (µs), in-memory wire, checksum off, best of {} x {n} transactions", arch.name().to_uppercase(), args.repeat);
         print!("{:<16}", "stack");
@@ -165,7 +270,15 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
                 let mut p = pair(arch, layer, false, false)?;
                 let us = best_rtt(&mut p, size, n, args.repeat)?;
                 print!("{us:>9.3}");
-                rows.push((arch.name().into(), layer.name(arch), size, false, false, us));
+                rows.push((
+                    "memory",
+                    arch.name().into(),
+                    layer.name(arch),
+                    size,
+                    false,
+                    false,
+                    us,
+                ));
             }
             println!();
         }
@@ -187,6 +300,7 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
             100.0 * (a - b) / a
         );
         rows.push((
+            "memory",
             arch.name().into(),
             "UDP-IP-ETH".into(),
             1400,
@@ -194,14 +308,25 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
             false,
             a,
         ));
-        rows.push((arch.name().into(), "UDP-IP-ETH".into(), 1400, true, true, b));
+        rows.push((
+            "memory",
+            arch.name().into(),
+            "UDP-IP-ETH".into(),
+            1400,
+            true,
+            true,
+            b,
+        ));
+    }
+    if args.veth {
+        veth_tables(args, &mut rows)?;
     }
     if let Some(path) = &args.csv {
         let mut f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        writeln!(f, "architecture,stack,size,checksum,ilp,rtt_us")?;
-        for (a, s, z, c, i, us) in &rows {
-            writeln!(f, "{a},{s},{z},{c},{i},{us:.4}")?;
+        writeln!(f, "device,architecture,stack,size,checksum,ilp,rtt_us")?;
+        for (d, a, s, z, c, i, us) in &rows {
+            writeln!(f, "{d},{a},{s},{z},{c},{i},{us:.4}")?;
         }
     }
     Ok(())

@@ -135,7 +135,7 @@ impl AfPacket {
                     _ => Err(e),
                 };
             }
-            if sll.sll_pkttype == libc::PACKET_OUTGOING as u8 {
+            if sll.sll_pkttype == libc::PACKET_OUTGOING {
                 continue; // our own transmission, looped back to packet sockets
             }
             return Ok(Some(n as usize));

@@ -20,6 +20,8 @@ pub mod ipv4;
 pub mod msg;
 pub mod proto;
 pub mod udp;
+#[cfg(target_os = "linux")]
+pub mod veth;
 pub mod wire;
 
 pub use graph::{

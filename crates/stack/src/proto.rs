@@ -161,7 +161,7 @@ pub enum OpenError {
 }
 
 /// The uniform protocol interface.
-pub trait Protocol {
+pub trait Protocol: Send {
     /// Short name for stats and docs ("eth", "ipv4", "udp").
     fn name(&self) -> &'static str;
 

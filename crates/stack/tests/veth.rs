@@ -6,104 +6,47 @@
 
 #![cfg(target_os = "linux")]
 
-use std::fs::File;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::time::Duration;
 
 use mslink_link::Instant;
 use mslink_stack::afpacket::AfPacket;
+use mslink_stack::veth::{ip, VethPair, MAC_A, MAC_B};
 use mslink_stack::{Architecture, Participants, Stack, StackConfig};
 
-const OUR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const LINUX_MAC: &str = "02:00:00:00:00:02";
+const OUR_MAC: [u8; 6] = MAC_A;
 
-/// Two namespaces joined by a veth pair (`v0` in A, `v1` in B); deleted on drop.
-struct Netns {
-    a: String,
-    b: String,
-}
-
-fn ip(args: &[&str]) {
-    let st = Command::new("ip").args(args).status().expect("running ip");
-    assert!(st.success(), "ip {} failed", args.join(" "));
-}
-
-impl Netns {
-    fn create() -> Netns {
-        let pid = std::process::id();
-        let ns = Netns {
-            a: format!("mslink-stk-a-{pid}"),
-            b: format!("mslink-stk-b-{pid}"),
-        };
-        ip(&["netns", "add", &ns.a]);
-        ip(&["netns", "add", &ns.b]);
-        ip(&[
-            "-n", &ns.a, "link", "add", "v0", "type", "veth", "peer", "name", "v1", "netns", &ns.b,
-        ]);
-        ip(&[
-            "-n",
-            &ns.a,
-            "link",
-            "set",
-            "v0",
-            "address",
-            "02:00:00:00:00:01",
-            "up",
-        ]);
-        ip(&["-n", &ns.b, "link", "set", "v1", "address", LINUX_MAC, "up"]);
-        ip(&["-n", &ns.b, "link", "set", "lo", "up"]);
-        ip(&["-n", &ns.b, "addr", "add", "10.77.0.2/24", "dev", "v1"]);
-        // Our stack does not answer ARP: Linux is told our station address.
-        ip(&[
-            "-n",
-            &ns.b,
-            "neigh",
-            "add",
-            "10.77.0.1",
-            "lladdr",
-            "02:00:00:00:00:01",
-            "dev",
-            "v1",
-            "nud",
-            "permanent",
-        ]);
-        ns
-    }
-
-    /// Runs `f` in a thread that has entered namespace `name`.
-    fn within<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = format!("/var/run/netns/{name}");
-        std::thread::spawn(move || {
-            let f_ns = File::open(&path).expect("opening the namespace");
-            // SAFETY: setns on a valid namespace descriptor affects only this thread.
-            let r = unsafe { libc::setns(f_ns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
-            f()
-        })
-        .join()
-        .expect("namespace thread")
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
+/// The pair, plus Linux's side configured: an address on `v1` and our station in its
+/// neighbour table (our stack does not answer ARP).
+fn setup() -> VethPair {
+    let ns = VethPair::create("mslink-stk").expect("namespaces and veth pair");
+    ip(&["-n", &ns.b, "addr", "add", "10.77.0.2/24", "dev", "v1"]).unwrap();
+    ip(&[
+        "-n",
+        &ns.b,
+        "neigh",
+        "add",
+        "10.77.0.1",
+        "lladdr",
+        "02:00:00:00:00:01",
+        "dev",
+        "v1",
+        "nud",
+        "permanent",
+    ])
+    .unwrap();
+    ns
 }
 
 #[test]
 fn llm_and_illm_talk_to_a_linux_udp_socket_over_veth() {
-    let ns = Netns::create();
-    let dev = Netns::within(&ns.a, || {
-        AfPacket::open("v0", Duration::from_millis(200)).expect("AF_PACKET socket")
-    });
-    let sock = Netns::within(&ns.b, || {
-        UdpSocket::bind("10.77.0.2:9000").expect("Linux UDP socket")
-    });
+    let ns = setup();
+    let dev = VethPair::within(&ns.a, || AfPacket::open("v0", Duration::from_millis(200)))
+        .unwrap()
+        .expect("AF_PACKET socket");
+    let sock = VethPair::within(&ns.b, || UdpSocket::bind("10.77.0.2:9000"))
+        .unwrap()
+        .expect("Linux UDP socket");
     sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     for arch in [Architecture::Llm, Architecture::Illm] {
         let cfg = StackConfig {
@@ -113,7 +56,7 @@ fn llm_and_illm_talk_to_a_linux_udp_socket_over_veth() {
             ..Default::default()
         };
         let (mut st, ids) = Stack::udp_ip_eth(cfg);
-        let linux_mac = [2, 0, 0, 0, 0, 2];
+        let linux_mac = MAC_B;
         // e1 computes checksums (Linux verifies them); e2 receives Linux's datagrams without
         // verifying, since veth leaves the checksum of locally sent datagrams unfinished
         // (transmit checksum offload) and we have no ethtool here to switch that off.
