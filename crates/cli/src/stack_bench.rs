@@ -37,6 +37,9 @@ pub struct StackBenchArgs {
     pub csv: Option<std::path::PathBuf>,
 }
 
+/// CSV rows: device, architecture (or experiment), stack, size, checksum, ilp, µs.
+type Rows = Vec<(&'static str, String, String, usize, bool, bool, f64)>;
+
 /// User data sizes of 002 Tables 1-3.
 const SIZES: [usize; 5] = [1, 100, 500, 1000, 1400];
 /// Ethertype of an application directly on Ethernet (IEEE local experimental 2).
@@ -154,10 +157,7 @@ fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64> {
 
 /// Round trips over AF_PACKET on a veth pair: the server stack echoes in its own thread.
 #[cfg(target_os = "linux")]
-fn veth_tables(
-    args: &StackBenchArgs,
-    rows: &mut Vec<(&'static str, String, String, usize, bool, bool, f64)>,
-) -> Result<()> {
+fn veth_tables(args: &StackBenchArgs, rows: &mut Rows) -> Result<()> {
     use mslink_stack::afpacket::AfPacket;
     use mslink_stack::veth::VethPair;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -246,17 +246,140 @@ fn veth_tables(
 }
 
 #[cfg(not(target_os = "linux"))]
-fn veth_tables(
-    _: &StackBenchArgs,
-    _: &mut Vec<(&'static str, String, String, usize, bool, bool, f64)>,
-) -> Result<()> {
+fn veth_tables(_: &StackBenchArgs, _: &mut Rows) -> Result<()> {
     bail!("--veth needs Linux")
+}
+
+/// 002 Fig. 4 on the in-memory wire: p50 round trip (µs) of a 1-byte probe flow among
+/// `background` ping-pong flows of `bg_size` bytes. With `daa_priority` the server is a DAA stack
+/// whose received work waits in the priority queue and the probe's frames carry priority 7;
+/// otherwise it is the LLM stack ("plain UDP"), which processes frames in arrival order. The
+/// server does one frame's work per loop turn, so the probe waits for whatever is processed
+/// before it; the clock measures that real processing.
+fn fig4_p50(daa_priority: bool, background: usize, bg_size: usize, samples: usize) -> Result<f64> {
+    let arch = if daa_priority {
+        Architecture::Daa
+    } else {
+        Architecture::Llm
+    };
+    let cc = StackConfig {
+        architecture: arch,
+        ..Default::default()
+    };
+    let cs = StackConfig {
+        architecture: arch,
+        station: [2, 0, 0, 0, 0, 2],
+        address: [10, 0, 0, 2],
+        priority_queue: if daa_priority { 4096 } else { 0 },
+        ..Default::default()
+    };
+    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
+    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
+    let flows = background + 1;
+    let mut ce = Vec::new();
+    for f in 0..flows {
+        let prio = if f == 0 && daa_priority { 7 } else { 0 };
+        let (cport, sport, capp, sapp) = (
+            3000 + f as u16,
+            4000 + f as u16,
+            100 + f as u32,
+            200 + f as u32,
+        );
+        let pc = Participants {
+            remote_mac: cs.station,
+            remote_ip: cs.address,
+            local_port: cport,
+            remote_port: sport,
+            remote_app: sapp,
+            priority: prio,
+            ..Default::default()
+        };
+        let ps = Participants {
+            remote_mac: cc.station,
+            remote_ip: cc.address,
+            local_port: sport,
+            remote_port: cport,
+            remote_app: capp,
+            ..Default::default()
+        };
+        ce.push(client.open(ic.udp, pc, 0, Some(capp))?.0);
+        server.open(is.udp, ps, 0, Some(sapp))?;
+    }
+    let t = Instant::ZERO;
+    let start = WallClock::now();
+    let mut sent_at = vec![start; flows];
+    for f in (0..flows).rev() {
+        client.send(t, ce[f], &vec![f as u8; if f == 0 { 1 } else { bg_size }])?;
+    }
+    let mut w = Wire::new();
+    let mut rtts: Vec<f64> = Vec::with_capacity(samples);
+    // Server input queue for the LLM case: frames wait here and are processed one per turn.
+    let mut fifo: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+    while rtts.len() < samples {
+        while let Some(m) = server.poll_transmit_msg() {
+            client.handle_frame(t, m.bytes());
+        }
+        while let Some(d) = client.poll_deliver() {
+            let f = d.endpoint.0 as usize;
+            let now = WallClock::now();
+            if f == 0 {
+                rtts.push(now.duration_since(sent_at[0]).as_secs_f64() * 1e6);
+            }
+            sent_at[f] = now;
+            client.send(t, ce[f], &d.data)?;
+        }
+        if daa_priority {
+            w.pump(t, &mut client, &mut server);
+        } else {
+            while let Some(m) = client.poll_transmit_msg() {
+                fifo.push_back(m.bytes().to_vec());
+            }
+            if let Some(fr) = fifo.pop_front() {
+                server.handle_frame(t, &fr);
+            }
+        }
+        if let Some(d) = server.poll_deliver() {
+            server.send(t, d.endpoint, &d.data)?;
+        }
+    }
+    rtts.sort_by(f64::total_cmp);
+    Ok(rtts[rtts.len() / 2])
+}
+
+fn fig4_table(rows: &mut Rows) -> Result<()> {
+    println!("002 Fig. 4: p50 round trip (µs) of a 1-byte flow vs background ping-pong flows, in-memory wire");
+    println!(
+        "{:<12}{:>14}{:>14}{:>14}{:>14}",
+        "background", "UDPDAA(1)", "UDP(1)", "UDPDAA(1000)", "UDP(1000)"
+    );
+    for bg in [0usize, 2, 4, 8, 12, 16] {
+        print!("{bg:<12}");
+        for size in [1usize, 1000] {
+            for prio in [true, false] {
+                let us = fig4_p50(prio, bg, size, 2001)?;
+                print!("{us:>14.3}");
+                let name = if prio { "UDPDAA-prio" } else { "UDP" };
+                rows.push((
+                    "memory",
+                    format!("fig4-bg{bg}"),
+                    name.into(),
+                    size,
+                    false,
+                    false,
+                    us,
+                ));
+            }
+        }
+        println!();
+    }
+    println!();
+    Ok(())
 }
 
 /// Runs the verb.
 pub fn run(args: &StackBenchArgs) -> Result<()> {
     let n = args.transactions.max(1);
-    let mut rows: Vec<(&'static str, String, String, usize, bool, bool, f64)> = Vec::new();
+    let mut rows: Rows = Vec::new();
     for arch in Architecture::ALL {
         println!("{} protocol stack: mean round trip (µs), in-memory wire, checksum off, best of {} x {n} transactions", arch.name().to_uppercase(), args.repeat);
         print!("{:<16}", "stack");
@@ -318,6 +441,7 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
             b,
         ));
     }
+    fig4_table(&mut rows)?;
     if args.veth {
         veth_tables(args, &mut rows)?;
     }
