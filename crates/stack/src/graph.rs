@@ -642,3 +642,123 @@ impl Stack {
         self.deliver(EndpointId(w.path), &w.msg, w.rx, w.at);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn daa_pair(queue: usize) -> (Stack, Stack, Vec<EndpointId>) {
+        let ca = StackConfig {
+            architecture: Architecture::Daa,
+            ..Default::default()
+        };
+        let cb = StackConfig {
+            architecture: Architecture::Daa,
+            station: [2, 0, 0, 0, 0, 2],
+            address: [10, 0, 0, 2],
+            priority_queue: queue,
+            ..Default::default()
+        };
+        let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
+        let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
+        let mut ea = Vec::new();
+        for (i, prio) in [1u32, 9, 5].into_iter().enumerate() {
+            let i = i as u16;
+            let pa = Participants {
+                remote_mac: cb.station,
+                remote_ip: cb.address,
+                local_port: 100 + i,
+                remote_port: 200 + i,
+                remote_app: 20 + i as u32,
+                priority: prio,
+                ..Default::default()
+            };
+            let pb = Participants {
+                remote_mac: ca.station,
+                remote_ip: ca.address,
+                local_port: 200 + i,
+                remote_port: 100 + i,
+                remote_app: 10 + i as u32,
+                ..Default::default()
+            };
+            ea.push(a.open(ia.udp, pa, 0, Some(10 + i as u32)).unwrap().0);
+            b.open(ib.udp, pb, 0, Some(20 + i as u32)).unwrap();
+        }
+        (a, b, ea)
+    }
+
+    fn carry(a: &mut Stack, b: &mut Stack) {
+        while let Some(m) = a.poll_transmit_msg() {
+            b.handle_frame(Instant::ZERO, m.bytes());
+        }
+    }
+
+    #[test]
+    fn priority_queue_orders_by_priority_then_arrival() {
+        let (mut a, mut b, ea) = daa_pair(16);
+        for (k, &e) in ea.iter().enumerate() {
+            a.send(Instant::ZERO, e, &[k as u8]).unwrap();
+            a.send(Instant::ZERO, e, &[k as u8 + 10]).unwrap();
+        }
+        carry(&mut a, &mut b);
+        assert_eq!(b.work_pending(), 6);
+        let got: Vec<(u32, u8)> = std::iter::from_fn(|| b.poll_deliver())
+            .map(|d| (d.priority, d.data[0]))
+            .collect();
+        assert_eq!(got, vec![(9, 1), (9, 11), (5, 2), (5, 12), (1, 0), (1, 10)]);
+    }
+
+    #[test]
+    fn full_queue_drops_and_counts() {
+        let (mut a, mut b, ea) = daa_pair(2);
+        for _ in 0..5 {
+            a.send(Instant::ZERO, ea[0], b"x").unwrap();
+        }
+        carry(&mut a, &mut b);
+        let s = b.stats();
+        assert_eq!(s.drops[0].1[DropReason::QueueFull.index()], 3);
+        assert_eq!(std::iter::from_fn(|| b.poll_deliver()).count(), 2);
+        let s = b.stats();
+        assert_eq!(s.rx_frames, s.delivered + s.dropped());
+    }
+
+    #[test]
+    fn work_for_a_path_closed_while_queued_is_dropped() {
+        let (mut a, mut b, ea) = daa_pair(8);
+        a.send(Instant::ZERO, ea[1], b"late").unwrap();
+        carry(&mut a, &mut b);
+        b.close(EndpointId(1));
+        assert!(b.poll_deliver().is_none());
+        assert_eq!(b.stats().dropped(), 1);
+    }
+
+    #[test]
+    fn open_refuses_a_taken_port_and_rolls_back() {
+        let (mut s, ids) = Stack::udp_ip_eth(StackConfig::default());
+        let p = Participants {
+            remote_mac: [2, 0, 0, 0, 0, 2],
+            remote_ip: [10, 0, 0, 2],
+            local_port: 53,
+            ..Default::default()
+        };
+        s.open(ids.udp, p, 0, None).unwrap();
+        assert_eq!(
+            s.open(ids.udp, p, 0, None),
+            Err(StackError::Open(OpenError::KeyInUse))
+        );
+        let (mut d, ids) = Stack::udp_ip_eth(StackConfig {
+            architecture: Architecture::Daa,
+            ..Default::default()
+        });
+        d.open(ids.udp, p, 0, Some(5)).unwrap();
+        let q = Participants {
+            local_port: 54,
+            ..p
+        };
+        assert_eq!(
+            d.open(ids.udp, q, 0, Some(5)),
+            Err(StackError::Alloc(AllocError::Taken(5)))
+        );
+        assert!(d.open(ids.udp, q, 0, None).unwrap().1 >= crate::demux_key::FIRST_DYNAMIC_APP_ID);
+    }
+}
