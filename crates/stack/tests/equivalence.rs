@@ -76,16 +76,19 @@ fn plan(seed: u64) -> (Vec<Conn>, Vec<Msg>, HashSet<usize>) {
 
 fn run(
     arch: Architecture,
+    ilp: bool,
     conns: &[Conn],
     msgs: &[Msg],
     closed: &HashSet<usize>,
 ) -> (Log, u64, u64) {
     let ca = StackConfig {
         architecture: arch,
+        ilp,
         ..Default::default()
     };
     let cb = StackConfig {
         architecture: arch,
+        ilp,
         station: [2, 0, 0, 0, 0, 2],
         address: [10, 0, 0, 2],
         ..Default::default()
@@ -177,16 +180,27 @@ fn daa_and_illm_deliver_what_llm_delivers() {
             expect.push((0, *i as u32, data.clone()));
         }
     }
-    let (llm, llm_drops, _) = run(Architecture::Llm, &conns, &msgs, &closed);
+    let (llm, llm_drops, _) = run(Architecture::Llm, false, &conns, &msgs, &closed);
     assert_eq!(llm.len(), expect.len());
     assert!(llm == expect, "LLM differs from the expectation");
-    for arch in [Architecture::Daa, Architecture::Illm] {
-        let (got, drops, _) = run(arch, &conns, &msgs, &closed);
-        assert_eq!(got.len(), llm.len(), "{arch:?}");
-        assert!(got == llm, "{arch:?} delivers something else than LLM");
+    // The other architectures, and every architecture with integrated copy-and-checksum.
+    let others = [
+        (Architecture::Daa, false),
+        (Architecture::Illm, false),
+        (Architecture::Llm, true),
+        (Architecture::Daa, true),
+        (Architecture::Illm, true),
+    ];
+    for (arch, ilp) in others {
+        let (got, drops, _) = run(arch, ilp, &conns, &msgs, &closed);
+        assert_eq!(got.len(), llm.len(), "{arch:?} ilp {ilp}");
+        assert!(
+            got == llm,
+            "{arch:?} (ilp {ilp}) delivers something else than LLM"
+        );
         assert_eq!(
             drops, llm_drops,
-            "{arch:?} drops a different number of frames"
+            "{arch:?} (ilp {ilp}) drops a different number of frames"
         );
     }
     assert!(
