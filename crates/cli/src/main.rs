@@ -5,6 +5,7 @@
 
 mod demo;
 mod sim_cmd;
+mod stack_bench;
 mod trace_cmd;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,9 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
+    /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
+    /// integrated copy-and-checksum gain, on the in-memory wire (docs/stack.md).
+    StackBench(stack_bench::StackBenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,6 +38,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Sim(args) => sim_cmd::run(&args),
+        Command::StackBench(args) => stack_bench::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,32 @@
+//! mslink-stack: an x-kernel-style protocol graph (002 §4.1) in which the same Ethernet, IPv4
+//! and UDP protocol code runs under three receive architectures (002 §3): layered logical
+//! multiplexing (LLM), direct application association (DAA) and integrated layered logical
+//! multiplexing (ILLM), with integrated layer processing of the UDP copy and checksum (002 §2.2,
+//! 001 §I, 000 §III).
+//!
+//! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`graph`],
+//! [`demux_key`], [`checksum`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
+//! time as [`mslink_link::Instant`] arguments. Devices drive it from outside: [`wire`] (in-memory)
+//! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
+#![warn(missing_docs)]
+
+#[cfg(target_os = "linux")]
+pub mod afpacket;
+pub mod checksum;
+pub mod demux_key;
+pub mod eth;
+pub mod graph;
+pub mod ipv4;
+pub mod msg;
+pub mod proto;
+pub mod udp;
+#[cfg(target_os = "linux")]
+pub mod veth;
+pub mod wire;
+
+pub use graph::{
+    Architecture, Delivery, EndpointId, GraphBuilder, Stack, StackConfig, StackError, StackStats,
+    UdpIpEth,
+};
+pub use msg::Message;
+pub use proto::{DropReason, Participants, Protocol};
