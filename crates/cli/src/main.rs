@@ -3,6 +3,7 @@
 //! Contract: every verb has `--help` with an example; errors are reported with context and a
 //! non-zero exit status, never a panic.
 
+mod bench_cmd;
 mod demo;
 mod trace_cmd;
 
@@ -23,6 +24,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
+    /// End-system benchmark: VI-style messaging (shared memory, TCP) vs sockets — round
+    /// trip, throughput, CPU per process, per-call cost (docs/bench.md).
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +34,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
+        Command::Bench(args) => bench_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

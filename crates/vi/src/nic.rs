@@ -504,6 +504,9 @@ impl Nic {
         timeout: Duration,
         mode: WaitMode,
     ) -> Result<Completion, VipError> {
+        if let Some(c) = self.cq_poll(cq)? {
+            return Ok(c);
+        }
         let start = Instant::now();
         let mut last_alive = start;
         let mut spins = 0u32;
@@ -511,13 +514,6 @@ impl Nic {
             if let Some(c) = self.cq_poll(cq)? {
                 return Ok(c);
             }
-            let users: Vec<usize> = (0..self.vis.len())
-                .filter(|&i| {
-                    self.vis[i].as_ref().is_some_and(|v| {
-                        v.conn == Conn::Connected && (v.send_cq == cq || v.recv_cq == cq)
-                    })
-                })
-                .collect();
             match mode {
                 WaitMode::Poll => {
                     std::hint::spin_loop();
@@ -531,12 +527,13 @@ impl Nic {
                     }
                     if now.duration_since(last_alive) >= Duration::from_millis(1) {
                         last_alive = now;
-                        for i in users {
+                        for i in self.cq_users(cq) {
                             self.wire_op(i, |w, _| w.check_alive());
                         }
                     }
                 }
                 WaitMode::Block => {
+                    let users = self.cq_users(cq);
                     let elapsed = start.elapsed();
                     if elapsed >= timeout {
                         return Err(VipError::Timeout);
@@ -556,6 +553,17 @@ impl Nic {
                 }
             }
         }
+    }
+
+    /// Indices of the connected VIs feeding `cq`.
+    fn cq_users(&self, cq: CqHandle) -> Vec<usize> {
+        (0..self.vis.len())
+            .filter(|&i| {
+                self.vis[i].as_ref().is_some_and(|v| {
+                    v.conn == Conn::Connected && (v.send_cq == cq || v.recv_cq == cq)
+                })
+            })
+            .collect()
     }
 
     /// Run a wire operation on VI `i`; a failure breaks the connection.

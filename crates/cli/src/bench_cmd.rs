@@ -1,0 +1,985 @@
+//! `mslink bench`: the end-system benchmark of 000 §IV on today's host — ping-pong round
+//! trip vs message size (percentiles and a fitted line like 000's "10 + 0.01·size"),
+//! throughput vs message size with per-process CPU from getrusage on each side, and per-call
+//! cost tables for socket calls (000 Table 1) and the VI API (000 Table 2).
+//!
+//! Contract: `server` serves any number of tests on one VI connection; `client` drives
+//! them; `local` starts a server child process on this host and runs the client against
+//! it. Every wait has a timeout, so a lost peer ends the run with an error, never a hang.
+//! Flow control is the VI consumer's job (a message with no receive descriptor is an
+//! error): the server keeps `WINDOW` receives posted and returns credits.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use mslink_vi::{
+    process_cpu, Backend, CqHandle, Descriptor, MemHandle, Nic, NicConfig, ViHandle, WaitMode,
+    WorkQueue,
+};
+use serde::Serialize;
+
+/// Receives the server keeps posted; the client may have this many messages in flight.
+const WINDOW: usize = 16;
+const OP_PINGPONG: u32 = 1;
+const OP_SINK: u32 = 2;
+const OP_QUIT: u32 = 3;
+const TAG_SEND: u64 = 1 << 32;
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Options of `mslink bench`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
+)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    role: Role,
+}
+
+#[derive(Subcommand, Debug)]
+enum Role {
+    /// Run a server and the client on this host (server in a child process).
+    Local(ClientOpts),
+    /// Serve tests on one connection at --addr.
+    Server(ServerOpts),
+    /// Run the tests against a server at --addr.
+    Client(ClientOpts),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum BackendArg {
+    /// Shared-memory rings (same host only).
+    Shm,
+    /// TCP sockets (the baseline; works across hosts).
+    Tcp,
+}
+
+impl BackendArg {
+    fn backend(self) -> Backend {
+        match self {
+            Self::Shm => Backend::SharedMemory,
+            Self::Tcp => Backend::Tcp,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum ModeArg {
+    /// Spin on the completion queue.
+    Poll,
+    /// Sleep in the kernel until completion.
+    Block,
+}
+
+impl ModeArg {
+    fn mode(self) -> WaitMode {
+        match self {
+            Self::Poll => WaitMode::Poll,
+            Self::Block => WaitMode::Block,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+struct ServerOpts {
+    /// Backend.
+    #[arg(long, value_enum, default_value = "shm")]
+    backend: BackendArg,
+    /// Listen address: a Unix socket path (shm) or ip:port (tcp).
+    #[arg(long)]
+    addr: String,
+    /// Largest message the server accepts (bytes).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_size: usize,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ClientOpts {
+    /// Backends to measure (`local` may take several: --backend shm --backend tcp).
+    #[arg(long, value_enum, default_values = ["shm", "tcp"])]
+    backend: Vec<BackendArg>,
+    /// Server address (client only).
+    #[arg(long, default_value = "")]
+    addr: String,
+    /// Wait modes to measure.
+    #[arg(long, value_enum, default_values = ["poll", "block"])]
+    mode: Vec<ModeArg>,
+    /// Message sizes in bytes (default: powers of two 1 B .. --max-size).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Largest message size (bytes).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_size: usize,
+    /// Round trips per size (after --warmup).
+    #[arg(long, default_value_t = 10_000)]
+    iters: usize,
+    /// Unrecorded round trips per size.
+    #[arg(long, default_value_t = 1_000)]
+    warmup: usize,
+    /// Bytes pushed per throughput point (at least 64 messages).
+    #[arg(long, default_value_t = 256 << 20)]
+    volume: usize,
+    /// Most messages per throughput point.
+    #[arg(long, default_value_t = 200_000)]
+    max_messages: usize,
+    /// Repetitions per call in the call-cost tables.
+    #[arg(long, default_value_t = 2_000)]
+    calls: usize,
+    /// Small settings that finish in seconds (CI).
+    #[arg(long)]
+    quick: bool,
+    /// Write pingpong.csv, throughput.csv and callcost.csv into this directory.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Print one JSON document instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `mslink bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    match &args.role {
+        Role::Server(o) => serve(o),
+        Role::Client(o) => report(&client_all(o, None)?, o),
+        Role::Local(o) => report(&client_all(o, Some(()))?, o),
+    }
+}
+
+// ---------------------------------------------------------------- results
+
+#[derive(Serialize, Debug, Clone)]
+struct PingRow {
+    backend: BackendArg,
+    mode: ModeArg,
+    size: usize,
+    iters: usize,
+    p50_us: f64,
+    p90_us: f64,
+    p99_us: f64,
+    p999_us: f64,
+    max_us: f64,
+    mean_us: f64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+struct ThroughputRow {
+    backend: BackendArg,
+    mode: ModeArg,
+    size: usize,
+    messages: usize,
+    seconds: f64,
+    mbit_s: f64,
+    client_user_s: f64,
+    client_sys_s: f64,
+    server_user_s: f64,
+    server_sys_s: f64,
+    /// Client + server CPU seconds per gigabyte moved.
+    cpu_s_per_gb: f64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+struct CallRow {
+    api: &'static str,
+    call: &'static str,
+    mean_us: f64,
+}
+
+#[derive(Serialize, Debug, Clone)]
+struct Fit {
+    backend: BackendArg,
+    mode: ModeArg,
+    fixed_us: f64,
+    us_per_byte: f64,
+}
+
+#[derive(Serialize, Debug, Default)]
+struct Report {
+    pingpong: Vec<PingRow>,
+    rtt_fit: Vec<Fit>,
+    throughput: Vec<ThroughputRow>,
+    callcost: Vec<CallRow>,
+    /// Socket send+recv pair over VI post send + send wait + post recv + recv wait.
+    socket_over_vi_ratio: f64,
+}
+
+fn percentile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i] as f64 / 1e3
+}
+
+/// Least-squares line y = a + b·x (000 §IV.C.2's round-trip equation).
+fn fit_line(pts: &[(f64, f64)]) -> (f64, f64) {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return (pts.first().map_or(0.0, |p| p.1), 0.0);
+    }
+    let (sx, sy) = pts.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    (my - b * mx, b)
+}
+
+// ---------------------------------------------------------------- one VI end
+
+struct End {
+    nic: Nic,
+    cq: CqHandle,
+    vi: ViHandle,
+    mem: MemHandle,
+    slot: usize,
+    mode: WaitMode,
+}
+
+impl End {
+    fn new(backend: Backend, slot: usize, slots: usize) -> Result<Self> {
+        let mut nic = Nic::open(backend, NicConfig::default())?;
+        let cq = nic.create_cq();
+        let vi = nic.create_vi(cq, cq)?;
+        let mem = nic.register_mem(vec![0; slot * slots]);
+        Ok(Self {
+            nic,
+            cq,
+            vi,
+            mem,
+            slot,
+            mode: WaitMode::Block,
+        })
+    }
+
+    fn post_recv(&mut self, i: usize) -> Result<()> {
+        let seg = self.nic.segment(self.mem, i * self.slot, self.slot)?;
+        self.nic
+            .post_recv(self.vi, &Descriptor::single(seg, i as u64))?;
+        Ok(())
+    }
+
+    fn send(&mut self, i: usize, len: usize, imm: u32) -> Result<()> {
+        let seg = self.nic.segment(self.mem, i * self.slot, len)?;
+        let mut d = Descriptor::single(seg, TAG_SEND | i as u64);
+        d.immediate = imm;
+        self.nic.post_send(self.vi, &d)?;
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<mslink_vi::Completion> {
+        let c = self.nic.cq_wait(self.cq, TIMEOUT, self.mode)?;
+        if !c.is_ok() {
+            bail!("transfer failed: {:?} on {:?}", c.status, c.queue);
+        }
+        Ok(c)
+    }
+
+    fn words(&self, slot: usize) -> Result<[u64; 4]> {
+        let b = &self.nic.mem(self.mem)?[slot * self.slot..];
+        let mut w = [0u64; 4];
+        for (k, x) in w.iter_mut().enumerate() {
+            *x = u64::from_le_bytes(b[k * 8..k * 8 + 8].try_into()?);
+        }
+        Ok(w)
+    }
+
+    fn put_words(&mut self, slot: usize, w: &[u64]) -> Result<()> {
+        let s = self.slot;
+        let b = &mut self.nic.mem_mut(self.mem)?[slot * s..];
+        for (k, x) in w.iter().enumerate() {
+            b[k * 8..k * 8 + 8].copy_from_slice(&x.to_le_bytes());
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- server
+
+fn serve(o: &ServerOpts) -> Result<()> {
+    // Slots 0..2*WINDOW: receive buffers / echo sources; slot 2*WINDOW: control replies.
+    let ctl = 2 * WINDOW;
+    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1)?;
+    let l = e
+        .nic
+        .listen(&o.addr)
+        .with_context(|| format!("listen on {}", o.addr))?;
+    println!("listening on {}", e.nic.listener_addr(l)?);
+    std::io::stdout().flush()?;
+    let mut free: Vec<usize> = (WINDOW..ctl).collect();
+    for i in 0..WINDOW {
+        e.post_recv(i)?;
+    }
+    e.nic
+        .accept(l, e.vi, Duration::from_secs(60))
+        .context("accept")?;
+    loop {
+        let c = e.wait()?;
+        if c.queue == WorkQueue::Send {
+            let s = (c.tag & !TAG_SEND) as usize;
+            if s < ctl {
+                free.push(s);
+            }
+            continue;
+        }
+        let slot = c.tag as usize;
+        let [op, size, count, mode] = e.words(slot)?;
+        if op as u32 == OP_QUIT {
+            break;
+        }
+        e.post_recv(free.pop().context("no free slot")?)?;
+        free.push(slot);
+        e.mode = if mode == 1 {
+            WaitMode::Poll
+        } else {
+            WaitMode::Block
+        };
+        match op as u32 {
+            OP_PINGPONG => {
+                e.send(ctl, 8, 0)?; // ack
+                let mut left = count;
+                while left > 0 {
+                    let c = e.wait()?;
+                    let s = (c.tag & !TAG_SEND) as usize;
+                    if c.queue == WorkQueue::Send {
+                        if s < ctl {
+                            free.push(s);
+                        }
+                        continue;
+                    }
+                    e.post_recv(free.pop().context("no free slot")?)?;
+                    e.send(s, c.len, 0)?;
+                    left -= 1;
+                }
+            }
+            OP_SINK => {
+                let cpu0 = process_cpu();
+                e.send(ctl, 8, 0)?; // ack: the client now holds WINDOW credits
+                let (mut got, mut since_credit) = (0u64, 0u64);
+                while got < count {
+                    let c = e.wait()?;
+                    let s = (c.tag & !TAG_SEND) as usize;
+                    if c.queue == WorkQueue::Send {
+                        if s < ctl {
+                            free.push(s);
+                        }
+                        continue;
+                    }
+                    if c.len as u64 != size {
+                        bail!("sink got {} bytes, expected {size}", c.len);
+                    }
+                    e.post_recv(s)?;
+                    got += 1;
+                    since_credit += 1;
+                    if since_credit == WINDOW as u64 / 2 && got < count {
+                        e.send(ctl, 8, since_credit as u32)?;
+                        since_credit = 0;
+                    }
+                }
+                let cpu1 = process_cpu();
+                let us = |a: Duration, b: Duration| (b.saturating_sub(a)).as_micros() as u64;
+                e.put_words(ctl, &[us(cpu0.0, cpu1.0), us(cpu0.1, cpu1.1)])?;
+                e.send(ctl, 16, u32::MAX)?;
+            }
+            x => bail!("unknown bench op {x}"),
+        }
+    }
+    let _ = e.nic.disconnect(e.vi);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- client
+
+struct ServerChild(Child);
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        // Reap the child; it exits on OP_QUIT, or is killed if the run failed.
+        if let Ok(None) = self.0.try_wait() {
+            std::thread::sleep(Duration::from_millis(50));
+            if let Ok(None) = self.0.try_wait() {
+                let _ = self.0.kill();
+            }
+        }
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_server(b: BackendArg, max_size: usize) -> Result<(ServerChild, String)> {
+    let addr = match b {
+        BackendArg::Shm => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
+        BackendArg::Tcp => "127.0.0.1:0".to_string(),
+    };
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["bench", "server", "--backend"])
+        .arg(match b {
+            BackendArg::Shm => "shm",
+            BackendArg::Tcp => "tcp",
+        })
+        .args(["--addr", &addr, "--max-size", &max_size.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start bench server")?;
+    let mut out = child.stdout.take().context("server stdout")?;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while out.read(&mut byte)? == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line)?;
+    let at = line
+        .strip_prefix("listening on ")
+        .with_context(|| format!("server said {line:?}"))?
+        .to_string();
+    Ok((ServerChild(child), at))
+}
+
+fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
+    let mut o = o.clone();
+    if o.quick {
+        o.max_size = o.max_size.min(64 << 10);
+        o.iters = o.iters.min(300);
+        o.warmup = o.warmup.min(30);
+        o.volume = o.volume.min(4 << 20);
+        o.max_messages = o.max_messages.min(5_000);
+        o.calls = o.calls.min(200);
+    }
+    let sizes: Vec<usize> = if o.sizes.is_empty() {
+        std::iter::successors(Some(1usize), |s| s.checked_mul(2))
+            .take_while(|&s| s <= o.max_size)
+            .collect()
+    } else {
+        o.sizes.clone()
+    };
+    let max = sizes.iter().copied().max().unwrap_or(1).max(64);
+    let mut rep = Report::default();
+    for &b in &o.backend {
+        let (_child, addr) = match local {
+            Some(()) => {
+                let (c, a) = spawn_server(b, max)?;
+                (Some(c), a)
+            }
+            None => (None, o.addr.clone()),
+        };
+        let mut e = End::new(b.backend(), max, WINDOW + 1)?;
+        for i in 0..WINDOW {
+            e.post_recv(i)?;
+        }
+        e.nic
+            .connect(e.vi, &addr, TIMEOUT)
+            .with_context(|| format!("connect to {addr}"))?;
+        for &m in &o.mode {
+            e.mode = m.mode();
+            let mut pts = Vec::new();
+            for &s in &sizes {
+                let row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
+                    .with_context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
+                pts.push((s as f64, row.p50_us));
+                rep.pingpong.push(row);
+            }
+            let (a, k) = fit_line(&pts);
+            rep.rtt_fit.push(Fit {
+                backend: b,
+                mode: m,
+                fixed_us: a,
+                us_per_byte: k,
+            });
+            for &s in &sizes {
+                rep.throughput.push(
+                    throughput(&mut e, b, m, s, o.volume, o.max_messages)
+                        .with_context(|| format!("throughput {b:?} {m:?} {s} B"))?,
+                );
+            }
+        }
+        control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
+        let _ = e.nic.disconnect(e.vi);
+    }
+    rep.callcost = call_costs(o.calls)?;
+    let get = |api: &str, call: &str| {
+        rep.callcost
+            .iter()
+            .find(|r| r.api == api && r.call == call)
+            .map_or(0.0, |r| r.mean_us)
+    };
+    let vi_total = get(
+        "vi",
+        "total of 4 (post send + send wait + post recv + recv wait)",
+    );
+    if vi_total > 0.0 {
+        rep.socket_over_vi_ratio = get("socket", "send()+recv() 1 B") / vi_total;
+    }
+    Ok(rep)
+}
+
+/// Send a control message from the client's spare slot and wait for the 8-byte ack.
+fn control(e: &mut End, w: [u64; 4], want_ack: bool) -> Result<()> {
+    let spare = WINDOW;
+    e.put_words(spare, &w)?;
+    e.send(spare, 32, 0)?;
+    if !want_ack {
+        // Wait for the send only.
+        loop {
+            if e.wait()?.queue == WorkQueue::Send {
+                return Ok(());
+            }
+        }
+    }
+    let mut acked = false;
+    let mut sent = false;
+    while !(acked && sent) {
+        let c = e.wait()?;
+        match c.queue {
+            WorkQueue::Send => sent = true,
+            WorkQueue::Recv => {
+                e.post_recv(c.tag as usize)?;
+                acked = true;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pingpong(
+    e: &mut End,
+    b: BackendArg,
+    m: ModeArg,
+    size: usize,
+    iters: usize,
+    warmup: usize,
+) -> Result<PingRow> {
+    let total = iters + warmup;
+    let mode = u64::from(m == ModeArg::Poll);
+    control(
+        e,
+        [OP_PINGPONG as u64, size as u64, total as u64, mode],
+        true,
+    )?;
+    let mut rtts = Vec::with_capacity(iters);
+    for i in 0..total {
+        let t0 = Instant::now();
+        e.send(WINDOW, size, 0)?;
+        let (mut sent, mut back) = (false, false);
+        while !(sent && back) {
+            let c = e.wait()?;
+            match c.queue {
+                WorkQueue::Send => sent = true,
+                WorkQueue::Recv => {
+                    back = true;
+                    if i >= warmup {
+                        rtts.push(t0.elapsed().as_nanos() as u64);
+                    }
+                    e.post_recv(c.tag as usize)?;
+                }
+            }
+        }
+    }
+    rtts.sort_unstable();
+    let mean = rtts.iter().sum::<u64>() as f64 / rtts.len().max(1) as f64 / 1e3;
+    Ok(PingRow {
+        backend: b,
+        mode: m,
+        size,
+        iters,
+        p50_us: percentile(&rtts, 0.5),
+        p90_us: percentile(&rtts, 0.9),
+        p99_us: percentile(&rtts, 0.99),
+        p999_us: percentile(&rtts, 0.999),
+        max_us: rtts.last().map_or(0.0, |&x| x as f64 / 1e3),
+        mean_us: mean,
+    })
+}
+
+fn throughput(
+    e: &mut End,
+    b: BackendArg,
+    m: ModeArg,
+    size: usize,
+    volume: usize,
+    max_messages: usize,
+) -> Result<ThroughputRow> {
+    let count = (volume / size.max(1)).clamp(64, max_messages.max(64));
+    let mode = u64::from(m == ModeArg::Poll);
+    control(e, [OP_SINK as u64, size as u64, count as u64, mode], true)?;
+    let cpu0 = process_cpu();
+    let t0 = Instant::now();
+    let (mut credits, mut sent, mut server_cpu) = (WINDOW, 0usize, None);
+    let mut sends_done = 0usize;
+    while server_cpu.is_none() || sends_done < count {
+        while credits > 0 && sent < count {
+            e.send(WINDOW, size, 0)?;
+            credits -= 1;
+            sent += 1;
+        }
+        let c = e.wait()?;
+        match c.queue {
+            WorkQueue::Send => sends_done += 1,
+            WorkQueue::Recv => {
+                let slot = c.tag as usize;
+                if c.immediate == u32::MAX {
+                    let w = e.words(slot)?;
+                    server_cpu = Some((w[0] as f64 / 1e6, w[1] as f64 / 1e6));
+                } else {
+                    credits += c.immediate as usize;
+                }
+                e.post_recv(slot)?;
+            }
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let cpu1 = process_cpu();
+    let (su, ss) = server_cpu.unwrap_or_default();
+    let cu = cpu1.0.saturating_sub(cpu0.0).as_secs_f64();
+    let cs = cpu1.1.saturating_sub(cpu0.1).as_secs_f64();
+    let bytes = (count * size) as f64;
+    Ok(ThroughputRow {
+        backend: b,
+        mode: m,
+        size,
+        messages: count,
+        seconds: secs,
+        mbit_s: bytes * 8.0 / secs / 1e6,
+        client_user_s: cu,
+        client_sys_s: cs,
+        server_user_s: su,
+        server_sys_s: ss,
+        cpu_s_per_gb: (cu + cs + su + ss) / (bytes / 1e9),
+    })
+}
+
+// ---------------------------------------------------------------- call costs
+
+fn mean_us(total: Duration, n: usize) -> f64 {
+    total.as_secs_f64() * 1e6 / n.max(1) as f64
+}
+
+/// 000 Table 1 today: socket calls on loopback TCP (std fuses socket+bind+listen in
+/// `TcpListener::bind` and socket+connect in `TcpStream::connect`; named so).
+fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
+    let mut rows = Vec::new();
+    let mut t = Duration::ZERO;
+    let mut listeners = Vec::new();
+    for _ in 0..n.min(200) {
+        let t0 = Instant::now();
+        listeners.push(TcpListener::bind("127.0.0.1:0")?);
+        t += t0.elapsed();
+    }
+    rows.push(CallRow {
+        api: "socket",
+        call: "socket()+bind()+listen()",
+        mean_us: mean_us(t, listeners.len()),
+    });
+    let l = &listeners[0];
+    let at = l.local_addr()?;
+    let (mut tc, mut ta, mut tx) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let k = n.min(200);
+    for _ in 0..k {
+        let t0 = Instant::now();
+        let s = TcpStream::connect(at)?;
+        tc += t0.elapsed();
+        let t0 = Instant::now();
+        let (a, _) = l.accept()?;
+        ta += t0.elapsed();
+        let t0 = Instant::now();
+        drop(s);
+        drop(a);
+        tx += t0.elapsed();
+    }
+    rows.push(CallRow {
+        api: "socket",
+        call: "socket()+connect()",
+        mean_us: mean_us(tc, k),
+    });
+    rows.push(CallRow {
+        api: "socket",
+        call: "accept()",
+        mean_us: mean_us(ta, k),
+    });
+    rows.push(CallRow {
+        api: "socket",
+        call: "close() x2",
+        mean_us: mean_us(tx, k),
+    });
+    let mut a = TcpStream::connect(at)?;
+    let (mut bb, _) = l.accept()?;
+    a.set_nodelay(true)?;
+    let (mut ts, mut tr) = (Duration::ZERO, Duration::ZERO);
+    let mut one = [7u8; 1];
+    for _ in 0..n {
+        let t0 = Instant::now();
+        a.write_all(&one)?;
+        let t1 = Instant::now();
+        bb.read_exact(&mut one)?;
+        ts += t1 - t0;
+        tr += t1.elapsed();
+    }
+    rows.push(CallRow {
+        api: "socket",
+        call: "send() 1 B",
+        mean_us: mean_us(ts, n),
+    });
+    rows.push(CallRow {
+        api: "socket",
+        call: "recv() 1 B",
+        mean_us: mean_us(tr, n),
+    });
+    rows.push(CallRow {
+        api: "socket",
+        call: "send()+recv() 1 B",
+        mean_us: mean_us(ts + tr, n),
+    });
+    Ok(rows)
+}
+
+/// 000 Table 2 today: the VI API over shared memory, both ends in this process (polling).
+fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
+    let path = format!("/tmp/mslink-bench-cost-{}.sock", std::process::id());
+    let mut rows = Vec::new();
+    let row = |call, t, k| CallRow {
+        api: "vi",
+        call,
+        mean_us: mean_us(t, k),
+    };
+    let t0 = Instant::now();
+    let mut a = Nic::open(Backend::SharedMemory, NicConfig::default())?;
+    let t_open = t0.elapsed();
+    let cqa = a.create_cq();
+    let t0 = Instant::now();
+    let via = a.create_vi(cqa, cqa)?;
+    let t_create = t0.elapsed();
+    let t0 = Instant::now();
+    let ma = a.register_mem(vec![0; 4096]);
+    let t_reg = t0.elapsed();
+    let mut b = Nic::open(Backend::SharedMemory, NicConfig::default())?;
+    let lb = b.listen(&path)?;
+    let cqb = b.create_cq();
+    let vib = b.create_vi(cqb, cqb)?;
+    let mb = b.register_mem(vec![0; 4096]);
+    let acceptor = std::thread::spawn(move || -> Result<Nic> {
+        b.accept(lb, vib, TIMEOUT)?;
+        Ok(b)
+    });
+    let t0 = Instant::now();
+    a.connect(via, &path, TIMEOUT)?;
+    let t_connect = t0.elapsed();
+    let mut b = acceptor
+        .join()
+        .map_err(|_| anyhow::anyhow!("acceptor panicked"))??;
+    let sa = a.segment(ma, 0, 1)?;
+    let sb = b.segment(mb, 0, 1)?;
+    let (mut tps, mut tsw, mut tpr, mut trw) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
+    for _ in 0..n {
+        let t0 = Instant::now();
+        b.post_recv(vib, &Descriptor::single(sb, 0))?;
+        let t1 = Instant::now();
+        a.post_send(via, &Descriptor::single(sa, 0))?;
+        let t2 = Instant::now();
+        let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
+        let t3 = Instant::now();
+        let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
+        let t4 = Instant::now();
+        if !c.is_ok() || !d.is_ok() {
+            bail!("VI call-cost loop failed: {c:?} {d:?}");
+        }
+        tpr += t1 - t0;
+        tps += t2 - t1;
+        tsw += t3 - t2;
+        trw += t4 - t3;
+    }
+    let t0 = Instant::now();
+    a.disconnect(via)?;
+    let t_disc = t0.elapsed();
+    let t0 = Instant::now();
+    a.destroy_vi(via)?;
+    let t_destroy = t0.elapsed();
+    let t0 = Instant::now();
+    a.close();
+    let t_close = t0.elapsed();
+    b.close();
+    rows.push(row("open NIC", t_open, 1));
+    rows.push(row("register memory (4 KiB)", t_reg, 1));
+    rows.push(row("create VI", t_create, 1));
+    rows.push(row("connect (incl. peer accept)", t_connect, 1));
+    rows.push(row("post send", tps, n));
+    rows.push(row("send wait", tsw, n));
+    rows.push(row("post recv", tpr, n));
+    rows.push(row("recv wait", trw, n));
+    rows.push(row(
+        "total of 4 (post send + send wait + post recv + recv wait)",
+        tps + tsw + tpr + trw,
+        n,
+    ));
+    rows.push(row("disconnect", t_disc, 1));
+    rows.push(row("destroy VI", t_destroy, 1));
+    rows.push(row("close NIC", t_close, 1));
+    Ok(rows)
+}
+
+fn call_costs(n: usize) -> Result<Vec<CallRow>> {
+    let mut rows = socket_costs(n)?;
+    rows.extend(vi_costs(n)?);
+    Ok(rows)
+}
+
+// ---------------------------------------------------------------- output
+
+fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
+    if let Some(dir) = &o.csv {
+        write_csvs(rep, dir)?;
+    }
+    if o.json {
+        println!("{}", serde_json::to_string_pretty(rep)?);
+        return Ok(());
+    }
+    println!("Ping-pong round trip (µs) — 000 Figs. 5 and 7");
+    println!(
+        "{:<5} {:<6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "back", "mode", "size", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for r in &rep.pingpong {
+        println!(
+            "{:<5} {:<6} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            name(r.backend),
+            mname(r.mode),
+            r.size,
+            r.p50_us,
+            r.p90_us,
+            r.p99_us,
+            r.p999_us,
+            r.max_us
+        );
+    }
+    println!("\nFitted round trip (p50), like 000's Linux line \"10 + 0.01·size\":");
+    for f in &rep.rtt_fit {
+        println!(
+            "  {:<4} {:<6} RTT ≈ {:.3} µs + {:.6} µs/byte × size",
+            name(f.backend),
+            mname(f.mode),
+            f.fixed_us,
+            f.us_per_byte
+        );
+    }
+    println!("\nThroughput and CPU per process (getrusage) — 000 Figs. 4 and 6");
+    println!(
+        "{:<5} {:<6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "back", "mode", "size", "Mbit/s", "cli usr", "cli sys", "srv usr", "srv sys", "CPU s/GB"
+    );
+    for r in &rep.throughput {
+        println!(
+            "{:<5} {:<6} {:>8} {:>10.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3}",
+            name(r.backend),
+            mname(r.mode),
+            r.size,
+            r.mbit_s,
+            r.client_user_s,
+            r.client_sys_s,
+            r.server_user_s,
+            r.server_sys_s,
+            r.cpu_s_per_gb
+        );
+    }
+    println!("\nPer-call cost (µs, mean) — 000 Tables 1 and 2");
+    for r in &rep.callcost {
+        println!("  {:<7} {:<62} {:>10.3}", r.api, r.call, r.mean_us);
+    }
+    println!(
+        "\nsocket send()+recv() pair / VI post+wait total = {:.1}x",
+        rep.socket_over_vi_ratio
+    );
+    Ok(())
+}
+
+fn name(b: BackendArg) -> &'static str {
+    match b {
+        BackendArg::Shm => "shm",
+        BackendArg::Tcp => "tcp",
+    }
+}
+
+fn mname(m: ModeArg) -> &'static str {
+    match m {
+        ModeArg::Poll => "poll",
+        ModeArg::Block => "block",
+    }
+}
+
+fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut s =
+        String::from("backend,mode,size,iters,p50_us,p90_us,p99_us,p999_us,max_us,mean_us\n");
+    for r in &rep.pingpong {
+        s += &format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            name(r.backend),
+            mname(r.mode),
+            r.size,
+            r.iters,
+            r.p50_us,
+            r.p90_us,
+            r.p99_us,
+            r.p999_us,
+            r.max_us,
+            r.mean_us
+        );
+    }
+    std::fs::write(dir.join("pingpong.csv"), s)?;
+    let mut s = String::from("backend,mode,size,messages,seconds,mbit_s,client_user_s,client_sys_s,server_user_s,server_sys_s,cpu_s_per_gb\n");
+    for r in &rep.throughput {
+        s += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            name(r.backend),
+            mname(r.mode),
+            r.size,
+            r.messages,
+            r.seconds,
+            r.mbit_s,
+            r.client_user_s,
+            r.client_sys_s,
+            r.server_user_s,
+            r.server_sys_s,
+            r.cpu_s_per_gb
+        );
+    }
+    std::fs::write(dir.join("throughput.csv"), s)?;
+    let mut s = String::from("api,call,mean_us\n");
+    for r in &rep.callcost {
+        s += &format!("{},\"{}\",{}\n", r.api, r.call, r.mean_us);
+    }
+    std::fs::write(dir.join("callcost.csv"), s)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_fit_recovers_a_known_line() {
+        // Points on 10 + 0.01·x (000's Linux equation), computed here independently.
+        let pts: Vec<(f64, f64)> = [1.0, 100.0, 1000.0, 4096.0]
+            .iter()
+            .map(|&x| (x, 10.0 + 0.01 * x))
+            .collect();
+        let (a, b) = fit_line(&pts);
+        assert!((a - 10.0).abs() < 1e-9 && (b - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn percentile_nearest_rank() {
+        let v: Vec<u64> = (1..=1000).map(|x| x * 1000).collect();
+        assert_eq!(percentile(&v, 0.5), 500.0);
+        assert_eq!(percentile(&v, 0.999), 999.0);
+        assert_eq!(percentile(&v, 1.0), 1000.0);
+    }
+}
