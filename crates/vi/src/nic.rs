@@ -675,7 +675,11 @@ impl Nic {
 
     /// Move bytes for VI `i`: send queue onto the wire, wire into receive descriptors.
     fn progress(&mut self, i: usize) {
-        if let Err(e) = self.progress_inner(i) {
+        let r = self.progress_inner(i);
+        if let Some(Some(Vi { wire: Some(w), .. })) = self.vis.get_mut(i) {
+            w.flush();
+        }
+        if let Err(e) = r {
             self.fail(i, e);
         }
     }

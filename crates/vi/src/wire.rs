@@ -30,6 +30,8 @@ pub(crate) trait Wire: Send {
     /// Cheap-as-possible check that the peer is alive (may make one system call; called
     /// only from idle spinning, never per message).
     fn check_alive(&mut self) -> Result<(), WireError>;
+    /// End of a batch of `write`/`read` calls: deliver any deferred wake-up to the peer.
+    fn flush(&mut self) {}
     /// Orderly close: the peer reads what was sent, then `Closed`.
     fn close(&mut self);
 }

@@ -165,7 +165,12 @@ impl Wire for ShmWire {
         Ok(())
     }
 
+    fn flush(&mut self) {
+        self.ep.flush();
+    }
+
     fn close(&mut self) {
+        self.ep.flush();
         self.ep.set_closed();
     }
 }

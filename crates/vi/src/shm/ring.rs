@@ -3,8 +3,8 @@
 //!
 //! Contract: on the data path (`write`, `read`) there is no system call: a copy into or out
 //! of the mapping, a Release store of the producer tail (the doorbell, 000 §III.A: "the
-//! doorbell ... requires no operating system involvement") or consumer head, a SeqCst fence
-//! and one relaxed load of the peer's `waiting` flag. Only when the peer sleeps in
+//! doorbell ... requires no operating system involvement") or consumer head, and once per
+//! batch (`flush`) a SeqCst fence and one relaxed load of the peer's `waiting` flag. Only when the peer sleeps in
 //! wait-for-completion is a futex wake issued. Counters read from the mapping are
 //! untrusted: a peer that corrupts them is reported as [`Corrupt`], never a panic or an
 //! out-of-bounds access.
@@ -56,6 +56,8 @@ pub(crate) struct Endpoint {
     map: SharedMap,
     cap: usize,
     side: usize,
+    /// Something was published since the last `flush` (the peer may need a wake-up).
+    dirty: bool,
 }
 
 impl Endpoint {
@@ -64,7 +66,12 @@ impl Endpoint {
         if !cap.is_power_of_two() || map.len() != mapping_len(cap) {
             return None;
         }
-        let ep = Self { map, cap, side: 0 };
+        let ep = Self {
+            map,
+            cap,
+            side: 0,
+            dirty: false,
+        };
         ep.u64_at(OFF_CAP).store(cap as u64, Ordering::Relaxed);
         ep.u64_at(0).store(MAGIC, Ordering::Release);
         Some(ep)
@@ -79,6 +86,7 @@ impl Endpoint {
             map,
             cap: 0,
             side: 1,
+            dirty: false,
         };
         if probe.u64_at(0).load(Ordering::Acquire) != MAGIC {
             return None;
@@ -166,7 +174,7 @@ impl Endpoint {
         if written > 0 {
             self.u64_at(off_tail(d))
                 .store(tail.wrapping_add(written as u64), Ordering::Release);
-            self.notify(self.peer());
+            self.dirty = true;
         }
         Ok(written)
     }
@@ -193,8 +201,17 @@ impl Endpoint {
         }
         self.u64_at(off_head(d))
             .store(head.wrapping_add(n as u64), Ordering::Release);
-        self.notify(self.peer());
+        self.dirty = true;
         Ok(n)
+    }
+
+    /// After a batch of `write`/`read` calls: wake the peer if it sleeps (one fence per
+    /// batch instead of one per call). Must run before this side blocks.
+    pub(crate) fn flush(&mut self) {
+        if self.dirty {
+            self.dirty = false;
+            self.notify(self.peer());
+        }
     }
 
     /// Wake `side` if it sleeps in [`Endpoint::wait`]; no system call otherwise.
@@ -223,7 +240,8 @@ impl Endpoint {
     /// Sleep until data arrives, (if `want_write`) space frees, the peer closes, or `timeout`.
     /// The Dekker-style handshake with `notify` (flag store, SeqCst fence, re-check) means a
     /// wake-up cannot be lost; a spurious early return is allowed.
-    pub(crate) fn wait(&self, want_write: bool, timeout: Duration) -> Result<(), Corrupt> {
+    pub(crate) fn wait(&mut self, want_write: bool, timeout: Duration) -> Result<(), Corrupt> {
+        self.flush();
         let me = self.side;
         self.u32_at(off_waiting(me)).store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
