@@ -255,3 +255,74 @@ impl Endpoint {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use std::fs::OpenOptions;
+
+    /// Two endpoints over two mappings of one file, as two processes would have.
+    fn pair(cap: usize, name: &str) -> (Endpoint, Endpoint) {
+        let path = std::env::temp_dir().join(format!("mslink-ring-{}-{name}", std::process::id()));
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.set_len(mapping_len(cap) as u64).unwrap();
+        let a = Endpoint::create(SharedMap::map(&f, mapping_len(cap)).unwrap(), cap).unwrap();
+        let b = Endpoint::attach(SharedMap::map(&f, mapping_len(cap)).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn random_chunks_arrive_in_order_across_wraps() {
+        let (mut a, mut b) = pair(64, "chunks");
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let sent: Vec<u8> = (0..10_000).map(|_| rng.gen()).collect();
+        let (mut w, mut got) = (0usize, Vec::new());
+        while got.len() < sent.len() {
+            let k = rng.gen_range(0..=100).min(sent.len() - w);
+            let (x, y) = sent[w..w + k].split_at(k / 2);
+            w += a.write(&[x, y]).unwrap();
+            a.flush();
+            let mut buf = vec![0u8; rng.gen_range(1..=100)];
+            let n = b.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            assert!(a.tx_space().unwrap() + b.rx_available().unwrap() == 64);
+        }
+        assert_eq!(got, sent);
+    }
+
+    #[test]
+    fn full_ring_takes_nothing_and_corrupt_counters_are_reported() {
+        let (mut a, mut b) = pair(64, "full");
+        assert_eq!(a.write(&[&[1u8; 100]]).unwrap(), 64);
+        assert_eq!(a.write(&[&[1u8; 1]]).unwrap(), 0);
+        // A peer that moves its head past our tail is caught, not trusted.
+        b.u64_at(off_head(0)).store(1_000, Ordering::Relaxed);
+        assert_eq!(a.tx_space(), Err(Corrupt));
+        assert_eq!(b.rx_available(), Err(Corrupt));
+        // Header checks: a mapping with the wrong length is refused.
+        assert!(Endpoint::attach(SharedMap::map(&tmp(100), 100).unwrap()).is_none());
+    }
+
+    fn tmp(len: u64) -> std::fs::File {
+        let path = std::env::temp_dir().join(format!("mslink-ring-{}-tmp", std::process::id()));
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.set_len(len).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        f
+    }
+}
