@@ -217,16 +217,19 @@ fn percentile(sorted: &[u64], q: f64) -> f64 {
     sorted[i] as f64 / 1e3
 }
 
-/// Least-squares line y = a + b·x (000 §IV.C.2's round-trip equation).
+/// Least-squares line y = a + b·x (000 §IV.C.2's round-trip equation), weighted by 1/y²
+/// so that every size counts by its relative error: with sizes in powers of two an
+/// unweighted fit is set by the largest messages alone and can give a negative fixed cost.
 fn fit_line(pts: &[(f64, f64)]) -> (f64, f64) {
-    let n = pts.len() as f64;
-    if pts.len() < 2 {
+    let w = |y: f64| if y > 0.0 { 1.0 / (y * y) } else { 0.0 };
+    let sw: f64 = pts.iter().map(|p| w(p.1)).sum();
+    if pts.len() < 2 || sw <= 0.0 {
         return (pts.first().map_or(0.0, |p| p.1), 0.0);
     }
-    let (sx, sy) = pts.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
-    let (mx, my) = (sx / n, sy / n);
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let mx = pts.iter().map(|p| w(p.1) * p.0).sum::<f64>() / sw;
+    let my = pts.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
+    let sxx: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.0 - mx)).sum();
+    let sxy: f64 = pts.iter().map(|p| w(p.1) * (p.0 - mx) * (p.1 - my)).sum();
     let b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
     (my - b * mx, b)
 }
@@ -991,6 +994,23 @@ mod tests {
             .collect();
         let (a, b) = fit_line(&pts);
         assert!((a - 10.0).abs() < 1e-9 && (b - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn line_fit_keeps_a_positive_fixed_cost_under_noise_at_large_sizes() {
+        // 1 µs + 0.001 µs/B, with the two largest points 30% slow (a noisy tail).
+        let mut pts: Vec<(f64, f64)> = (0..21)
+            .map(|k| {
+                let x = f64::from(1u32 << k);
+                (x, 1.0 + 0.001 * x)
+            })
+            .collect();
+        for p in pts.iter_mut().skip(19) {
+            p.1 *= 1.3;
+        }
+        let (a, b) = fit_line(&pts);
+        assert!(a > 0.5 && a < 1.5, "fixed cost {a}");
+        assert!(b > 0.0009 && b < 0.0014, "per byte {b}");
     }
 
     #[test]
