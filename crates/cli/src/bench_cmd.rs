@@ -662,53 +662,20 @@ fn mean_us(total: Duration, n: usize) -> f64 {
     total.as_secs_f64() * 1e6 / n.max(1) as f64
 }
 
-/// 000 Table 1 today: socket calls on loopback TCP (std fuses socket+bind+listen in
-/// `TcpListener::bind` and socket+connect in `TcpStream::connect`; named so).
+/// 000 Table 1 today: socket calls on loopback TCP.
 fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
-    let mut rows = Vec::new();
-    let mut t = Duration::ZERO;
-    let mut listeners = Vec::new();
-    for _ in 0..n.min(200) {
-        let t0 = Instant::now();
-        listeners.push(TcpListener::bind("127.0.0.1:0")?);
-        t += t0.elapsed();
-    }
-    rows.push(CallRow {
-        api: "socket",
-        call: "socket()+bind()+listen()",
-        mean_us: mean_us(t, listeners.len()),
-    });
-    let l = &listeners[0];
+    // Each call alone, on a fresh connection per round (raw libc calls in mslink-vi).
+    let mut rows: Vec<CallRow> = mslink_vi::socket_call_costs(n.min(500))?
+        .into_iter()
+        .map(|c| CallRow {
+            api: "socket",
+            call: c.call,
+            mean_us: c.mean.as_secs_f64() * 1e6,
+        })
+        .collect();
+    // Steady state on one open connection.
+    let l = TcpListener::bind("127.0.0.1:0")?;
     let at = l.local_addr()?;
-    let (mut tc, mut ta, mut tx) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-    let k = n.min(200);
-    for _ in 0..k {
-        let t0 = Instant::now();
-        let s = TcpStream::connect(at)?;
-        tc += t0.elapsed();
-        let t0 = Instant::now();
-        let (a, _) = l.accept()?;
-        ta += t0.elapsed();
-        let t0 = Instant::now();
-        drop(s);
-        drop(a);
-        tx += t0.elapsed();
-    }
-    rows.push(CallRow {
-        api: "socket",
-        call: "socket()+connect()",
-        mean_us: mean_us(tc, k),
-    });
-    rows.push(CallRow {
-        api: "socket",
-        call: "accept()",
-        mean_us: mean_us(ta, k),
-    });
-    rows.push(CallRow {
-        api: "socket",
-        call: "close() x2",
-        mean_us: mean_us(tx, k),
-    });
     let mut a = TcpStream::connect(at)?;
     let (mut bb, _) = l.accept()?;
     a.set_nodelay(true)?;
@@ -724,12 +691,12 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
     }
     rows.push(CallRow {
         api: "socket",
-        call: "send() 1 B",
+        call: "send() 1 B (open connection)",
         mean_us: mean_us(ts, n),
     });
     rows.push(CallRow {
         api: "socket",
-        call: "recv() 1 B",
+        call: "recv() 1 B (open connection)",
         mean_us: mean_us(tr, n),
     });
     // The pair timed as one loop (no clock read between the calls).

@@ -33,6 +33,7 @@ mod mem;
 mod nic;
 mod shm;
 mod sys;
+mod syscost;
 mod tcp;
 mod wire;
 
@@ -43,3 +44,4 @@ pub use nic::{
     Backend, CqHandle, ListenerHandle, Nic, NicConfig, ViHandle, ViStats, WaitMode, HEADER_BYTES,
 };
 pub use sys::process_cpu;
+pub use syscost::{socket_call_costs, SocketCallCost};

@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn full_ring_takes_nothing_and_corrupt_counters_are_reported() {
-        let (mut a, mut b) = pair(64, "full");
+        let (mut a, b) = pair(64, "full");
         assert_eq!(a.write(&[&[1u8; 100]]).unwrap(), 64);
         assert_eq!(a.write(&[&[1u8; 1]]).unwrap(), 0);
         // A peer that moves its head past our tail is caught, not trusted.
