@@ -58,13 +58,16 @@ enum BackendArg {
     Shm,
     /// TCP sockets (the baseline; works across hosts).
     Tcp,
+    /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
+    #[value(skip)]
+    Sock,
 }
 
 impl BackendArg {
     fn backend(self) -> Backend {
         match self {
             Self::Shm => Backend::SharedMemory,
-            Self::Tcp => Backend::Tcp,
+            Self::Tcp | Self::Sock => Backend::Tcp,
         }
     }
 }
@@ -417,14 +420,14 @@ impl Drop for ServerChild {
 fn spawn_server(b: BackendArg, max_size: usize) -> Result<(ServerChild, String)> {
     let addr = match b {
         BackendArg::Shm => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
-        BackendArg::Tcp => "127.0.0.1:0".to_string(),
+        BackendArg::Tcp | BackendArg::Sock => "127.0.0.1:0".to_string(),
     };
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
         .args(["bench", "server", "--backend"])
         .arg(match b {
             BackendArg::Shm => "shm",
-            BackendArg::Tcp => "tcp",
+            BackendArg::Tcp | BackendArg::Sock => "tcp",
         })
         .args(["--addr", &addr, "--max-size", &max_size.to_string()])
         .stdout(Stdio::piped())
@@ -503,6 +506,24 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
         }
         control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
         let _ = e.nic.disconnect(e.vi);
+    }
+    if local.is_some() && o.backend.contains(&BackendArg::Tcp) {
+        // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
+        // show what the VI layer adds on the TCP path.
+        let mut pts = Vec::new();
+        for &s in &sizes {
+            let row = raw_socket_pingpong(s, o.iters, o.warmup)
+                .with_context(|| format!("raw socket ping-pong {s} B"))?;
+            pts.push((s as f64, row.p50_us));
+            rep.pingpong.push(row);
+        }
+        let (a, k) = fit_line(&pts);
+        rep.rtt_fit.push(Fit {
+            backend: BackendArg::Sock,
+            mode: ModeArg::Block,
+            fixed_us: a,
+            us_per_byte: k,
+        });
     }
     rep.callcost = call_costs(o.calls)?;
     let get = |api: &str, call: &str| {
@@ -588,6 +609,52 @@ fn pingpong(
     Ok(PingRow {
         backend: b,
         mode: m,
+        size,
+        iters,
+        p50_us: percentile(&rtts, 0.5),
+        p90_us: percentile(&rtts, 0.9),
+        p99_us: percentile(&rtts, 0.99),
+        p999_us: percentile(&rtts, 0.999),
+        max_us: rtts.last().map_or(0.0, |&x| x as f64 / 1e3),
+        mean_us: mean,
+    })
+}
+
+/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread.
+fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingRow> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let at = l.local_addr()?;
+    let total = iters + warmup;
+    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = l.accept()?;
+        s.set_nodelay(true)?;
+        let mut buf = vec![0u8; size];
+        for _ in 0..total {
+            s.read_exact(&mut buf)?;
+            s.write_all(&buf)?;
+        }
+        Ok(())
+    });
+    let mut c = TcpStream::connect(at)?;
+    c.set_nodelay(true)?;
+    c.set_read_timeout(Some(TIMEOUT))?;
+    let mut buf = vec![0u8; size];
+    let mut rtts = Vec::with_capacity(iters);
+    for i in 0..total {
+        let t0 = Instant::now();
+        c.write_all(&buf)?;
+        c.read_exact(&mut buf)?;
+        if i >= warmup {
+            rtts.push(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    echo.join()
+        .map_err(|_| anyhow::anyhow!("echo thread panicked"))??;
+    rtts.sort_unstable();
+    let mean = rtts.iter().sum::<u64>() as f64 / rtts.len().max(1) as f64 / 1e3;
+    Ok(PingRow {
+        backend: BackendArg::Sock,
+        mode: ModeArg::Block,
         size,
         iters,
         p50_us: percentile(&rtts, 0.5),
@@ -892,6 +959,7 @@ fn name(b: BackendArg) -> &'static str {
     match b {
         BackendArg::Shm => "shm",
         BackendArg::Tcp => "tcp",
+        BackendArg::Sock => "sock",
     }
 }
 

@@ -25,10 +25,10 @@ fn bench_local_quick_produces_every_table() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    // 2 backends x 2 modes x 3 sizes.
-    assert_eq!(v["pingpong"].as_array().unwrap().len(), 12);
+    // 2 backends x 2 modes x 3 sizes, plus the plain-socket reference ping-pong.
+    assert_eq!(v["pingpong"].as_array().unwrap().len(), 15);
     assert_eq!(v["throughput"].as_array().unwrap().len(), 12);
-    assert_eq!(v["rtt_fit"].as_array().unwrap().len(), 4);
+    assert_eq!(v["rtt_fit"].as_array().unwrap().len(), 5);
     for row in v["pingpong"].as_array().unwrap() {
         let p = |k: &str| row[k].as_f64().unwrap();
         assert!(p("p50_us") > 0.0);
