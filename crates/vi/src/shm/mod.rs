@@ -120,6 +120,15 @@ pub(crate) fn accept(listener: &UnixListener, timeout: Duration) -> io::Result<S
     Ok(ShmWire { ep, ctrl })
 }
 
+impl Drop for ShmWire {
+    /// A connection dropped without `disconnect` still closes in order (the peer sees
+    /// `PeerClosed`); only a process that dies without running this reads as `PeerGone`.
+    fn drop(&mut self) {
+        self.ep.flush();
+        self.ep.set_closed();
+    }
+}
+
 impl ShmWire {
     fn corrupt<T>(_: ring::Corrupt) -> Result<T, WireError> {
         Err(WireError::Corrupt)
