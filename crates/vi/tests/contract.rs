@@ -454,3 +454,52 @@ fn wait_times_out_instead_of_hanging() {
         Err(VipError::Timeout)
     ));
 }
+
+#[test]
+fn deferred_doorbell_batches_posts_until_rung() {
+    let cfg = NicConfig {
+        deferred_doorbell: true,
+        ..NicConfig::default()
+    };
+    let (mut a, mut b) = pair(Backend::SharedMemory, cfg, "bell");
+    let rm = a.nic.register_mem(vec![0; 3 * 16]);
+    for k in 0..3 {
+        let seg = a.nic.segment(rm, k * 16, 16).unwrap();
+        a.nic
+            .post_recv(a.vi, &Descriptor::single(seg, k as u64))
+            .unwrap();
+    }
+    let sm = b.nic.register_mem(vec![3; 16]);
+    let seg = b.nic.segment(sm, 0, 16).unwrap();
+    let ids: Vec<_> = (0..3)
+        .map(|k| b.nic.post_send(b.vi, &Descriptor::single(seg, k)).unwrap())
+        .collect();
+    // Nothing moves before the doorbell.
+    assert!(a.nic.cq_poll(a.cq).unwrap().is_none());
+    for id in &ids {
+        assert_eq!(
+            b.nic.desc_state(b.vi, WorkQueue::Send, *id),
+            Some(DescState::Posted)
+        );
+    }
+    b.nic.doorbell(b.vi).unwrap();
+    for (k, id) in ids.iter().enumerate() {
+        let c = b.nic.cq_wait(b.cq, T, WaitMode::Poll).unwrap();
+        assert_eq!(
+            (c.id, c.tag, c.status),
+            (Some(*id), k as u64, Status::Success)
+        );
+        let r = a.nic.cq_wait(a.cq, T, WaitMode::Poll).unwrap();
+        assert_eq!((r.tag, r.len), (k as u64, 16));
+    }
+    // A CQ in use cannot be destroyed; handles of destroyed objects are refused.
+    assert!(matches!(a.nic.destroy_cq(a.cq), Err(VipError::Busy)));
+    a.nic.disconnect(a.vi).unwrap();
+    a.nic.destroy_vi(a.vi).unwrap();
+    a.nic.destroy_cq(a.cq).unwrap();
+    assert!(matches!(a.nic.cq_poll(a.cq), Err(VipError::InvalidHandle)));
+    assert!(matches!(
+        a.nic.destroy_vi(a.vi),
+        Err(VipError::InvalidHandle)
+    ));
+}

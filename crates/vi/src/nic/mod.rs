@@ -15,6 +15,7 @@
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -311,7 +312,10 @@ impl Nic {
         let l = match self.backend {
             Backend::SharedMemory => {
                 let path = PathBuf::from(addr);
-                let _ = std::fs::remove_file(&path);
+                // Replace a stale socket left by a dead listener, never any other file.
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+                    let _ = std::fs::remove_file(&path);
+                }
                 let l = UnixListener::bind(&path)?;
                 Listener::Unix(l, path)
             }

@@ -108,7 +108,16 @@ pub(crate) fn accept(listener: &UnixListener, timeout: Duration) -> io::Result<S
         let _ = ctrl.write_all(&[0]);
         return Err(invalid("unexpected mapping name"));
     }
-    let file: File = OpenOptions::new().read(true).write(true).open(&name)?;
+    // No symlinks: /dev/shm is world-writable, the name comes from the peer.
+    let file: File = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&name)?;
+    if !file.metadata()?.file_type().is_file() {
+        let _ = ctrl.write_all(&[0]);
+        return Err(invalid("mapping is not a regular file"));
+    }
     let len = usize::try_from(file.metadata()?.len()).map_err(|_| invalid("mapping too big"))?;
     let map = SharedMap::map(&file, len)?;
     let Some(ep) = Endpoint::attach(map) else {
