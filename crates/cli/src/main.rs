@@ -3,6 +3,7 @@
 //! Contract: every verb has `--help` with an example; errors are reported with context and a
 //! non-zero exit status, never a panic.
 
+mod bench_cmd;
 mod demo;
 mod sim_cmd;
 mod stack_bench;
@@ -30,6 +31,9 @@ enum Command {
     /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
     /// integrated copy-and-checksum gain, on the in-memory wire (docs/stack.md).
     StackBench(stack_bench::StackBenchArgs),
+    /// End-system benchmark: VI-style messaging (shared memory, TCP) vs sockets — round
+    /// trip, throughput, CPU per process, per-call cost (docs/bench.md).
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -39,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Sim(args) => sim_cmd::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
+        Command::Bench(args) => bench_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,177 @@
+//! Per-call cost tables (000 Tables 1 and 2 on today's host): BSD socket calls one at a
+//! time and on an open connection, and the VI API over shared memory with both ends in this
+//! process.
+//!
+//! Contract: every figure is a mean over `n` calls of wall time; the send/recv pair and the
+//! four VI data-path calls are also timed as whole loops, so clock reads do not inflate them.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use mslink_vi::{Backend, Descriptor, Nic, NicConfig, WaitMode};
+
+use super::{CallRow, TIMEOUT};
+
+fn mean_us(total: Duration, n: usize) -> f64 {
+    total.as_secs_f64() * 1e6 / n.max(1) as f64
+}
+
+/// 000 Table 1 today: socket calls on loopback TCP.
+fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
+    // Each call alone, on a fresh connection per round (raw libc calls in mslink-vi).
+    let mut rows: Vec<CallRow> = mslink_vi::socket_call_costs(n.min(500))?
+        .into_iter()
+        .map(|c| CallRow {
+            api: "socket",
+            call: c.call,
+            mean_us: c.mean.as_secs_f64() * 1e6,
+        })
+        .collect();
+    // Steady state on one open connection.
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let at = l.local_addr()?;
+    let mut a = TcpStream::connect(at)?;
+    let (mut bb, _) = l.accept()?;
+    a.set_nodelay(true)?;
+    let (mut ts, mut tr) = (Duration::ZERO, Duration::ZERO);
+    let mut one = [7u8; 1];
+    for _ in 0..n {
+        let t0 = Instant::now();
+        a.write_all(&one)?;
+        let t1 = Instant::now();
+        bb.read_exact(&mut one)?;
+        ts += t1 - t0;
+        tr += t1.elapsed();
+    }
+    rows.push(CallRow {
+        api: "socket",
+        call: "send() 1 B (open connection)",
+        mean_us: mean_us(ts, n),
+    });
+    rows.push(CallRow {
+        api: "socket",
+        call: "recv() 1 B (open connection)",
+        mean_us: mean_us(tr, n),
+    });
+    // The pair timed as one loop (no clock read between the calls).
+    let t0 = Instant::now();
+    for _ in 0..n {
+        a.write_all(&one)?;
+        bb.read_exact(&mut one)?;
+    }
+    rows.push(CallRow {
+        api: "socket",
+        call: "send()+recv() 1 B",
+        mean_us: mean_us(t0.elapsed(), n),
+    });
+    Ok(rows)
+}
+
+/// 000 Table 2 today: the VI API over shared memory, both ends in this process (polling).
+fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
+    let path = format!("/tmp/mslink-bench-cost-{}.sock", std::process::id());
+    let mut rows = Vec::new();
+    let row = |call, t, k| CallRow {
+        api: "vi",
+        call,
+        mean_us: mean_us(t, k),
+    };
+    let t0 = Instant::now();
+    let mut a = Nic::open(Backend::SharedMemory, NicConfig::default())?;
+    let t_open = t0.elapsed();
+    let cqa = a.create_cq();
+    let t0 = Instant::now();
+    let via = a.create_vi(cqa, cqa)?;
+    let t_create = t0.elapsed();
+    let t0 = Instant::now();
+    let ma = a.register_mem(vec![0; 4096]);
+    let t_reg = t0.elapsed();
+    let mut b = Nic::open(Backend::SharedMemory, NicConfig::default())?;
+    let lb = b.listen(&path)?;
+    let cqb = b.create_cq();
+    let vib = b.create_vi(cqb, cqb)?;
+    let mb = b.register_mem(vec![0; 4096]);
+    let acceptor = std::thread::spawn(move || -> Result<Nic> {
+        b.accept(lb, vib, TIMEOUT)?;
+        Ok(b)
+    });
+    let t0 = Instant::now();
+    a.connect(via, &path, TIMEOUT)?;
+    let t_connect = t0.elapsed();
+    let mut b = acceptor
+        .join()
+        .map_err(|_| anyhow::anyhow!("acceptor panicked"))??;
+    let sa = a.segment(ma, 0, 1)?;
+    let sb = b.segment(mb, 0, 1)?;
+    let (mut tps, mut tsw, mut tpr, mut trw) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
+    for _ in 0..n {
+        let t0 = Instant::now();
+        b.post_recv(vib, &Descriptor::single(sb, 0))?;
+        let t1 = Instant::now();
+        a.post_send(via, &Descriptor::single(sa, 0))?;
+        let t2 = Instant::now();
+        let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
+        let t3 = Instant::now();
+        let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
+        let t4 = Instant::now();
+        if !c.is_ok() || !d.is_ok() {
+            bail!("VI call-cost loop failed: {c:?} {d:?}");
+        }
+        tpr += t1 - t0;
+        tps += t2 - t1;
+        tsw += t3 - t2;
+        trw += t4 - t3;
+    }
+    // The four calls timed as one loop (no clock read between them), like the socket pair.
+    let t0 = Instant::now();
+    for _ in 0..n {
+        b.post_recv(vib, &Descriptor::single(sb, 0))?;
+        a.post_send(via, &Descriptor::single(sa, 0))?;
+        let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
+        let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
+        if !c.is_ok() || !d.is_ok() {
+            bail!("VI call-cost loop failed: {c:?} {d:?}");
+        }
+    }
+    let t_total = t0.elapsed();
+    let t0 = Instant::now();
+    a.disconnect(via)?;
+    let t_disc = t0.elapsed();
+    let t0 = Instant::now();
+    a.destroy_vi(via)?;
+    let t_destroy = t0.elapsed();
+    let t0 = Instant::now();
+    a.close();
+    let t_close = t0.elapsed();
+    b.close();
+    rows.push(row("open NIC", t_open, 1));
+    rows.push(row("register memory (4 KiB)", t_reg, 1));
+    rows.push(row("create VI", t_create, 1));
+    rows.push(row("connect (incl. peer accept)", t_connect, 1));
+    rows.push(row("post send", tps, n));
+    rows.push(row("send wait", tsw, n));
+    rows.push(row("post recv", tpr, n));
+    rows.push(row("recv wait", trw, n));
+    rows.push(row(
+        "total of 4 (post send + send wait + post recv + recv wait)",
+        t_total,
+        n,
+    ));
+    rows.push(row("disconnect", t_disc, 1));
+    rows.push(row("destroy VI", t_destroy, 1));
+    rows.push(row("close NIC", t_close, 1));
+    Ok(rows)
+}
+
+pub(super) fn call_costs(n: usize) -> Result<Vec<CallRow>> {
+    let mut rows = socket_costs(n)?;
+    rows.extend(vi_costs(n)?);
+    Ok(rows)
+}

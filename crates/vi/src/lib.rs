@@ -1,0 +1,47 @@
+//! mslink-vi: user-level messaging after the Virtual Interface (VI) architecture of
+//! 000 §III.A, with a shared-memory backend (lock-free rings, no system call on the data
+//! path) and a plain-TCP backend as the sockets baseline of 000 §IV.
+//!
+//! Contract: the API follows the VI provider library (VipOpenNic, VipRegisterMem,
+//! VipCreateCQ, VipCreateVi, VipConnectRequest/Wait/Accept, VipPostSend, VipPostRecv,
+//! VipCQDone/VipCQWait, VipDisconnect, VipDestroyVi, VipCloseNic) as methods of [`Nic`].
+//! Memory is registered (bounds and lifetime checked), descriptors carry scatter-gather
+//! lists and a user tag, completions report a [`Status`]; transfer errors are completions,
+//! never panics or silent drops. This crate is the I/O layer: unlike mslink-link it reads
+//! clocks and makes system calls, but only on the control path and in blocking waits.
+//!
+//! ```no_run
+//! use mslink_vi::{Backend, Descriptor, Nic, NicConfig, WaitMode};
+//! use std::time::Duration;
+//! let mut nic = Nic::open(Backend::SharedMemory, NicConfig::default())?;
+//! let cq = nic.create_cq();
+//! let vi = nic.create_vi(cq, cq)?;
+//! let mem = nic.register_mem(vec![0; 4096]);
+//! nic.connect(vi, "/tmp/mslink-vi.sock", Duration::from_secs(1))?;
+//! let seg = nic.segment(mem, 0, 64)?;
+//! nic.post_send(vi, &Descriptor::single(seg, 7))?;
+//! let done = nic.cq_wait(cq, Duration::from_secs(1), WaitMode::Poll)?;
+//! assert!(done.is_ok() && done.tag == 7);
+//! # Ok::<(), mslink_vi::VipError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod desc;
+mod error;
+mod mem;
+mod nic;
+mod shm;
+mod sys;
+mod syscost;
+mod tcp;
+mod wire;
+
+pub use desc::{Completion, DescId, DescState, Descriptor, Status, WorkQueue, MAX_SEGMENTS};
+pub use error::VipError;
+pub use mem::{MemHandle, Segment};
+pub use nic::{
+    Backend, CqHandle, ListenerHandle, Nic, NicConfig, ViHandle, ViStats, WaitMode, HEADER_BYTES,
+};
+pub use sys::process_cpu;
+pub use syscost::{socket_call_costs, SocketCallCost};

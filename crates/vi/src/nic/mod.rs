@@ -1,0 +1,619 @@
+//! The VI provider: a NIC (one backend) owning registered memory, VIs with a send and a
+//! receive work queue each, and completion queues that may serve several VIs
+//! (000 §III.A, Fig. 3).
+//!
+//! Contract: the provider runs inside the calls of its consumer — posting rings the
+//! doorbell (moves what fits of the send queue onto the wire at once unless
+//! `deferred_doorbell`), and polling or waiting on a CQ moves bytes for every VI feeding
+//! it. Messages are framed on the wire as an 8-byte header (length u32 LE, immediate u32
+//! LE) and the payload; a receive copies the payload straight into the posted descriptor's
+//! registered buffers. A message with no receive descriptor posted is reported on the
+//! receive CQ with `Status::NoRecvDescriptor` and discarded; a lost peer flushes every
+//! posted descriptor with an error status and leaves a completion even when nothing was
+//! posted, so no waiter hangs.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::desc::{Completion, DescId, DescState, Descriptor, Status, WorkQueue};
+use crate::error::VipError;
+use crate::mem::{MemHandle, MemTable, Segment};
+use crate::wire::{Wire, WireError};
+use crate::{shm, sys, tcp};
+
+mod progress;
+
+/// Bytes of the per-message wire header (length, immediate).
+pub const HEADER_BYTES: usize = 8;
+
+/// Which transport a NIC drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// Lock-free rings in memory shared by two processes on one host; address is a Unix
+    /// socket path used only for the rendezvous.
+    SharedMemory,
+    /// One TCP connection per VI (the sockets baseline); address is `host:port`.
+    Tcp,
+}
+
+/// NIC settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NicConfig {
+    /// Shared-memory ring capacity per direction in bytes (power of two).
+    pub ring_bytes: usize,
+    /// If true, posting only queues the descriptor; `Nic::doorbell` starts the transfer
+    /// (lets a consumer batch several posts behind one doorbell).
+    pub deferred_doorbell: bool,
+}
+
+impl Default for NicConfig {
+    fn default() -> Self {
+        Self {
+            ring_bytes: 1 << 20,
+            deferred_doorbell: false,
+        }
+    }
+}
+
+/// How `Nic::cq_wait` waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitMode {
+    /// Spin on the completion queue: no system call while data flows.
+    Poll,
+    /// Sleep in the kernel (futex / poll) until something may have completed
+    /// (000 §III: interrupts only on wait-for-completion).
+    Block,
+}
+
+/// Handle of a VI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ViHandle(pub u32);
+
+/// Handle of a completion queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CqHandle(u32);
+
+/// Handle of a listening endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ListenerHandle(u32);
+
+/// Per-VI counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViStats {
+    /// Messages sent in full.
+    pub sent_msgs: u64,
+    /// Payload bytes sent in full messages.
+    pub sent_bytes: u64,
+    /// Messages received into descriptors.
+    pub recv_msgs: u64,
+    /// Payload bytes received.
+    pub recv_bytes: u64,
+    /// Messages that found no receive descriptor.
+    pub recv_no_descriptor: u64,
+    /// Messages longer than their receive descriptor.
+    pub length_errors: u64,
+    /// Descriptors completed with an error by disconnect or connection loss.
+    pub flushed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    Idle,
+    Connected,
+    Broken,
+}
+
+#[derive(Debug)]
+struct Posted {
+    id: DescId,
+    desc: Descriptor,
+    /// Bytes moved so far (send: including the header).
+    done: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Rx {
+    Header {
+        buf: [u8; HEADER_BYTES],
+        got: usize,
+    },
+    Payload {
+        len: usize,
+        got: usize,
+        imm: u32,
+        deliver: bool,
+    },
+}
+
+const RX_IDLE: Rx = Rx::Header {
+    buf: [0; HEADER_BYTES],
+    got: 0,
+};
+
+struct Vi {
+    send_cq: CqHandle,
+    recv_cq: CqHandle,
+    conn: Conn,
+    wire: Option<Box<dyn Wire>>,
+    sq: VecDeque<Posted>,
+    rq: VecDeque<Posted>,
+    next_id: [u64; 2],
+    rx: Rx,
+    stats: ViStats,
+}
+
+#[derive(Debug, Default)]
+struct Cq {
+    q: VecDeque<Completion>,
+    users: u32,
+}
+
+enum Listener {
+    Unix(UnixListener, PathBuf),
+    Tcp(TcpListener),
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// An open NIC (VipOpenNic): the root of every VI object.
+pub struct Nic {
+    backend: Backend,
+    cfg: NicConfig,
+    mem: MemTable,
+    vis: Vec<Option<Vi>>,
+    cqs: Vec<Option<Cq>>,
+    listeners: Vec<Option<Listener>>,
+}
+
+fn get<T>(v: &[Option<T>], i: u32) -> Result<&T, VipError> {
+    v.get(i as usize)
+        .and_then(Option::as_ref)
+        .ok_or(VipError::InvalidHandle)
+}
+
+fn get_mut<T>(v: &mut [Option<T>], i: u32) -> Result<&mut T, VipError> {
+    v.get_mut(i as usize)
+        .and_then(Option::as_mut)
+        .ok_or(VipError::InvalidHandle)
+}
+
+fn push_cq(cqs: &mut [Option<Cq>], cq: CqHandle, c: Completion) {
+    if let Some(Some(q)) = cqs.get_mut(cq.0 as usize) {
+        q.q.push_back(c);
+    }
+}
+
+impl Nic {
+    /// Open a NIC on `backend` (VipOpenNic).
+    pub fn open(backend: Backend, cfg: NicConfig) -> Result<Self, VipError> {
+        if backend == Backend::SharedMemory
+            && (!cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 64)
+        {
+            return Err(VipError::Backend("ring_bytes must be a power of two >= 64"));
+        }
+        Ok(Self {
+            backend,
+            cfg,
+            mem: MemTable::default(),
+            vis: Vec::new(),
+            cqs: Vec::new(),
+            listeners: Vec::new(),
+        })
+    }
+
+    /// The backend this NIC drives.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Register a buffer (VipRegisterMem); the NIC owns it until deregistered.
+    pub fn register_mem(&mut self, buf: Vec<u8>) -> MemHandle {
+        self.mem.register(buf)
+    }
+
+    /// Deregister a region and get its buffer back (VipDeregisterMem); refused while a
+    /// posted descriptor references it.
+    pub fn deregister_mem(&mut self, h: MemHandle) -> Result<Vec<u8>, VipError> {
+        self.mem.deregister(h)
+    }
+
+    /// Read a registered region.
+    pub fn mem(&self, h: MemHandle) -> Result<&[u8], VipError> {
+        self.mem.bytes(h)
+    }
+
+    /// Write a registered region (do not rely on bytes of a region a posted receive
+    /// descriptor covers until it completes).
+    pub fn mem_mut(&mut self, h: MemHandle) -> Result<&mut [u8], VipError> {
+        self.mem.bytes_mut(h)
+    }
+
+    /// A segment of a region, bounds-checked.
+    pub fn segment(&self, mem: MemHandle, offset: usize, len: usize) -> Result<Segment, VipError> {
+        let s = Segment { mem, offset, len };
+        self.mem.check(&s)?;
+        Ok(s)
+    }
+
+    /// Create a completion queue (VipCreateCQ).
+    pub fn create_cq(&mut self) -> CqHandle {
+        self.cqs.push(Some(Cq::default()));
+        CqHandle((self.cqs.len() - 1) as u32)
+    }
+
+    /// Destroy a completion queue no VI uses (VipDestroyCQ).
+    pub fn destroy_cq(&mut self, cq: CqHandle) -> Result<(), VipError> {
+        if get(&self.cqs, cq.0)?.users > 0 {
+            return Err(VipError::Busy);
+        }
+        self.cqs[cq.0 as usize] = None;
+        Ok(())
+    }
+
+    /// Create a VI whose send and receive queues complete on the given CQs (VipCreateVi).
+    pub fn create_vi(
+        &mut self,
+        send_cq: CqHandle,
+        recv_cq: CqHandle,
+    ) -> Result<ViHandle, VipError> {
+        get(&self.cqs, send_cq.0)?;
+        get(&self.cqs, recv_cq.0)?;
+        get_mut(&mut self.cqs, send_cq.0)?.users += 1;
+        get_mut(&mut self.cqs, recv_cq.0)?.users += 1;
+        self.vis.push(Some(Vi {
+            send_cq,
+            recv_cq,
+            conn: Conn::Idle,
+            wire: None,
+            sq: VecDeque::new(),
+            rq: VecDeque::new(),
+            next_id: [0; 2],
+            rx: RX_IDLE,
+            stats: ViStats::default(),
+        }));
+        Ok(ViHandle((self.vis.len() - 1) as u32))
+    }
+
+    /// Destroy an unconnected VI with empty work queues (VipDestroyVi).
+    pub fn destroy_vi(&mut self, vi: ViHandle) -> Result<(), VipError> {
+        let v = get(&self.vis, vi.0)?;
+        if v.conn != Conn::Idle || !v.sq.is_empty() || !v.rq.is_empty() {
+            return Err(VipError::Busy);
+        }
+        let (s, r) = (v.send_cq, v.recv_cq);
+        for cq in [s, r] {
+            if let Ok(q) = get_mut(&mut self.cqs, cq.0) {
+                q.users = q.users.saturating_sub(1);
+            }
+        }
+        self.vis[vi.0 as usize] = None;
+        Ok(())
+    }
+
+    /// Listen for connection requests at `addr` (Unix socket path for shared memory,
+    /// `host:port` for TCP; port 0 picks one, see [`Nic::listener_addr`]).
+    pub fn listen(&mut self, addr: &str) -> Result<ListenerHandle, VipError> {
+        let l = match self.backend {
+            Backend::SharedMemory => {
+                let path = PathBuf::from(addr);
+                // Replace a stale socket left by a dead listener, never any other file.
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()) {
+                    let _ = std::fs::remove_file(&path);
+                }
+                let l = UnixListener::bind(&path)?;
+                Listener::Unix(l, path)
+            }
+            Backend::Tcp => Listener::Tcp(TcpListener::bind(addr)?),
+        };
+        self.listeners.push(Some(l));
+        Ok(ListenerHandle((self.listeners.len() - 1) as u32))
+    }
+
+    /// The address a listener is bound to.
+    pub fn listener_addr(&self, l: ListenerHandle) -> Result<String, VipError> {
+        Ok(match get(&self.listeners, l.0)? {
+            Listener::Unix(_, p) => p.display().to_string(),
+            Listener::Tcp(t) => t.local_addr()?.to_string(),
+        })
+    }
+
+    /// Stop listening.
+    pub fn close_listener(&mut self, l: ListenerHandle) -> Result<(), VipError> {
+        get(&self.listeners, l.0)?;
+        self.listeners[l.0 as usize] = None;
+        Ok(())
+    }
+
+    fn check_idle(&self, vi: ViHandle) -> Result<(), VipError> {
+        match get(&self.vis, vi.0)?.conn {
+            Conn::Idle => Ok(()),
+            _ => Err(VipError::AlreadyConnected),
+        }
+    }
+
+    fn attach(&mut self, vi: ViHandle, wire: Box<dyn Wire>) -> Result<(), VipError> {
+        let v = get_mut(&mut self.vis, vi.0)?;
+        v.wire = Some(wire);
+        v.conn = Conn::Connected;
+        v.rx = RX_IDLE;
+        self.progress(vi.0 as usize);
+        Ok(())
+    }
+
+    /// Wait for a connection request on `l` and accept it on `vi` (VipConnectWait +
+    /// VipConnectAccept).
+    pub fn accept(
+        &mut self,
+        l: ListenerHandle,
+        vi: ViHandle,
+        timeout: Duration,
+    ) -> Result<(), VipError> {
+        self.check_idle(vi)?;
+        let wire: Box<dyn Wire> = match get(&self.listeners, l.0)? {
+            Listener::Unix(u, _) => Box::new(shm::accept(u, timeout)?),
+            Listener::Tcp(t) => {
+                let ev = sys::poll_fd(t.as_raw_fd(), false, timeout)?;
+                if !ev.readable {
+                    return Err(VipError::Timeout);
+                }
+                let (s, _) = t.accept()?;
+                Box::new(tcp::TcpWire::new(s)?)
+            }
+        };
+        self.attach(vi, wire)
+    }
+
+    /// Connect `vi` to a listener at `addr` (VipConnectRequest).
+    pub fn connect(&mut self, vi: ViHandle, addr: &str, timeout: Duration) -> Result<(), VipError> {
+        self.check_idle(vi)?;
+        let wire: Box<dyn Wire> = match self.backend {
+            Backend::SharedMemory => Box::new(shm::connect(addr, self.cfg.ring_bytes, timeout)?),
+            Backend::Tcp => {
+                let sa: SocketAddr = addr
+                    .parse()
+                    .map_err(|_| VipError::Backend("TCP address must be ip:port"))?;
+                Box::new(tcp::TcpWire::new(TcpStream::connect_timeout(
+                    &sa, timeout,
+                )?)?)
+            }
+        };
+        self.attach(vi, wire)
+    }
+
+    fn post(&mut self, vi: ViHandle, wq: WorkQueue, desc: &Descriptor) -> Result<DescId, VipError> {
+        for s in desc.segments() {
+            self.mem.check(s)?;
+        }
+        if desc.total_len() > u32::MAX as usize {
+            return Err(VipError::TooLong);
+        }
+        let v = get_mut(&mut self.vis, vi.0)?;
+        if v.conn == Conn::Broken {
+            return Err(VipError::NotConnected);
+        }
+        let k = wq as usize;
+        let id = DescId(v.next_id[k]);
+        v.next_id[k] += 1;
+        let p = Posted {
+            id,
+            desc: *desc,
+            done: 0,
+        };
+        match wq {
+            WorkQueue::Send => v.sq.push_back(p),
+            WorkQueue::Recv => v.rq.push_back(p),
+        }
+        self.mem.pin(desc.segments(), true);
+        Ok(id)
+    }
+
+    /// Post a send descriptor (VipPostSend) and ring the doorbell (unless deferred). May be
+    /// posted before the VI is connected; it is sent once connected.
+    pub fn post_send(&mut self, vi: ViHandle, desc: &Descriptor) -> Result<DescId, VipError> {
+        let id = self.post(vi, WorkQueue::Send, desc)?;
+        if !self.cfg.deferred_doorbell {
+            self.progress(vi.0 as usize);
+        }
+        Ok(id)
+    }
+
+    /// Post a receive descriptor (VipPostRecv). Post receives before the peer can send:
+    /// a message that finds none is an error.
+    pub fn post_recv(&mut self, vi: ViHandle, desc: &Descriptor) -> Result<DescId, VipError> {
+        self.post(vi, WorkQueue::Recv, desc)
+    }
+
+    /// Ring the doorbell: start moving whatever is posted on `vi`.
+    pub fn doorbell(&mut self, vi: ViHandle) -> Result<(), VipError> {
+        get(&self.vis, vi.0)?;
+        self.progress(vi.0 as usize);
+        Ok(())
+    }
+
+    /// State of a descriptor: `Posted`/`InProgress` while queued, `Done`/`Error` while its
+    /// completion waits on the CQ, `None` once reaped (or never posted).
+    pub fn desc_state(&self, vi: ViHandle, wq: WorkQueue, id: DescId) -> Option<DescState> {
+        let v = get(&self.vis, vi.0).ok()?;
+        let (q, cq) = match wq {
+            WorkQueue::Send => (&v.sq, v.send_cq),
+            WorkQueue::Recv => (&v.rq, v.recv_cq),
+        };
+        if let Some(p) = q.iter().find(|p| p.id == id) {
+            let started = p.done > 0
+                || (wq == WorkQueue::Recv
+                    && q.front().map(|f| f.id) == Some(id)
+                    && matches!(v.rx, Rx::Payload { deliver: true, .. }));
+            return Some(if started {
+                DescState::InProgress
+            } else {
+                DescState::Posted
+            });
+        }
+        let c = get(&self.cqs, cq.0)
+            .ok()?
+            .q
+            .iter()
+            .find(|c| c.vi == vi && c.queue == wq && c.id == Some(id))?;
+        Some(if c.is_ok() {
+            DescState::Done
+        } else {
+            DescState::Error(c.status)
+        })
+    }
+
+    /// Counters of a VI.
+    pub fn vi_stats(&self, vi: ViHandle) -> Result<ViStats, VipError> {
+        Ok(get(&self.vis, vi.0)?.stats)
+    }
+
+    /// Is the VI connected and healthy?
+    pub fn is_connected(&self, vi: ViHandle) -> bool {
+        get(&self.vis, vi.0).is_ok_and(|v| v.conn == Conn::Connected)
+    }
+
+    /// Take one completion if any, after moving bytes for every VI on this CQ (VipCQDone).
+    pub fn cq_poll(&mut self, cq: CqHandle) -> Result<Option<Completion>, VipError> {
+        if let Some(c) = get_mut(&mut self.cqs, cq.0)?.q.pop_front() {
+            return Ok(Some(c));
+        }
+        for i in 0..self.vis.len() {
+            if self.vis[i]
+                .as_ref()
+                .is_some_and(|v| v.conn == Conn::Connected && (v.send_cq == cq || v.recv_cq == cq))
+            {
+                self.progress(i);
+            }
+        }
+        Ok(get_mut(&mut self.cqs, cq.0)?.q.pop_front())
+    }
+
+    /// Wait up to `timeout` for a completion on `cq` (VipCQWait), spinning or sleeping.
+    pub fn cq_wait(
+        &mut self,
+        cq: CqHandle,
+        timeout: Duration,
+        mode: WaitMode,
+    ) -> Result<Completion, VipError> {
+        if let Some(c) = self.cq_poll(cq)? {
+            return Ok(c);
+        }
+        let start = Instant::now();
+        let mut last_alive = start;
+        let mut spins = 0u32;
+        loop {
+            if let Some(c) = self.cq_poll(cq)? {
+                return Ok(c);
+            }
+            match mode {
+                WaitMode::Poll => {
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    if spins % 64 != 0 {
+                        continue;
+                    }
+                    let now = Instant::now();
+                    if now.duration_since(start) >= timeout {
+                        return Err(VipError::Timeout);
+                    }
+                    if now.duration_since(last_alive) >= Duration::from_millis(1) {
+                        last_alive = now;
+                        for i in self.cq_users(cq) {
+                            self.wire_op(i, |w, _| w.check_alive());
+                        }
+                    }
+                }
+                WaitMode::Block => {
+                    let users = self.cq_users(cq);
+                    let elapsed = start.elapsed();
+                    if elapsed >= timeout {
+                        return Err(VipError::Timeout);
+                    }
+                    let left = timeout - elapsed;
+                    let slice = if users.len() == 1 {
+                        left
+                    } else {
+                        left.min(Duration::from_millis(1))
+                    };
+                    if users.is_empty() {
+                        std::thread::sleep(slice.min(Duration::from_millis(1)));
+                    }
+                    for i in users {
+                        self.wire_op(i, |w, want_write| w.wait(want_write, slice));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Indices of the connected VIs feeding `cq`.
+    fn cq_users(&self, cq: CqHandle) -> Vec<usize> {
+        (0..self.vis.len())
+            .filter(|&i| {
+                self.vis[i].as_ref().is_some_and(|v| {
+                    v.conn == Conn::Connected && (v.send_cq == cq || v.recv_cq == cq)
+                })
+            })
+            .collect()
+    }
+
+    /// Run a wire operation on VI `i`; a failure breaks the connection.
+    fn wire_op(&mut self, i: usize, f: impl FnOnce(&mut dyn Wire, bool) -> Result<(), WireError>) {
+        let Some(Some(v)) = self.vis.get_mut(i) else {
+            return;
+        };
+        let want_write = !v.sq.is_empty();
+        let r = match v.wire.as_mut() {
+            Some(w) => f(w.as_mut(), want_write),
+            None => Ok(()),
+        };
+        if let Err(e) = r {
+            self.fail(i, e);
+        }
+    }
+
+    /// Disconnect (VipDisconnect): every posted descriptor completes with `Flushed`; the VI
+    /// returns to idle and may connect again.
+    pub fn disconnect(&mut self, vi: ViHandle) -> Result<(), VipError> {
+        let v = get_mut(&mut self.vis, vi.0)?;
+        if v.conn == Conn::Idle && v.sq.is_empty() && v.rq.is_empty() {
+            return Err(VipError::NotConnected);
+        }
+        if let Some(mut w) = v.wire.take() {
+            w.close();
+        }
+        self.flush(vi.0 as usize, Status::Flushed, false);
+        if let Some(Some(v)) = self.vis.get_mut(vi.0 as usize) {
+            v.conn = Conn::Idle;
+            v.rx = RX_IDLE;
+        }
+        Ok(())
+    }
+
+    /// Close the NIC (VipCloseNic): disconnects every VI.
+    pub fn close(mut self) {
+        for i in 0..self.vis.len() {
+            if self.vis[i]
+                .as_ref()
+                .is_some_and(|v| v.conn == Conn::Connected)
+            {
+                let _ = self.disconnect(ViHandle(i as u32));
+            }
+        }
+    }
+}

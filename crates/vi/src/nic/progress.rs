@@ -1,0 +1,267 @@
+//! The provider's engine: moving bytes between work queues and the wire, and completing
+//! descriptors (000 §III.A: "after a request is processed, the VI provider marks the
+//! descriptors with a status value").
+//!
+//! Contract: framing is an 8-byte header (length u32 LE, immediate u32 LE) then the payload;
+//! a send descriptor completes once its last byte is on the wire, a receive descriptor once
+//! its message is in its buffers; a message with no receive posted is a `NoRecvDescriptor`
+//! completion and is discarded; any wire failure breaks the VI and flushes every posted
+//! descriptor with an error status (and leaves one completion even if none was posted).
+
+use super::{push_cq, Conn, Nic, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE};
+use crate::desc::{Completion, Status, WorkQueue, MAX_SEGMENTS};
+use crate::wire::WireError;
+
+impl Nic {
+    pub(super) fn fail(&mut self, i: usize, e: WireError) {
+        let status = match e {
+            WireError::Closed => Status::PeerClosed,
+            WireError::PeerGone => Status::PeerGone,
+            WireError::Corrupt => Status::ProtocolError,
+        };
+        if let Some(Some(v)) = self.vis.get_mut(i) {
+            v.conn = Conn::Broken;
+            v.wire = None;
+        }
+        self.flush(i, status, true);
+    }
+
+    /// Complete every posted descriptor of VI `i` with `status`; if `always_report` and
+    /// nothing was posted, leave one descriptor-less completion so a waiter learns.
+    pub(super) fn flush(&mut self, i: usize, status: Status, always_report: bool) {
+        let Nic { vis, cqs, mem, .. } = self;
+        let Some(Some(v)) = vis.get_mut(i) else {
+            return;
+        };
+        let vi = ViHandle(i as u32);
+        let mut any = false;
+        for (wq, q, cq) in [
+            (WorkQueue::Send, &mut v.sq, v.send_cq),
+            (WorkQueue::Recv, &mut v.rq, v.recv_cq),
+        ] {
+            while let Some(p) = q.pop_front() {
+                mem.pin(p.desc.segments(), false);
+                v.stats.flushed += 1;
+                any = true;
+                push_cq(
+                    cqs,
+                    cq,
+                    Completion {
+                        vi,
+                        queue: wq,
+                        id: Some(p.id),
+                        tag: p.desc.tag,
+                        status,
+                        len: 0,
+                        immediate: 0,
+                    },
+                );
+            }
+        }
+        if always_report && !any {
+            push_cq(
+                cqs,
+                v.recv_cq,
+                Completion {
+                    vi,
+                    queue: WorkQueue::Recv,
+                    id: None,
+                    tag: 0,
+                    status,
+                    len: 0,
+                    immediate: 0,
+                },
+            );
+        }
+    }
+
+    /// Move bytes for VI `i`: send queue onto the wire, wire into receive descriptors.
+    pub(super) fn progress(&mut self, i: usize) {
+        let r = self.progress_inner(i);
+        if let Some(Some(Vi { wire: Some(w), .. })) = self.vis.get_mut(i) {
+            w.flush();
+        }
+        if let Err(e) = r {
+            self.fail(i, e);
+        }
+    }
+
+    fn progress_inner(&mut self, i: usize) -> Result<(), WireError> {
+        let Nic { vis, cqs, mem, .. } = self;
+        let Some(Some(v)) = vis.get_mut(i) else {
+            return Ok(());
+        };
+        let vi = ViHandle(i as u32);
+        let Some(wire) = v.wire.as_mut() else {
+            return Ok(());
+        };
+        // Send side: gather header + segments from where the front descriptor stopped.
+        while let Some(p) = v.sq.front_mut() {
+            let total = p.desc.total_len();
+            let mut hdr = [0u8; HEADER_BYTES];
+            hdr[..4].copy_from_slice(&(total as u32).to_le_bytes());
+            hdr[4..].copy_from_slice(&p.desc.immediate.to_le_bytes());
+            let mut bufs: [&[u8]; MAX_SEGMENTS + 1] = [&[]; MAX_SEGMENTS + 1];
+            let mut k = 0;
+            let mut skip = p.done;
+            if skip < HEADER_BYTES {
+                bufs[0] = &hdr[skip..];
+                k = 1;
+                skip = 0;
+            } else {
+                skip -= HEADER_BYTES;
+            }
+            for s in p.desc.segments() {
+                let b = mem.seg(s);
+                if skip >= b.len() {
+                    skip -= b.len();
+                    continue;
+                }
+                bufs[k] = &b[skip..];
+                skip = 0;
+                k += 1;
+            }
+            let n = if k == 0 { 0 } else { wire.write(&bufs[..k])? };
+            p.done += n;
+            if p.done < total + HEADER_BYTES {
+                break;
+            }
+            let p = v.sq.pop_front().expect("front exists");
+            mem.pin(p.desc.segments(), false);
+            v.stats.sent_msgs += 1;
+            v.stats.sent_bytes += total as u64;
+            push_cq(
+                cqs,
+                v.send_cq,
+                Completion {
+                    vi,
+                    queue: WorkQueue::Send,
+                    id: Some(p.id),
+                    tag: p.desc.tag,
+                    status: Status::Success,
+                    len: total,
+                    immediate: p.desc.immediate,
+                },
+            );
+        }
+        // Receive side.
+        loop {
+            match &mut v.rx {
+                Rx::Header { buf, got } => {
+                    let n = wire.read(&mut buf[*got..])?;
+                    *got += n;
+                    if *got < HEADER_BYTES {
+                        return Ok(());
+                    }
+                    let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+                    let imm = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]);
+                    let deliver = match v.rq.front() {
+                        None => {
+                            // 000 §III.A / VI: a message needs a posted receive descriptor.
+                            v.stats.recv_no_descriptor += 1;
+                            push_cq(
+                                cqs,
+                                v.recv_cq,
+                                Completion {
+                                    vi,
+                                    queue: WorkQueue::Recv,
+                                    id: None,
+                                    tag: 0,
+                                    status: Status::NoRecvDescriptor,
+                                    len,
+                                    immediate: imm,
+                                },
+                            );
+                            false
+                        }
+                        Some(p) if p.desc.total_len() < len => {
+                            let p = v.rq.pop_front().expect("front exists");
+                            mem.pin(p.desc.segments(), false);
+                            v.stats.length_errors += 1;
+                            push_cq(
+                                cqs,
+                                v.recv_cq,
+                                Completion {
+                                    vi,
+                                    queue: WorkQueue::Recv,
+                                    id: Some(p.id),
+                                    tag: p.desc.tag,
+                                    status: Status::LengthError,
+                                    len,
+                                    immediate: imm,
+                                },
+                            );
+                            false
+                        }
+                        Some(_) => true,
+                    };
+                    v.rx = Rx::Payload {
+                        len,
+                        got: 0,
+                        imm,
+                        deliver,
+                    };
+                }
+                Rx::Payload {
+                    len,
+                    got,
+                    imm,
+                    deliver,
+                } => {
+                    if *got < *len {
+                        let want = *len - *got;
+                        let n = if *deliver {
+                            let p =
+                                v.rq.front_mut()
+                                    .expect("delivering into the front descriptor");
+                            let mut skip = *got;
+                            let mut n = 0;
+                            for s in p.desc.segments() {
+                                if skip >= s.len {
+                                    skip -= s.len;
+                                    continue;
+                                }
+                                let b = mem.seg_mut(s);
+                                let end = b.len().min(skip + want);
+                                n = wire.read(&mut b[skip..end])?;
+                                break;
+                            }
+                            p.done += n;
+                            n
+                        } else {
+                            let mut scratch = [0u8; 4096];
+                            let m = want.min(scratch.len());
+                            wire.read(&mut scratch[..m])?
+                        };
+                        *got += n;
+                        if n == 0 {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    let (len, imm, deliver) = (*len, *imm, *deliver);
+                    if deliver {
+                        let p = v.rq.pop_front().expect("front exists");
+                        mem.pin(p.desc.segments(), false);
+                        v.stats.recv_msgs += 1;
+                        v.stats.recv_bytes += len as u64;
+                        push_cq(
+                            cqs,
+                            v.recv_cq,
+                            Completion {
+                                vi,
+                                queue: WorkQueue::Recv,
+                                id: Some(p.id),
+                                tag: p.desc.tag,
+                                status: Status::Success,
+                                len,
+                                immediate: imm,
+                            },
+                        );
+                    }
+                    v.rx = RX_IDLE;
+                }
+            }
+        }
+    }
+}

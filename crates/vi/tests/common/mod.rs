@@ -1,0 +1,59 @@
+//! Shared test fixtures: a connected pair of NICs in one process.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use mslink_vi::{Backend, CqHandle, Nic, NicConfig, ViHandle};
+
+/// Generous harness timeout: a hang fails the test instead of blocking CI.
+pub const T: Duration = Duration::from_secs(10);
+
+/// One end of a connection.
+pub struct End {
+    pub nic: Nic,
+    pub cq: CqHandle,
+    pub vi: ViHandle,
+}
+
+/// A unique address for `name` on `backend`.
+pub fn addr(backend: Backend, name: &str) -> String {
+    match backend {
+        Backend::SharedMemory => {
+            format!("/tmp/mslink-vi-test-{}-{name}.sock", std::process::id())
+        }
+        Backend::Tcp => "127.0.0.1:0".to_string(),
+    }
+}
+
+/// Connect two NICs in this process; the acceptor posts `pre_recv` receives of
+/// `recv_len` bytes before accepting (none if 0).
+pub fn pair(backend: Backend, cfg: NicConfig, name: &str) -> (End, End) {
+    let mut a = Nic::open(backend, cfg.clone()).expect("open");
+    let l = a.listen(&addr(backend, name)).expect("listen");
+    let where_ = a.listener_addr(l).expect("addr");
+    let cqa = a.create_cq();
+    let via = a.create_vi(cqa, cqa).expect("vi");
+    let t = std::thread::spawn(move || {
+        a.accept(l, via, T).expect("accept");
+        a.close_listener(l).expect("close listener");
+        a
+    });
+    let mut b = Nic::open(backend, cfg).expect("open");
+    let cqb = b.create_cq();
+    let vib = b.create_vi(cqb, cqb).expect("vi");
+    b.connect(vib, &where_, T).expect("connect");
+    let a = t.join().expect("acceptor thread");
+    (
+        End {
+            nic: a,
+            cq: cqa,
+            vi: via,
+        },
+        End {
+            nic: b,
+            cq: cqb,
+            vi: vib,
+        },
+    )
+}
