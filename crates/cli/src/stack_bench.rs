@@ -14,7 +14,7 @@ use std::time::Instant as WallClock;
 use anyhow::{bail, Context, Result};
 use mslink_link::Instant;
 use mslink_stack::wire::Wire;
-use mslink_stack::{Architecture, EndpointId, Participants, Stack, StackConfig};
+use mslink_stack::{Architecture, EndpointId, Participants, Stack, StackConfig, UdpConn};
 
 /// Options of `mslink stack-bench`.
 #[derive(clap::Args, Debug)]
@@ -285,25 +285,23 @@ fn fig4_p50(daa_priority: bool, background: usize, bg_size: usize, samples: usiz
             100 + f as u32,
             200 + f as u32,
         );
-        let pc = Participants {
-            remote_mac: cs.station,
-            remote_ip: cs.address,
+        let c = UdpConn {
             local_port: cport,
             remote_port: sport,
+            local_app: capp,
             remote_app: sapp,
             priority: prio,
             ..Default::default()
         };
-        let ps = Participants {
-            remote_mac: cc.station,
-            remote_ip: cc.address,
-            local_port: sport,
-            remote_port: cport,
-            remote_app: capp,
-            ..Default::default()
-        };
-        ce.push(client.open(ic.udp, pc, 0, Some(capp))?.0);
-        server.open(is.udp, ps, 0, Some(sapp))?;
+        ce.push(client.open_udp_to(ic.udp, &cs, c)?.0);
+        server.open_udp_to(
+            is.udp,
+            &cc,
+            UdpConn {
+                priority: 0,
+                ..c.reversed()
+            },
+        )?;
     }
     let t = Instant::ZERO;
     let start = WallClock::now();

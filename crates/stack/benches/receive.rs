@@ -6,7 +6,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mslink_link::Instant;
 use mslink_stack::checksum::{copy_and_sum, copy_then_sum, Sum};
-use mslink_stack::{Architecture, Participants, Stack, StackConfig};
+use mslink_stack::{Architecture, Stack, StackConfig, UdpConn};
 
 const CONNS: u16 = 1000;
 
@@ -27,26 +27,16 @@ fn receiver(arch: Architecture, checksum: bool, ilp: bool, len: usize) -> (Stack
     let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
     let mut ea = None;
     for i in 0..CONNS {
-        let pa = Participants {
-            remote_mac: cb.station,
-            remote_ip: cb.address,
+        let c = UdpConn {
             local_port: 10_000 + i,
             remote_port: 20_000 + i,
+            local_app: 1_000 + i as u32,
             remote_app: 2_000 + i as u32,
-            udp_checksum: checksum,
+            checksum,
             ..Default::default()
         };
-        let pb = Participants {
-            remote_mac: ca.station,
-            remote_ip: ca.address,
-            local_port: 20_000 + i,
-            remote_port: 10_000 + i,
-            remote_app: 1_000 + i as u32,
-            udp_checksum: checksum,
-            ..Default::default()
-        };
-        let e = a.open(ia.udp, pa, 0, Some(1_000 + i as u32)).unwrap().0;
-        b.open(ib.udp, pb, 0, Some(2_000 + i as u32)).unwrap();
+        let e = a.open_udp_to(ia.udp, &cb, c).unwrap().0;
+        b.open_udp_to(ib.udp, &ca, c.reversed()).unwrap();
         if i == CONNS / 2 {
             ea = Some(e);
         }

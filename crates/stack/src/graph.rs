@@ -260,6 +260,36 @@ impl GraphBuilder {
     }
 }
 
+/// One end of a UDP connection between two stacks, for [`Stack::open_udp_to`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpConn {
+    /// Our port.
+    pub local_port: u16,
+    /// The peer's port.
+    pub remote_port: u16,
+    /// Our DAA application id (requested from the allocator).
+    pub local_app: u32,
+    /// The peer's DAA application id.
+    pub remote_app: u32,
+    /// DAA priority written into frames we send.
+    pub priority: u32,
+    /// UDP checksum on send and verify on receive.
+    pub checksum: bool,
+}
+
+impl UdpConn {
+    /// The same connection seen from the peer: ports and application ids swapped.
+    pub fn reversed(self) -> UdpConn {
+        UdpConn {
+            local_port: self.remote_port,
+            remote_port: self.local_port,
+            local_app: self.remote_app,
+            remote_app: self.local_app,
+            ..self
+        }
+    }
+}
+
 /// Protocol ids of the standard UDP/IPv4/Ethernet graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpIpEth {
@@ -302,6 +332,28 @@ impl Stack {
     /// The configuration.
     pub fn config(&self) -> &StackConfig {
         &self.cfg
+    }
+
+    /// Opens a UDP endpoint on protocol `top` talking to the stack configured as `peer`:
+    /// the common case of [`Stack::open`], with the peer's station and IP address taken from
+    /// its configuration. Open the other end with `conn.reversed()` on the peer.
+    pub fn open_udp_to(
+        &mut self,
+        top: ProtoId,
+        peer: &StackConfig,
+        conn: UdpConn,
+    ) -> Result<(EndpointId, u32), StackError> {
+        let p = Participants {
+            remote_mac: peer.station,
+            remote_ip: peer.address,
+            local_port: conn.local_port,
+            remote_port: conn.remote_port,
+            remote_app: conn.remote_app,
+            priority: conn.priority,
+            udp_checksum: conn.checksum,
+            ..Default::default()
+        };
+        self.open(top, p, 0, Some(conn.local_app))
     }
 
     /// Opens an application endpoint on protocol `top` (an app is known there by `app_number`:
@@ -664,25 +716,24 @@ mod tests {
         let mut ea = Vec::new();
         for (i, prio) in [1u32, 9, 5].into_iter().enumerate() {
             let i = i as u16;
-            let pa = Participants {
-                remote_mac: cb.station,
-                remote_ip: cb.address,
+            let c = UdpConn {
                 local_port: 100 + i,
                 remote_port: 200 + i,
+                local_app: 10 + i as u32,
                 remote_app: 20 + i as u32,
                 priority: prio,
                 ..Default::default()
             };
-            let pb = Participants {
-                remote_mac: ca.station,
-                remote_ip: ca.address,
-                local_port: 200 + i,
-                remote_port: 100 + i,
-                remote_app: 10 + i as u32,
-                ..Default::default()
-            };
-            ea.push(a.open(ia.udp, pa, 0, Some(10 + i as u32)).unwrap().0);
-            b.open(ib.udp, pb, 0, Some(20 + i as u32)).unwrap();
+            ea.push(a.open_udp_to(ia.udp, &cb, c).unwrap().0);
+            b.open_udp_to(
+                ib.udp,
+                &ca,
+                UdpConn {
+                    priority: 0,
+                    ..c.reversed()
+                },
+            )
+            .unwrap();
         }
         (a, b, ea)
     }

@@ -26,7 +26,7 @@ pub mod wire;
 
 pub use graph::{
     Architecture, Delivery, EndpointId, GraphBuilder, Stack, StackConfig, StackError, StackStats,
-    UdpIpEth,
+    UdpConn, UdpIpEth,
 };
 pub use msg::Message;
 pub use proto::{DropReason, Participants, Protocol};

@@ -49,8 +49,8 @@ impl Wire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::UdpConn;
     use crate::graph::{Architecture, StackConfig};
-    use crate::proto::Participants;
 
     #[test]
     fn ping_pong_in_every_architecture() {
@@ -68,26 +68,16 @@ mod tests {
                 };
                 let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
                 let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
-                let pa = Participants {
-                    remote_mac: cb.station,
-                    remote_ip: cb.address,
+                let c = UdpConn {
                     local_port: 5000,
                     remote_port: 6000,
+                    local_app: 50,
                     remote_app: 60,
-                    udp_checksum: ck,
+                    checksum: ck,
                     ..Default::default()
                 };
-                let pb = Participants {
-                    remote_mac: ca.station,
-                    remote_ip: ca.address,
-                    local_port: 6000,
-                    remote_port: 5000,
-                    remote_app: 50,
-                    udp_checksum: ck,
-                    ..Default::default()
-                };
-                let (ea, _) = a.open(ia.udp, pa, 0, Some(50)).unwrap();
-                let (eb, app_b) = b.open(ib.udp, pb, 0, Some(60)).unwrap();
+                let (ea, _) = a.open_udp_to(ia.udp, &cb, c).unwrap();
+                let (eb, app_b) = b.open_udp_to(ib.udp, &ca, c.reversed()).unwrap();
                 if arch == Architecture::Daa {
                     assert_eq!(app_b, 60);
                 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use mslink_link::Instant;
 use mslink_stack::demux_key::FIRST_DYNAMIC_APP_ID;
 use mslink_stack::wire::Wire;
-use mslink_stack::{Architecture, Participants, Stack, StackConfig};
+use mslink_stack::{Architecture, Stack, StackConfig, UdpConn};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -98,27 +98,17 @@ fn run(
     let mut ea = Vec::new();
     let mut eb = Vec::new();
     for (i, c) in conns.iter().enumerate() {
-        let pa = Participants {
-            remote_mac: cb.station,
-            remote_ip: cb.address,
+        let conn = UdpConn {
             local_port: c.a_port,
             remote_port: c.b_port,
+            local_app: c.a_app,
             remote_app: c.b_app,
-            udp_checksum: c.checksum,
+            checksum: c.checksum,
             ..Default::default()
         };
-        ea.push(a.open(ia.udp, pa, 0, Some(c.a_app)).unwrap().0);
+        ea.push(a.open_udp_to(ia.udp, &cb, conn).unwrap().0);
         if i < SESSIONS {
-            let pb = Participants {
-                remote_mac: ca.station,
-                remote_ip: ca.address,
-                local_port: c.b_port,
-                remote_port: c.a_port,
-                remote_app: c.a_app,
-                udp_checksum: c.checksum,
-                ..Default::default()
-            };
-            let (e, app) = b.open(ib.udp, pb, 0, Some(c.b_app)).unwrap();
+            let (e, app) = b.open_udp_to(ib.udp, &ca, conn.reversed()).unwrap();
             if arch == Architecture::Daa {
                 assert_eq!(app, c.b_app, "requested application id honoured");
             }

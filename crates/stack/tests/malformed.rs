@@ -3,7 +3,7 @@
 
 use mslink_link::Instant;
 use mslink_stack::proto::DropReason;
-use mslink_stack::{Architecture, EndpointId, Participants, Stack, StackConfig};
+use mslink_stack::{Architecture, EndpointId, Stack, StackConfig, UdpConn};
 use proptest::prelude::*;
 
 const T: Instant = Instant::ZERO;
@@ -22,26 +22,16 @@ fn setup(arch: Architecture, checksum: bool, payload: &[u8]) -> (Stack, Vec<u8>)
     };
     let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
     let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
-    let pa = Participants {
-        remote_mac: cb.station,
-        remote_ip: cb.address,
+    let c = UdpConn {
         local_port: 1111,
         remote_port: 2222,
+        local_app: 11,
         remote_app: 22,
-        udp_checksum: checksum,
+        checksum,
         ..Default::default()
     };
-    let pb = Participants {
-        remote_mac: ca.station,
-        remote_ip: ca.address,
-        local_port: 2222,
-        remote_port: 1111,
-        remote_app: 11,
-        udp_checksum: checksum,
-        ..Default::default()
-    };
-    let (ea, _) = a.open(ia.udp, pa, 0, Some(11)).unwrap();
-    b.open(ib.udp, pb, 0, Some(22)).unwrap();
+    let (ea, _) = a.open_udp_to(ia.udp, &cb, c).unwrap();
+    b.open_udp_to(ib.udp, &ca, c.reversed()).unwrap();
     a.send(T, ea, payload).unwrap();
     let mut buf = [0u8; 2048];
     let n = a.poll_transmit(T, &mut buf).unwrap();

@@ -7,7 +7,7 @@
 
 use mslink_link::Instant;
 use mslink_stack::wire::Wire;
-use mslink_stack::{Architecture, Participants, Stack, StackConfig};
+use mslink_stack::{Architecture, Stack, StackConfig, UdpConn};
 
 const SERVICE: u64 = 10_000;
 
@@ -37,25 +37,25 @@ fn probe_p50(probe_priority: u32, background: usize, bg_size: usize) -> u64 {
             100 + f as u32,
             200 + f as u32,
         );
-        let pc = Participants {
-            remote_mac: cs.station,
-            remote_ip: cs.address,
+        let c = UdpConn {
             local_port: cport,
             remote_port: sport,
+            local_app: capp,
             remote_app: sapp,
             priority: prio,
             ..Default::default()
         };
-        let ps = Participants {
-            remote_mac: cc.station,
-            remote_ip: cc.address,
-            local_port: sport,
-            remote_port: cport,
-            remote_app: capp,
-            ..Default::default()
-        };
-        ce.push(client.open(ic.udp, pc, 0, Some(capp)).unwrap().0);
-        server.open(is.udp, ps, 0, Some(sapp)).unwrap();
+        ce.push(client.open_udp_to(ic.udp, &cs, c).unwrap().0);
+        server
+            .open_udp_to(
+                is.udp,
+                &cc,
+                UdpConn {
+                    priority: 0,
+                    ..c.reversed()
+                },
+            )
+            .unwrap();
     }
     let size = |f: usize| if f == 0 { 1 } else { bg_size };
     let mut sent_at = vec![0u64; flows];
