@@ -5,10 +5,13 @@
 use libfuzzer_sys::fuzz_target;
 use mslink_link::fec::RsCodec;
 
+/// Codecs for 1-64 parity symbols, built once (building one computes its tables).
+static CODECS: std::sync::OnceLock<Vec<RsCodec>> = std::sync::OnceLock::new();
+
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else { return };
-    let nsym = 1 + (sel as usize % 64);
-    let Ok(codec) = RsCodec::new(nsym) else { return };
+    let codecs = CODECS.get_or_init(|| (1..=64).map(|n| RsCodec::new(n).expect("1-64 parity symbols are valid")).collect());
+    let codec = &codecs[sel as usize % 64];
     let n = rest.len().min(255);
     let mut word = rest[..n].to_vec();
     let before = word.clone();
