@@ -131,18 +131,27 @@ impl LinkConfig {
         })
     }
 
-    /// Whether packets must be cut into several frames: true when the largest packet plus the
-    /// largest framing does not fit one frame.
-    pub fn segmented(&self) -> bool {
+    /// Whether `spec`'s packets must be cut into several frames: true when the largest packet
+    /// plus the link's framing and the service's own data header does not fit one frame. Both
+    /// ends derive it from the same configuration, so it needs no negotiation; a service with
+    /// a small header (Raw: none) keeps whole packets where one with a larger header must cut.
+    pub fn segments(&self, spec: &ServiceSpec) -> bool {
         let width = self.seq_width().unwrap_or_default();
-        self.mtu + self.link_format().overhead() + max_data_header(width) > self.frame_size
+        self.mtu + self.link_format().overhead() + spec.config.data_header_bytes(width)
+            > self.frame_size
     }
 
-    /// The service header format every service of this link starts from.
-    pub fn header_format(&self) -> Result<HeaderFormat, LinkConfigError> {
+    /// Whether any service of the link segments packets.
+    pub fn segmented(&self) -> bool {
+        self.services.iter().any(|s| self.segments(s))
+    }
+
+    /// The service header format `spec` starts from (each scheme sets its own
+    /// `piggyback_ack`).
+    pub fn header_format(&self, spec: &ServiceSpec) -> Result<HeaderFormat, LinkConfigError> {
         Ok(HeaderFormat {
             width: self.seq_width()?,
-            segmented: self.segmented(),
+            segmented: self.segments(spec),
             piggyback_ack: false,
         })
     }
@@ -261,7 +270,36 @@ mod tests {
         };
         c.validate().unwrap();
         assert!(c.segmented());
-        assert_eq!(c.header_format().unwrap().seq_space().modulus(), 32);
+        assert_eq!(
+            c.header_format(&c.services[0])
+                .unwrap()
+                .seq_space()
+                .modulus(),
+            32
+        );
+    }
+
+    #[test]
+    fn segmentation_is_decided_per_service() {
+        // 96-byte packets on 100-byte frames with a CRC: Raw (no header) fits them whole,
+        // Selective Repeat (2-byte header in 8-bit mode) must cut them.
+        let c: LinkConfig = toml::from_str(
+            "frame_size = 100\nmtu = 96\nseq_bits = 8\ncrc = true\n[[service]]\nname = 'raw'\nscheme = 'raw'",
+        )
+        .unwrap();
+        assert!(!c.segments(&c.services[0]));
+        let sr: LinkConfig = toml::from_str(
+            "frame_size = 100\nmtu = 96\nseq_bits = 8\n[[service]]\nname = 'sr'\nscheme = 'selective_repeat'",
+        )
+        .unwrap();
+        assert!(sr.segments(&sr.services[0]));
+        assert_eq!(
+            sr.header_format(&sr.services[0])
+                .unwrap()
+                .seq_space()
+                .modulus(),
+            32
+        );
     }
 
     #[test]

@@ -145,8 +145,6 @@ impl MultiServiceLink {
         scheduler: Box<dyn Scheduler>,
     ) -> Result<Self, LinkConfigError> {
         let format = config.link_format();
-        let header = config.header_format()?;
-        let horizon = header.seq_space().max_window();
         let classifier = Classifier::new(
             &config.rules,
             &config.service_names(),
@@ -156,14 +154,15 @@ impl MultiServiceLink {
             .services
             .iter()
             .map(|spec| {
+                let header = config.header_format(spec)?;
                 let service = spec.config.build(header);
                 let crc = config.crc && service.uses_link_crc();
                 let framing = format.tagged as usize + if crc { 4 } else { 0 };
                 let sdu_max = service
                     .max_sdu(config.frame_size.saturating_sub(framing))
                     .max(1);
-                Slot {
-                    reassembler: Reassembler::new(horizon, config.mtu),
+                Ok(Slot {
+                    reassembler: Reassembler::new(header.seq_space().max_window(), config.mtu),
                     sdu_max,
                     crc,
                     staged: None,
@@ -173,9 +172,9 @@ impl MultiServiceLink {
                         ..Default::default()
                     },
                     service,
-                }
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>, LinkConfigError>>()?;
         Ok(MultiServiceLink {
             format,
             mtu: config.mtu,

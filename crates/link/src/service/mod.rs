@@ -167,6 +167,20 @@ impl ServiceConfig {
         }
     }
 
+    /// Bytes of the data header this scheme puts on each frame with sequence fields of
+    /// `width` (004 §III.A: Raw 0, Karn/OOS RLP and XOR FEC one field, GBN/SR two). The
+    /// Reed-Solomon service frames packets itself and is never cut by the link: 0.
+    pub fn data_header_bytes(&self, width: crate::wire::SeqWidth) -> usize {
+        match self {
+            ServiceConfig::Raw(_) | ServiceConfig::RsFec(_) => 0,
+            ServiceConfig::GoBackN(_) | ServiceConfig::SelectiveRepeat(_) => 2 * width.bytes(),
+            ServiceConfig::KarnRlp(_)
+            | ServiceConfig::OosRlp(_)
+            | ServiceConfig::Persistent(_)
+            | ServiceConfig::XorFec(_) => width.bytes(),
+        }
+    }
+
     /// Builds one end of the service for the given header format (segmentation and width come
     /// from the link; each scheme sets its own `piggyback_ack`).
     pub fn build(&self, format: HeaderFormat) -> Box<dyn Service> {
