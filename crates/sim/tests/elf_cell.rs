@@ -81,3 +81,35 @@ fn table3_location_dependent_errors() {
         "Table 3 effort",
     );
 }
+
+/// 003 Fig. 11: in the "walls" environment the protected flows keep their rates and the two
+/// best-effort flows bear the loss equally.
+#[test]
+fn fig11_reserved_flows_keep_their_rates_in_the_walls_trace() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/003");
+    let text = std::fs::read_to_string(dir.join("fig11_elf_walls.toml")).unwrap();
+    let sc = Scenario::parse(&text)
+        .unwrap()
+        .with_overrides(&[
+            ("sim.duration_s".into(), "5000".into()),
+            ("sim.timeseries_window_s".into(), "0".into()),
+        ])
+        .unwrap();
+    sc.validate().unwrap();
+    let mut load = |f: &str| std::fs::read_to_string(dir.join(f)).map_err(|e| e.to_string());
+    let flows = run(&sc, 0, &mut load).unwrap().flows;
+    let r: Vec<f64> = flows.iter().map(|f| f.throughput_bps / 1e3).collect();
+    // Audio: 1% of the link (about 5,000 frames in this run, so 4% allows for binomial noise).
+    assert!((r[0] - 8.0).abs() < 0.04 * 8.0, "audio {}", r[0]);
+    assert!((r[1] - 352.0).abs() < 0.02 * 352.0, "video {}", r[1]);
+    assert!(
+        (r[2] - r[3]).abs() < 0.02 * r[3],
+        "best effort {} vs {}",
+        r[2],
+        r[3]
+    );
+    // The trace damages about 30% of frames. Error-free, the best-effort flows would share
+    // 800 - 360 = 440 kbit/s; they keep less than 70% of it because the reserved flows' extra
+    // air time to make up for their losses comes out of the best-effort share.
+    assert!(r[2] + r[3] < 0.7 * 440.0, "best effort {} + {}", r[2], r[3]);
+}
