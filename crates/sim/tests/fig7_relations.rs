@@ -85,3 +85,35 @@ fn fig9_karn_oos_gap_grows_over_two_links() {
         assert!(d(&point(&two, mean, 2)) > d(&point(&two, mean, 3)));
     }
 }
+
+/// Every complete scenario in docs/simulator.md (a block with `[sim]`, `[[segment]]` or
+/// `[cell]`) parses and validates.
+#[test]
+fn simulator_doc_examples_are_valid() {
+    let doc = include_str!("../../../docs/simulator.md");
+    let mut blocks = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut cur, line.trim_start()) {
+            (None, "```toml") => cur = Some(String::new()),
+            (Some(b), "```") => {
+                blocks.push(std::mem::take(b));
+                cur = None;
+            }
+            (Some(b), l) => {
+                b.push_str(l);
+                b.push('\n');
+            }
+            _ => {}
+        }
+    }
+    let complete: Vec<&String> = blocks
+        .iter()
+        .filter(|b| b.contains("[cell]") || b.contains("[[segment]]"))
+        .collect();
+    assert!(!complete.is_empty());
+    for b in complete {
+        let s = Scenario::parse(b).unwrap_or_else(|e| panic!("{b}\n{e}"));
+        s.validate().unwrap_or_else(|e| panic!("{b}\n{e}"));
+    }
+}
