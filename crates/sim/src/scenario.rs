@@ -163,6 +163,12 @@ pub enum AppKind {
     Cbr,
     /// Constant rate, always on.
     Constant,
+    /// 003 §4's UDP spray: packets back to back at the line rate of the first segment on the
+    /// path (`rate_bps` is ignored), whatever is lost; only arrivals count.
+    Spray,
+    /// Echo requests at `rate_bps`; the destination answers each one, and the source records
+    /// the round-trip time in the flow's delay columns.
+    Ping,
 }
 
 /// One UDP flow.
@@ -177,7 +183,7 @@ pub struct Flow {
     pub from: usize,
     /// Destination node.
     pub to: usize,
-    /// Sending rate while on, bit/s of IP packets.
+    /// Sending rate while on, bit/s of IP packets (not used by `spray`).
     pub rate_bps: f64,
     /// IP packet size in bytes (headers included).
     pub packet_bytes: usize,

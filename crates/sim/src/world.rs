@@ -346,7 +346,14 @@ pub fn run_with_capture(
             dscp: f.dscp,
             port: if f.port == 0 { 5000 + i as u16 } else { f.port },
             len: f.packet_bytes,
-            interval: secs(f.packet_bytes as f64 * 8.0 / f.rate_bps),
+            interval: match f.app {
+                // Back to back at the first hop's line rate (003 §4's spray).
+                AppKind::Spray => {
+                    let first = &sc.segments[f.from.min(f.to)];
+                    secs(f.packet_bytes as f64 * 8.0 / first.rate())
+                }
+                _ => secs(f.packet_bytes as f64 * 8.0 / f.rate_bps),
+            },
             spurt_end,
             stop,
             talk,
@@ -548,9 +555,20 @@ impl World<'_, '_> {
 
     fn sink(&mut self, now: Instant, p: Vec<u8>) {
         let Some(st) = packet::stamp(&p) else { return };
-        let Some(sink) = self.sinks.get_mut(st.flow as usize) else {
+        let Some((_, flow)) = self.flows.get(st.flow as usize) else {
             return;
         };
+        if flow.app == AppKind::Ping && packet::destination(&p) == Some(flow.to) {
+            // An echo request reached its destination: answer with the same stamp, so the
+            // reply's arrival at the source measures the round trip.
+            let s = &self.sources[st.flow as usize];
+            let mut reply = Vec::new();
+            packet::build(&mut reply, p.len(), s.to, s.from, s.dscp, s.port, st);
+            let at = flow.to;
+            self.at_node(now, at, reply);
+            return;
+        }
+        let sink = &mut self.sinks[st.flow as usize];
         // A copy more than SEEN packets late would count as new; no link here delays that much.
         let slot = &mut sink.seen[st.seq as usize % SEEN];
         if *slot == st.seq.wrapping_add(1) {
@@ -636,6 +654,8 @@ impl World<'_, '_> {
                 app: match f.app {
                     AppKind::Cbr => "cbr",
                     AppKind::Constant => "constant",
+                    AppKind::Spray => "spray",
+                    AppKind::Ping => "ping",
                 }
                 .into(),
                 service: self.service_names(i),
