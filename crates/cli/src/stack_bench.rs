@@ -84,9 +84,7 @@ fn pair(arch: Architecture, layer: Layer, checksum: bool, ilp: bool) -> Result<P
     let cs = StackConfig {
         architecture: arch,
         ilp,
-        station: [2, 0, 0, 0, 0, 2],
-        address: [10, 0, 0, 2],
-        ..Default::default()
+        ..StackConfig::host(2)
     };
     let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
     let (mut server, is) = Stack::udp_ip_eth(cs.clone());
@@ -268,10 +266,8 @@ fn fig4_p50(daa_priority: bool, background: usize, bg_size: usize, samples: usiz
     };
     let cs = StackConfig {
         architecture: arch,
-        station: [2, 0, 0, 0, 0, 2],
-        address: [10, 0, 0, 2],
         priority_queue: if daa_priority { 4096 } else { 0 },
-        ..Default::default()
+        ..StackConfig::host(2)
     };
     let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
     let (mut server, is) = Stack::udp_ip_eth(cs.clone());

@@ -84,12 +84,20 @@ pub struct StackConfig {
 }
 
 impl Default for StackConfig {
+    /// Host 1 (see [`StackConfig::host`]), LLM, no ILP, no priority queue.
     fn default() -> Self {
+        StackConfig::host(1)
+    }
+}
+
+impl StackConfig {
+    /// Default settings for test host `n`: station 02:00:00:00:00:n, address 10.0.0.n.
+    pub fn host(n: u8) -> Self {
         StackConfig {
             architecture: Architecture::Llm,
             ilp: false,
-            station: [2, 0, 0, 0, 0, 1],
-            address: [10, 0, 0, 1],
+            station: [2, 0, 0, 0, 0, n],
+            address: [10, 0, 0, n],
             priority_queue: 0,
         }
     }
@@ -706,10 +714,8 @@ mod tests {
         };
         let cb = StackConfig {
             architecture: Architecture::Daa,
-            station: [2, 0, 0, 0, 0, 2],
-            address: [10, 0, 0, 2],
             priority_queue: queue,
-            ..Default::default()
+            ..StackConfig::host(2)
         };
         let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
         let (mut b, ib) = Stack::udp_ip_eth(cb.clone());

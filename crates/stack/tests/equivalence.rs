@@ -89,9 +89,7 @@ fn run(
     let cb = StackConfig {
         architecture: arch,
         ilp,
-        station: [2, 0, 0, 0, 0, 2],
-        address: [10, 0, 0, 2],
-        ..Default::default()
+        ..StackConfig::host(2)
     };
     let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
     let (mut b, ib) = Stack::udp_ip_eth(cb.clone());

@@ -20,10 +20,8 @@ fn probe_p50(probe_priority: u32, background: usize, bg_size: usize) -> u64 {
     };
     let cs = StackConfig {
         architecture: Architecture::Daa,
-        station: [2, 0, 0, 0, 0, 2],
-        address: [10, 0, 0, 2],
         priority_queue: 1024,
-        ..Default::default()
+        ..StackConfig::host(2)
     };
     let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
     let (mut server, is) = Stack::udp_ip_eth(cs.clone());
