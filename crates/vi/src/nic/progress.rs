@@ -8,9 +8,49 @@
 //! completion and is discarded; any wire failure breaks the VI and flushes every posted
 //! descriptor with an error status (and leaves one completion even if none was posted).
 
-use super::{push_cq, Conn, Nic, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE};
+use super::{push_cq, Conn, Nic, Posted, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE};
 use crate::desc::{Completion, Status, WorkQueue, MAX_SEGMENTS};
 use crate::wire::WireError;
+
+/// The completion of posted descriptor `p`.
+fn completed(
+    vi: ViHandle,
+    queue: WorkQueue,
+    p: &Posted,
+    status: Status,
+    len: usize,
+    immediate: u32,
+) -> Completion {
+    Completion {
+        vi,
+        queue,
+        id: Some(p.id),
+        tag: p.desc.tag,
+        status,
+        len,
+        immediate,
+    }
+}
+
+/// A completion with no descriptor behind it (a message that found no receive descriptor, or
+/// a connection lost while nothing was posted).
+fn without_descriptor(
+    vi: ViHandle,
+    queue: WorkQueue,
+    status: Status,
+    len: usize,
+    immediate: u32,
+) -> Completion {
+    Completion {
+        vi,
+        queue,
+        id: None,
+        tag: 0,
+        status,
+        len,
+        immediate,
+    }
+}
 
 impl Nic {
     pub(super) fn fail(&mut self, i: usize, e: WireError) {
@@ -43,34 +83,14 @@ impl Nic {
                 mem.pin(p.desc.segments(), false);
                 v.stats.flushed += 1;
                 any = true;
-                push_cq(
-                    cqs,
-                    cq,
-                    Completion {
-                        vi,
-                        queue: wq,
-                        id: Some(p.id),
-                        tag: p.desc.tag,
-                        status,
-                        len: 0,
-                        immediate: 0,
-                    },
-                );
+                push_cq(cqs, cq, completed(vi, wq, &p, status, 0, 0));
             }
         }
         if always_report && !any {
             push_cq(
                 cqs,
                 v.recv_cq,
-                Completion {
-                    vi,
-                    queue: WorkQueue::Recv,
-                    id: None,
-                    tag: 0,
-                    status,
-                    len: 0,
-                    immediate: 0,
-                },
+                without_descriptor(vi, WorkQueue::Recv, status, 0, 0),
             );
         }
     }
@@ -133,15 +153,14 @@ impl Nic {
             push_cq(
                 cqs,
                 v.send_cq,
-                Completion {
+                completed(
                     vi,
-                    queue: WorkQueue::Send,
-                    id: Some(p.id),
-                    tag: p.desc.tag,
-                    status: Status::Success,
-                    len: total,
-                    immediate: p.desc.immediate,
-                },
+                    WorkQueue::Send,
+                    &p,
+                    Status::Success,
+                    total,
+                    p.desc.immediate,
+                ),
             );
         }
         // Receive side.
@@ -162,15 +181,13 @@ impl Nic {
                             push_cq(
                                 cqs,
                                 v.recv_cq,
-                                Completion {
+                                without_descriptor(
                                     vi,
-                                    queue: WorkQueue::Recv,
-                                    id: None,
-                                    tag: 0,
-                                    status: Status::NoRecvDescriptor,
+                                    WorkQueue::Recv,
+                                    Status::NoRecvDescriptor,
                                     len,
-                                    immediate: imm,
-                                },
+                                    imm,
+                                ),
                             );
                             false
                         }
@@ -181,15 +198,7 @@ impl Nic {
                             push_cq(
                                 cqs,
                                 v.recv_cq,
-                                Completion {
-                                    vi,
-                                    queue: WorkQueue::Recv,
-                                    id: Some(p.id),
-                                    tag: p.desc.tag,
-                                    status: Status::LengthError,
-                                    len,
-                                    immediate: imm,
-                                },
+                                completed(vi, WorkQueue::Recv, &p, Status::LengthError, len, imm),
                             );
                             false
                         }
@@ -248,15 +257,7 @@ impl Nic {
                         push_cq(
                             cqs,
                             v.recv_cq,
-                            Completion {
-                                vi,
-                                queue: WorkQueue::Recv,
-                                id: Some(p.id),
-                                tag: p.desc.tag,
-                                status: Status::Success,
-                                len,
-                                immediate: imm,
-                            },
+                            completed(vi, WorkQueue::Recv, &p, Status::Success, len, imm),
                         );
                     }
                     v.rx = RX_IDLE;
