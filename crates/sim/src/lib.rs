@@ -13,6 +13,7 @@ pub mod cell;
 pub mod event;
 pub mod packet;
 pub mod scenario;
+pub mod tcp;
 pub mod world;
 
 pub use scenario::{Scenario, ScenarioError};

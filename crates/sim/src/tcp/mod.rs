@@ -1,0 +1,179 @@
+//! TCP for the simulator: Reno, NewReno and SACK senders, a receiver with optional delayed
+//! ACKs, and the RFC 6298 retransmission timer, as sans-IO state machines.
+//!
+//! Contract. Every machine follows DESIGN.md rule 2: inputs `handle_*(now, ..)` and
+//! `handle_timeout(now)` (a call with nothing due does nothing), outputs `poll_transmit(now)`
+//! (one segment per call, `None` when nothing may be sent) and `poll_timeout()`, plus
+//! `stats()`. A driver calls, after any input: `poll_transmit` until `None`, then
+//! `poll_timeout` to (re)arm its timer. Segments are [`segment::Segment`] values with absolute
+//! 64-bit sequence numbers; [`segment`] turns them into real IPv4/TCP bytes and back, so a
+//! capture of any interface dissects as ordinary TCP.
+//!
+//! One concern per file: [`sender`] (loss recovery: RFC 5681 §3.2 Reno, RFC 6582 NewReno,
+//! RFC 6675 SACK), [`cc`] (the congestion window: the [`cc::CongestionControl`] trait and its
+//! RFC 5681 AIMD implementation, where XCP plugs in), [`rto`] (RFC 6298 estimator with a clock
+//! granularity), [`sack`] (the RFC 6675 scoreboard), [`receiver`] (cumulative and selective
+//! ACKs, RFC 1122/5681 delayed ACKs, the receive buffer) and [`segment`] (wire format).
+//!
+//! Data is sent in MSS-sized segments starting at offset 0, so every segment boundary is a
+//! multiple of the MSS; the scoreboard and the retransmission logic rely on it. There is no
+//! handshake and no FIN (as in ns-2's one-way agents): a connection starts established, the
+//! window scale both ends use is derived from the receive buffer, and the transfer ends when
+//! the last byte is acknowledged.
+
+pub mod cc;
+pub mod receiver;
+pub mod rto;
+pub mod sack;
+pub mod segment;
+pub mod sender;
+
+pub use receiver::{Receiver, ReceiverStats};
+pub use segment::Segment;
+pub use sender::{Sender, SenderStats};
+
+use mslink_link::Duration;
+
+/// The loss-recovery algorithm of a sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variant {
+    /// RFC 5681 §3.2 fast retransmit and fast recovery; recovery ends at the first new ACK.
+    /// 004 §III.A used TCP Reno.
+    #[default]
+    Reno,
+    /// RFC 6582: recovery lasts until all data outstanding at its start is acknowledged;
+    /// each partial ACK retransmits the next hole.
+    NewReno,
+    /// RFC 6675 with RFC 2018 SACK blocks: a scoreboard, `pipe`, and `NextSeg()`.
+    Sack,
+}
+
+impl Variant {
+    /// The name used in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Reno => "reno",
+            Variant::NewReno => "newreno",
+            Variant::Sack => "sack",
+        }
+    }
+}
+
+/// Everything that tunes one TCP connection (both ends).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// Loss recovery of the sender.
+    pub variant: Variant,
+    /// Maximum segment size: payload bytes per segment (the IP packet is 40 bytes more).
+    pub mss: u32,
+    /// Initial congestion window in segments (RFC 5681 §3.1 allows up to 4; ns-2 and 004
+    /// start at 1).
+    pub initial_window: u32,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3).
+    pub dupack_threshold: u32,
+    /// Clock granularity G of the retransmission timer, seconds (RFC 6298 §2; 004 used
+    /// 500 ms timers). 0 means a perfect clock.
+    pub granularity_s: f64,
+    /// Lower bound on the RTO, seconds (RFC 6298 (2.4): 1 s).
+    pub min_rto_s: f64,
+    /// Upper bound on the RTO after backoff, seconds (RFC 6298 (2.5): at least 60 s).
+    pub max_rto_s: f64,
+    /// RTO before the first RTT sample, seconds (RFC 6298 (2.1): 1 s).
+    pub initial_rto_s: f64,
+    /// Send socket buffer, bytes: bounds the data in flight.
+    pub send_buffer_bytes: u64,
+    /// Receive socket buffer, bytes: the advertised window.
+    pub recv_buffer_bytes: u64,
+    /// Whether the receiver delays ACKs (RFC 1122 §4.2.3.2, RFC 5681 §4.2): an ACK for at
+    /// least every second full-sized segment, and within `delayed_ack_s` of the first
+    /// unacknowledged one. ns-2's default sink (as in 004) ACKs every segment.
+    pub delayed_ack: bool,
+    /// Longest delay of a delayed ACK, seconds (RFC 1122: under 0.5 s).
+    pub delayed_ack_s: f64,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            variant: Variant::Reno,
+            mss: 1460,
+            initial_window: 1,
+            dupack_threshold: 3,
+            granularity_s: 0.5,
+            min_rto_s: 1.0,
+            max_rto_s: 64.0,
+            initial_rto_s: 1.0,
+            send_buffer_bytes: 65_536,
+            recv_buffer_bytes: 65_536,
+            delayed_ack: false,
+            delayed_ack_s: 0.2,
+        }
+    }
+}
+
+/// Bytes of the IPv4 and TCP headers of a data segment (no options).
+pub const HEADERS: u32 = 40;
+
+impl TcpConfig {
+    /// Checks every value; the error names the key (relative to the `tcp` table).
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.mss == 0 || self.mss + HEADERS > 65_535 {
+            return Err((
+                "mss",
+                format!("must be 1..={}, got {}", 65_535 - HEADERS, self.mss),
+            ));
+        }
+        if self.initial_window == 0 {
+            return Err(("initial_window", "must be at least 1 segment".into()));
+        }
+        if self.dupack_threshold == 0 {
+            return Err(("dupack_threshold", "must be at least 1".into()));
+        }
+        for (k, v) in [
+            ("granularity_s", self.granularity_s),
+            ("min_rto_s", self.min_rto_s),
+            ("delayed_ack_s", self.delayed_ack_s),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err((k, format!("must be zero or more seconds, got {v}")));
+            }
+        }
+        for (k, v) in [
+            ("max_rto_s", self.max_rto_s),
+            ("initial_rto_s", self.initial_rto_s),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err((k, format!("must be a positive number of seconds, got {v}")));
+            }
+        }
+        if self.max_rto_s < self.min_rto_s {
+            return Err(("max_rto_s", "must not be below min_rto_s".into()));
+        }
+        if self.send_buffer_bytes < self.mss as u64 {
+            return Err(("send_buffer_bytes", "must hold at least one segment".into()));
+        }
+        if self.recv_buffer_bytes < self.mss as u64 || self.recv_buffer_bytes > 1 << 30 {
+            return Err((
+                "recv_buffer_bytes",
+                format!("must be mss..=2^30 bytes, got {}", self.recv_buffer_bytes),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The window scale shift both ends use (RFC 7323 §2): the smallest that fits the
+    /// receive buffer in the 16-bit window field.
+    pub fn window_shift(&self) -> u8 {
+        let mut s = 0;
+        while self.recv_buffer_bytes >> s > 65_535 {
+            s += 1;
+        }
+        s
+    }
+
+    pub(crate) fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+}

@@ -1,0 +1,417 @@
+//! The TCP sender: a bulk transfer of a known size with Reno, NewReno or SACK loss recovery.
+//!
+//! Contract. [`Sender::new`] makes a connection with `total` bytes to send (an application
+//! that always has data: FTP). The driver feeds ACKs with [`Sender::handle_ack`], calls
+//! [`Sender::handle_timeout`] when [`Sender::poll_timeout`] is due, and after any input calls
+//! [`Sender::poll_transmit`] until it returns `None`. The window is
+//! `min(cwnd, peer's advertised window, send buffer)`. The RTO timer follows RFC 6298 §5, RTT
+//! samples follow Karn's rule (one timed segment at a time, never a retransmitted one), and a
+//! timeout goes back to the first unacknowledged byte (RFC 5681 §3.1, as BSD and ns-2 do).
+//! A malformed ACK (acknowledging unsent data) is counted, never a panic.
+
+use mslink_link::{Duration, Instant};
+
+use super::cc::{AckInfo, Aimd, CongestionControl};
+use super::rto::RtoEstimator;
+use super::sack::Scoreboard;
+use super::segment::{Segment, ACK, PSH};
+use super::{TcpConfig, Variant};
+
+/// Counters of one sender.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SenderStats {
+    /// Segments sent, retransmissions included.
+    pub segments: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes: u64,
+    /// Segments sent again.
+    pub retransmits: u64,
+    /// Fast retransmits (entries into loss recovery).
+    pub fast_retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// ACKs received.
+    pub acks: u64,
+    /// Duplicate ACKs received.
+    pub dupacks: u64,
+    /// ACKs for data never sent (a peer's violation).
+    pub bad_acks: u64,
+    /// RTT samples taken.
+    pub rtt_samples: u64,
+}
+
+/// One TCP sender.
+#[derive(Debug)]
+pub struct Sender {
+    variant: Variant,
+    mss: u64,
+    dupthresh: u32,
+    snd_buf: u64,
+    total: u64,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    rwnd: u64,
+    cc: Box<dyn CongestionControl>,
+    rto: RtoEstimator,
+    deadline: Option<Instant>,
+    /// Karn's rule: (end of the timed segment, its send time).
+    timed: Option<(u64, Instant)>,
+    dupacks: u32,
+    in_recovery: bool,
+    /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`.
+    recover: Option<u64>,
+    /// Whether the first partial ACK of this recovery has come (RFC 6582 §3.2 step 5).
+    partial_seen: bool,
+    retransmit_una: bool,
+    /// RFC 6675 HighRxt, exclusive: one past the highest byte retransmitted in recovery.
+    high_rxt: u64,
+    sb: Scoreboard,
+    stats: SenderStats,
+}
+
+impl Sender {
+    /// A sender of `total` bytes with the window controller of RFC 5681.
+    pub fn new(cfg: &TcpConfig, total: u64) -> Self {
+        let mss = cfg.mss as u64;
+        Self::with_cc(cfg, total, Box::new(Aimd::new(cfg.initial_window, mss)))
+    }
+
+    /// A sender of `total` bytes whose window is set by `cc` (e.g. XCP).
+    pub fn with_cc(cfg: &TcpConfig, total: u64, cc: Box<dyn CongestionControl>) -> Self {
+        let mss = cfg.mss as u64;
+        let s = TcpConfig::secs;
+        Sender {
+            variant: cfg.variant,
+            mss,
+            dupthresh: cfg.dupack_threshold,
+            snd_buf: cfg.send_buffer_bytes,
+            total,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            // Until the first ACK: the receive buffer both ends were configured with.
+            rwnd: cfg.recv_buffer_bytes,
+            cc,
+            rto: RtoEstimator::new(
+                s(cfg.granularity_s),
+                s(cfg.min_rto_s),
+                s(cfg.max_rto_s),
+                s(cfg.initial_rto_s),
+            ),
+            deadline: None,
+            timed: None,
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            partial_seen: false,
+            retransmit_una: false,
+            high_rxt: 0,
+            sb: Scoreboard::new(mss, total),
+            stats: SenderStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+    /// First unacknowledged byte.
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+    /// Highest byte sent, plus one.
+    pub fn snd_max(&self) -> u64 {
+        self.snd_max
+    }
+    /// Congestion window, bytes.
+    pub fn cwnd(&self) -> u64 {
+        self.cc.cwnd()
+    }
+    /// Slow-start threshold, bytes.
+    pub fn ssthresh(&self) -> u64 {
+        self.cc.ssthresh()
+    }
+    /// Whether the sender is in fast recovery.
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+    /// The RTO estimator.
+    pub fn rto(&self) -> &RtoEstimator {
+        &self.rto
+    }
+    /// Whether every byte has been acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.snd_una >= self.total
+    }
+
+    fn flight(&self) -> u64 {
+        self.snd_max - self.snd_una
+    }
+
+    fn seg_len(&self, seq: u64) -> u32 {
+        self.mss.min(self.total - seq) as u32
+    }
+
+    /// Processes one ACK segment.
+    pub fn handle_ack(&mut self, now: Instant, a: &Segment) {
+        self.stats.acks += 1;
+        if a.flags & ACK == 0 {
+            return;
+        }
+        if a.ack > self.snd_max {
+            self.stats.bad_acks += 1;
+            return;
+        }
+        if a.ack < self.snd_una {
+            return; // An old ACK, overtaken (RFC 5681 §2: neither new nor duplicate).
+        }
+        self.rwnd = a.window;
+        if self.variant == Variant::Sack {
+            let (lo, hi) = (a.ack.max(self.snd_una), self.snd_max);
+            let mut blocks = [(0, 0); super::segment::MAX_SACK_BLOCKS];
+            for (i, &(s, e)) in a.sack_blocks().iter().enumerate() {
+                blocks[i] = (s.max(lo), e.min(hi));
+            }
+            self.sb.update(&blocks[..a.sack_blocks().len()]);
+        }
+        if a.ack > self.snd_una {
+            self.new_ack(now, a.ack);
+        } else if self.flight() > 0 && a.len == 0 {
+            self.dup_ack(a);
+        }
+    }
+
+    fn new_ack(&mut self, now: Instant, ack: u64) {
+        let acked = ack - self.snd_una;
+        let flight = self.flight();
+        let mut rtt = None;
+        // RFC 6298 §3 / Karn: sample only from a segment never retransmitted.
+        if let Some((end, t)) = self.timed {
+            if ack >= end {
+                let r = now.saturating_since(t);
+                self.rto.sample(r);
+                self.stats.rtt_samples += 1;
+                self.timed = None;
+                rtt = Some(r);
+            }
+        }
+        self.snd_una = ack;
+        self.snd_nxt = self.snd_nxt.max(ack);
+        self.sb.advance(ack);
+        self.dupacks = 0;
+        let mut restart = true;
+        if self.in_recovery {
+            let full = self.recover.is_none_or(|r| ack >= r);
+            match self.variant {
+                // RFC 5681 §3.2 step 6: the first new ACK deflates the window and ends recovery.
+                Variant::Reno => {
+                    let ss = self.cc.ssthresh();
+                    self.cc.set_cwnd(ss);
+                    self.in_recovery = false;
+                }
+                Variant::NewReno if full => {
+                    // RFC 6582 §3.2 step 3, option (1): cwnd = min(ssthresh, FlightSize + SMSS).
+                    let f = self.flight().max(self.mss) + self.mss;
+                    let w = self.cc.ssthresh().min(f);
+                    self.cc.set_cwnd(w);
+                    self.in_recovery = false;
+                }
+                Variant::NewReno => {
+                    // RFC 6582 §3.2 step 5: retransmit the next hole, deflate by the amount
+                    // acknowledged, add back one SMSS if that was at least one SMSS; reset the
+                    // timer only on the first partial ACK ("Impatient").
+                    self.retransmit_una = true;
+                    let w = self.cc.cwnd().saturating_sub(acked);
+                    let w = if acked >= self.mss { w + self.mss } else { w };
+                    self.cc.set_cwnd(w.max(self.mss));
+                    restart = !self.partial_seen;
+                    self.partial_seen = true;
+                }
+                Variant::Sack if full => {
+                    // RFC 6675 §5: recovery ends when RecoveryPoint is acknowledged.
+                    self.in_recovery = false;
+                }
+                Variant::Sack => {}
+            }
+        } else {
+            self.cc.on_ack(&AckInfo {
+                now,
+                acked,
+                flight,
+                mss: self.mss,
+                rtt,
+            });
+        }
+        // RFC 6298 (5.2)/(5.3).
+        if self.snd_una >= self.snd_max {
+            self.deadline = None;
+        } else if restart {
+            self.deadline = Some(now + self.rto.rto());
+        }
+    }
+
+    fn dup_ack(&mut self, a: &Segment) {
+        self.stats.dupacks += 1;
+        self.dupacks += 1;
+        if self.in_recovery {
+            if self.variant != Variant::Sack {
+                // RFC 5681 §3.2 step 4: each further duplicate inflates the window.
+                let w = self.cc.cwnd() + self.mss;
+                self.cc.set_cwnd(w);
+            }
+            return;
+        }
+        let trigger = self.dupacks >= self.dupthresh
+            || (self.variant == Variant::Sack && self.sb.is_lost(self.snd_una, self.dupthresh));
+        if !trigger {
+            return;
+        }
+        // RFC 6582 §3.2 step 2 (and RFC 6675 §5): no new recovery for losses of data sent
+        // before the last one began or before the last timeout.
+        if self.variant != Variant::Reno && self.recover.is_some_and(|r| a.ack <= r) {
+            return;
+        }
+        if self.variant == Variant::Reno && self.dupacks != self.dupthresh {
+            return;
+        }
+        self.stats.fast_retransmits += 1;
+        let flight = self.flight();
+        self.cc.on_loss(flight, self.mss);
+        self.in_recovery = true;
+        self.partial_seen = false;
+        self.recover = Some(self.snd_max);
+        self.retransmit_una = true;
+        self.high_rxt = self.snd_una;
+        if self.variant != Variant::Sack {
+            // RFC 5681 §3.2 step 3: cwnd = ssthresh + 3*SMSS.
+            let w = self.cc.ssthresh() + self.dupthresh as u64 * self.mss;
+            self.cc.set_cwnd(w);
+        }
+    }
+
+    /// The next segment to send, if the window allows one.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if self.retransmit_una && self.snd_una < self.total {
+            self.retransmit_una = false;
+            let seq = self.snd_una;
+            self.high_rxt = self.high_rxt.max(seq + self.seg_len(seq) as u64);
+            return Some(self.emit(now, seq, true));
+        }
+        self.retransmit_una = false;
+        if self.in_recovery && self.variant == Variant::Sack {
+            return self.sack_transmit(now);
+        }
+        let wnd = self.cc.cwnd().min(self.rwnd).min(self.snd_buf);
+        if self.snd_nxt >= self.total {
+            return None;
+        }
+        let len = self.seg_len(self.snd_nxt) as u64;
+        if self.snd_nxt + len > self.snd_una + wnd {
+            return None;
+        }
+        let seq = self.snd_nxt;
+        let again = seq < self.snd_max;
+        Some(self.emit(now, seq, again))
+    }
+
+    /// RFC 6675 §5 (C): while `cwnd - pipe >= SMSS`, send what `NextSeg()` names.
+    fn sack_transmit(&mut self, now: Instant) -> Option<Segment> {
+        let pipe = self
+            .sb
+            .pipe(self.snd_una, self.snd_max, self.high_rxt, self.dupthresh);
+        if self.cc.cwnd() < pipe + self.mss {
+            return None;
+        }
+        let hole = self
+            .sb
+            .next_seg(self.snd_una, self.high_rxt, self.dupthresh);
+        // Rule 1: a lost hole.
+        if let Some((seq, true)) = hole {
+            self.high_rxt = seq + self.seg_len(seq) as u64;
+            return Some(self.emit(now, seq, true));
+        }
+        // Rule 2: new data the receiver's window and the send buffer allow.
+        let limit = self.snd_una + self.rwnd.min(self.snd_buf);
+        if self.snd_max < self.total {
+            let len = self.seg_len(self.snd_max) as u64;
+            if self.snd_max + len <= limit {
+                let seq = self.snd_max;
+                self.snd_nxt = seq;
+                return Some(self.emit(now, seq, false));
+            }
+        }
+        // Rule 3: a hole not yet deemed lost.
+        if let Some((seq, false)) = hole {
+            self.high_rxt = seq + self.seg_len(seq) as u64;
+            return Some(self.emit(now, seq, true));
+        }
+        None
+    }
+
+    fn emit(&mut self, now: Instant, seq: u64, again: bool) -> Segment {
+        let len = self.seg_len(seq);
+        let end = seq + len as u64;
+        if seq == self.snd_nxt {
+            self.snd_nxt = end;
+        }
+        if again {
+            self.stats.retransmits += 1;
+            // Karn: a retransmission spoils the measurement in progress.
+            self.timed = None;
+        } else if self.timed.is_none() {
+            self.timed = Some((end, now));
+        }
+        self.snd_max = self.snd_max.max(end);
+        self.stats.segments += 1;
+        self.stats.bytes += len as u64;
+        // RFC 6298 (5.1): start the timer if it is not running.
+        if self.deadline.is_none() {
+            self.deadline = Some(now + self.rto.rto());
+        }
+        Segment {
+            seq,
+            len,
+            ack: 1,
+            flags: ACK | if end == self.total { PSH } else { 0 },
+            window: 65_535,
+            ..Segment::default()
+        }
+    }
+
+    /// When the retransmission timer expires.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Handles the retransmission timer if it is due (RFC 6298 (5.4)-(5.6), RFC 5681 §3.1).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.deadline.is_none_or(|t| t > now) {
+            return;
+        }
+        self.stats.timeouts += 1;
+        let flight = self.flight();
+        self.cc.on_timeout(flight, self.mss);
+        self.rto.backoff();
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.retransmit_una = false;
+        // RFC 6582 §4 / RFC 6675 §5.1: recovery point is the highest data sent.
+        self.recover = Some(self.snd_max);
+        self.sb.clear();
+        self.high_rxt = self.snd_una;
+        self.timed = None;
+        // Go back: resend from the first unacknowledged byte as the window reopens.
+        self.snd_nxt = self.snd_una;
+        self.deadline = Some(now + self.rto.rto());
+    }
+
+    /// Time until the timer, for diagnostics.
+    pub fn rto_now(&self) -> Duration {
+        self.rto.rto()
+    }
+}
+
+#[cfg(test)]
+#[path = "sender_tests.rs"]
+mod tests;

@@ -1,0 +1,279 @@
+//! RFC behaviour of the sender, over a small loopback network with a fixed one-way delay, no
+//! serialisation and a chosen set of first transmissions lost.
+
+use super::*;
+use crate::tcp::{Receiver, TcpConfig, Variant};
+use std::collections::BTreeSet;
+
+const MSS: u64 = 1000;
+
+fn cfg(variant: Variant, iw: u32) -> TcpConfig {
+    TcpConfig {
+        variant,
+        mss: MSS as u32,
+        initial_window: iw,
+        send_buffer_bytes: 1 << 20,
+        recv_buffer_bytes: 1 << 20,
+        ..TcpConfig::default()
+    }
+}
+
+struct Net {
+    s: Sender,
+    r: Receiver,
+    now: Instant,
+    one_way: Duration,
+    /// (arrival, to the receiver?, segment), kept in arrival order.
+    q: Vec<(Instant, bool, Segment)>,
+    /// Starting bytes whose first transmission is lost.
+    lose_once: BTreeSet<u64>,
+    /// Every data segment sent: (time, seq).
+    sent: Vec<(Instant, u64)>,
+    max_flight: u64,
+    done_at: Option<Instant>,
+}
+
+impl Net {
+    fn new(c: &TcpConfig, total: u64, lose: &[u64]) -> Net {
+        Net {
+            s: Sender::new(c, total),
+            r: Receiver::new(c),
+            now: Instant::ZERO,
+            one_way: Duration::from_millis(50),
+            q: Vec::new(),
+            lose_once: lose.iter().map(|k| k * MSS).collect(),
+            sent: Vec::new(),
+            max_flight: 0,
+            done_at: None,
+        }
+    }
+
+    fn push(&mut self, at: Instant, to_r: bool, seg: Segment) {
+        let i = self.q.partition_point(|e| e.0 <= at);
+        self.q.insert(i, (at, to_r, seg));
+    }
+
+    /// Sends whatever both ends have to send now.
+    fn drain(&mut self) {
+        while let Some(seg) = self.s.poll_transmit(self.now) {
+            self.sent.push((self.now, seg.seq));
+            if !self.lose_once.remove(&seg.seq) {
+                self.push(self.now + self.one_way, true, seg);
+            }
+        }
+        self.max_flight = self.max_flight.max(self.s.snd_max() - self.s.snd_una());
+        while let Some(a) = self.r.poll_transmit(self.now) {
+            self.push(self.now + self.one_way, false, a);
+        }
+        if self.s.is_done() && self.done_at.is_none() {
+            self.done_at = Some(self.now);
+        }
+    }
+
+    fn run_until(&mut self, end: Instant) {
+        loop {
+            self.drain();
+            let next = [
+                self.q.first().map(|e| e.0),
+                self.s.poll_timeout(),
+                self.r.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next.filter(|&t| t <= end) else {
+                return;
+            };
+            self.now = next;
+            while self.q.first().is_some_and(|e| e.0 <= next) {
+                let (_, to_r, seg) = self.q.remove(0);
+                if to_r {
+                    self.r.handle_segment(next, &seg);
+                } else {
+                    self.s.handle_ack(next, &seg);
+                }
+                self.drain();
+            }
+            self.s.handle_timeout(next);
+            self.r.handle_timeout(next);
+        }
+    }
+}
+
+#[test]
+fn slow_start_doubles_the_window_every_round_trip() {
+    let mut n = Net::new(&cfg(Variant::Reno, 1), 10_000_000, &[]);
+    for k in 0..8u32 {
+        n.run_until(Instant::from_millis(100 * k as u64 + 1));
+        assert_eq!(n.s.cwnd(), MSS << k, "round {k}");
+    }
+}
+
+#[test]
+fn congestion_avoidance_adds_about_one_segment_per_round_trip() {
+    // One loss at segment 40 ends slow start; then the window grows by ~1 MSS per RTT.
+    let mut n = Net::new(&cfg(Variant::NewReno, 1), 100_000_000, &[40]);
+    n.run_until(Instant::from_millis(1000));
+    assert!(n.s.stats().fast_retransmits == 1 && !n.s.in_recovery());
+    let (w0, t0) = (n.s.cwnd(), 1000);
+    n.run_until(Instant::from_millis(t0 + 1000));
+    let grew = (n.s.cwnd() - w0) as f64 / MSS as f64;
+    assert!((9.0..=11.0).contains(&grew), "{grew} segments in 10 RTTs");
+}
+
+/// Ten segments out; the ACKs of 0-4 arrive, then duplicates of the ACK for 5000.
+#[test]
+fn fast_retransmit_on_the_third_duplicate_ack() {
+    let c = cfg(Variant::Reno, 10);
+    let mut s = Sender::new(&c, 1_000_000);
+    let t = Instant::ZERO;
+    let mut out = Vec::new();
+    while let Some(x) = s.poll_transmit(t) {
+        out.push(x.seq);
+    }
+    assert_eq!(out, (0..10).map(|k| k * MSS).collect::<Vec<_>>());
+    let ack = |n: u64| Segment {
+        ack: n,
+        flags: ACK,
+        window: 1 << 20,
+        ..Segment::default()
+    };
+    for k in 1..=5 {
+        s.handle_ack(t, &ack(k * MSS));
+        while s.poll_transmit(t).is_some() {}
+    }
+    for d in 1..=3 {
+        s.handle_ack(t, &ack(5 * MSS));
+        let first = s.poll_transmit(t).map(|x| x.seq);
+        if d < 3 {
+            assert_ne!(first, Some(5 * MSS), "no retransmission on duplicate {d}");
+            while s.poll_transmit(t).is_some() {}
+        } else {
+            assert_eq!(first, Some(5 * MSS), "retransmitted on the third");
+        }
+    }
+    // Sent: 10 initial + 5 x 2 in slow start = segments 0..20; flight = 15 segments.
+    let flight = 20 * MSS - 5 * MSS;
+    assert_eq!(s.ssthresh(), flight / 2, "RFC 5681 eq. (4)");
+    assert_eq!(s.cwnd(), flight / 2 + 3 * MSS, "RFC 5681 §3.2 step 3");
+    assert!(s.in_recovery());
+    assert_eq!(s.stats().fast_retransmits, 1);
+}
+
+#[test]
+fn newreno_repairs_three_losses_in_one_window_without_a_timeout() {
+    let lost = [12, 15, 18];
+    let mut nr = Net::new(&cfg(Variant::NewReno, 20), 40 * MSS, &lost);
+    nr.run_until(Instant::from_secs(30));
+    let st = nr.s.stats();
+    assert_eq!(nr.r.rcv_nxt(), 40 * MSS);
+    assert_eq!(
+        (st.timeouts, st.fast_retransmits, st.retransmits),
+        (0, 1, 3)
+    );
+    // Partial ACKs each retransmit the next hole: one hole per round trip.
+    let rtx: Vec<u64> = lost
+        .iter()
+        .map(|&k| {
+            nr.sent
+                .iter()
+                .rev()
+                .find(|e| e.1 == k * MSS)
+                .unwrap()
+                .0
+                .as_nanos()
+        })
+        .collect();
+    assert!(rtx[1] - rtx[0] >= 100_000_000 && rtx[2] - rtx[1] >= 100_000_000);
+    // Reno, under the same losses, leaves recovery at the first partial ACK and must wait
+    // for more duplicates or the timer.
+    let mut reno = Net::new(&cfg(Variant::Reno, 20), 40 * MSS, &lost);
+    reno.run_until(Instant::from_secs(30));
+    let rs = reno.s.stats();
+    assert_eq!(reno.r.rcv_nxt(), 40 * MSS);
+    assert!(rs.timeouts + rs.fast_retransmits > 1, "{rs:?}");
+    assert!(reno.done_at.unwrap() > nr.done_at.unwrap());
+}
+
+#[test]
+fn sack_repairs_several_losses_in_about_one_round_trip() {
+    let lost = [21, 24, 27, 30];
+    let mut sk = Net::new(&cfg(Variant::Sack, 20), 60 * MSS, &lost);
+    sk.run_until(Instant::from_secs(30));
+    let st = sk.s.stats();
+    assert_eq!(sk.r.rcv_nxt(), 60 * MSS);
+    assert_eq!(
+        (st.timeouts, st.fast_retransmits, st.retransmits),
+        (0, 1, 4),
+        "{st:?}"
+    );
+    // All four holes go out within one round trip of the first retransmission.
+    let when = |k: u64| sk.sent.iter().rev().find(|e| e.1 == k * MSS).unwrap().0;
+    let span = when(30).saturating_since(when(21));
+    assert!(span < Duration::from_millis(100), "{span}");
+    let mut nr = Net::new(&cfg(Variant::NewReno, 20), 60 * MSS, &lost);
+    nr.run_until(Instant::from_secs(30));
+    assert!(sk.done_at.unwrap() + Duration::from_millis(200) <= nr.done_at.unwrap());
+}
+
+#[test]
+fn rto_backs_off_and_karn_skips_retransmitted_samples() {
+    // The first segment is lost three times: sent at 0, then after 1, 2 and 4 s.
+    let c = cfg(Variant::Reno, 1);
+    let mut n = Net::new(&c, 10 * MSS, &[0]);
+    n.run_until(Instant::from_millis(1));
+    for _ in 0..2 {
+        let at = n.s.poll_timeout().unwrap();
+        n.lose_once.insert(0);
+        n.run_until(at);
+    }
+    let times: Vec<u64> = n.sent.iter().map(|e| e.0.as_nanos() / 1_000_000).collect();
+    assert_eq!(times, vec![0, 1000, 3000]);
+    assert_eq!(n.s.rto().rto(), Duration::from_secs(4));
+    // The next copy gets through at 7 s; its ACK gives no sample (Karn), so the backoff stays.
+    n.run_until(Instant::from_millis(7000 + 100));
+    assert_eq!(n.sent[3].0, Instant::from_secs(7));
+    assert_eq!(n.s.snd_una(), MSS);
+    assert_eq!(n.s.stats().rtt_samples, 0);
+    assert_eq!(n.s.rto().rto(), Duration::from_secs(8));
+    // The next segment is new: its sample ends the backoff (100 ms RTT -> RTO 1 s).
+    n.run_until(Instant::from_millis(7000 + 201));
+    assert_eq!(n.s.stats().rtt_samples, 1);
+    assert_eq!(n.s.rto().rto(), Duration::from_secs(1));
+}
+
+#[test]
+fn socket_buffers_bound_the_window() {
+    for (snd, rcv) in [(5 * MSS, 1 << 20), (1 << 20, 3 * MSS)] {
+        let mut c = cfg(Variant::Reno, 1);
+        c.send_buffer_bytes = snd;
+        c.recv_buffer_bytes = rcv;
+        let mut n = Net::new(&c, 200 * MSS, &[]);
+        n.run_until(Instant::from_secs(60));
+        assert_eq!(n.r.rcv_nxt(), 200 * MSS);
+        assert_eq!(n.max_flight, snd.min(rcv));
+        // Window-limited: one buffer per round trip, so about 200/k round trips of 100 ms.
+        let rounds = n.done_at.unwrap().as_nanos() as f64 / 100e6;
+        let k = (snd.min(rcv) / MSS) as f64;
+        assert!(rounds >= 200.0 / k && rounds <= 200.0 / k + 6.0, "{rounds}");
+    }
+}
+
+#[test]
+fn an_ack_for_unsent_data_is_counted_not_obeyed() {
+    let mut s = Sender::new(&cfg(Variant::Sack, 2), 10 * MSS);
+    while s.poll_transmit(Instant::ZERO).is_some() {}
+    let mut a = Segment {
+        ack: 9 * MSS,
+        flags: ACK,
+        window: 1 << 20,
+        ..Segment::default()
+    };
+    s.handle_ack(Instant::ZERO, &a);
+    assert_eq!((s.stats().bad_acks, s.snd_una()), (1, 0));
+    a.ack = 0;
+    a.sack = [(u64::MAX - 5, u64::MAX), (7, 3), (0, 1 << 40)];
+    a.sack_len = 3;
+    s.handle_ack(Instant::ZERO, &a);
+    assert_eq!(s.snd_una(), 0);
+}
