@@ -210,6 +210,9 @@ pub fn run_cell(
             delay_mean_s: 0.0,
             delay_std_s: 0.0,
             playback_miss_rate: 0.0,
+            transport: "udp".into(),
+            completed: true,
+            ..FlowResult::default()
         })
         .collect();
     Ok(CellRun {

@@ -169,6 +169,9 @@ pub enum AppKind {
     /// Echo requests at `rate_bps`; the destination answers each one, and the source records
     /// the round-trip time in the flow's delay columns.
     Ping,
+    /// A bulk transfer of `size_bytes` over TCP (004 §III.B), tuned by the flow's `[tcp]`
+    /// table; throughput is application bytes over the time to the last byte.
+    Ftp,
 }
 
 /// One UDP flow.
@@ -203,6 +206,10 @@ pub struct Flow {
     pub stop_s: f64,
     /// Independent copies of this flow (named `name#k`, each with its own seed stream).
     pub count: usize,
+    /// Application bytes to transfer (`ftp`).
+    pub size_bytes: u64,
+    /// TCP tuning (`ftp`): variant, MSS, timers, buffers, delayed ACKs.
+    pub tcp: crate::tcp::TcpConfig,
 }
 
 impl Default for Flow {
@@ -222,6 +229,8 @@ impl Default for Flow {
             start_s: 0.0,
             stop_s: 0.0,
             count: 1,
+            size_bytes: 0,
+            tcp: crate::tcp::TcpConfig::default(),
         }
     }
 }
@@ -440,6 +449,44 @@ impl Scenario {
             }
             if f.dscp > 63 {
                 return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));
+            }
+            if f.app == AppKind::Ftp {
+                self.validate_tcp(i, f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    fn validate_tcp(&self, i: usize, f: &Flow) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        if f.size_bytes == 0 {
+            return Err(invalid(
+                k("size_bytes"),
+                "app = \"ftp\" needs the bytes to transfer (e.g. size_bytes = 2000000)",
+            ));
+        }
+        f.tcp
+            .validate()
+            .map_err(|(key, what)| invalid(k(&format!("tcp.{key}")), what))?;
+        let (lo, hi) = (f.from.min(f.to), f.from.max(f.to));
+        for (j, seg) in self.segments[lo..hi].iter().enumerate() {
+            if seg.kind == SegmentKind::Wireless {
+                let mtu = seg.link_config().mtu;
+                let need = f.tcp.mss as usize + crate::tcp::HEADERS as usize;
+                if need > mtu {
+                    return Err(invalid(
+                        k("tcp.mss"),
+                        format!(
+                            "segments of {} bytes plus 40 bytes of IPv4/TCP headers exceed the mtu {} of segment[{}]; use mss <= {}",
+                            f.tcp.mss,
+                            mtu,
+                            lo + j,
+                            mtu.saturating_sub(40)
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

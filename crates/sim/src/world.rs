@@ -12,7 +12,9 @@
 //! that direction's error model (its own process, 004 §III.A) and, unless lost, arrives after
 //! the delay. The MAC tells the sending end's scheduler whether the frame got through (as a
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
-//! along the path toward the destination address.
+//! along the path toward the destination address. A host hands the packets its applications
+//! and transports emit to its interface in one place (`host_emit`), where a model of the
+//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in [`ftp`].
 
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::{LinkStats, MultiServiceLink};
@@ -26,6 +28,8 @@ use crate::event::EventQueue;
 use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 
+mod ftp;
+
 /// Results of one flow in one run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FlowResult {
@@ -33,6 +37,8 @@ pub struct FlowResult {
     pub flow: String,
     /// Application.
     pub app: String,
+    /// Transport: `udp`, or the TCP variant (`reno`, `newreno`, `sack`).
+    pub transport: String,
     /// Services that carried it on each wireless segment, `/`-separated.
     pub service: String,
     /// Packets sent.
@@ -55,6 +61,14 @@ pub struct FlowResult {
     pub delay_std_s: f64,
     /// Share of sent packets that were lost or arrived after the playback point.
     pub playback_miss_rate: f64,
+    /// TCP: segments retransmitted.
+    pub retransmits: u64,
+    /// TCP: retransmission timeouts.
+    pub timeouts: u64,
+    /// TCP: whether the last byte arrived before the run ended (UDP: always true).
+    pub completed: bool,
+    /// TCP: segments that reached an end they did not belong to, or did not parse.
+    pub malformed: u64,
 }
 
 /// Counters of one direction of one segment.
@@ -137,6 +151,11 @@ enum Ev {
     LinkTimer {
         seg: usize,
         end: usize,
+    },
+    /// A timer of TCP flow `flow`: its sender (side 0) or receiver (side 1).
+    Tcp {
+        flow: usize,
+        side: usize,
     },
 }
 
@@ -223,6 +242,12 @@ struct World<'a, 'c> {
     sent: Vec<u64>,
     window: Duration,
     buf: Vec<u8>,
+    /// TCP connections, by flow index (`None` for UDP flows).
+    tcp: Vec<Option<ftp::TcpFlow>>,
+    /// TCP flows whose last byte has not arrived yet.
+    tcp_left: usize,
+    /// Packet buffers for reuse.
+    pool: Vec<Vec<u8>>,
 }
 
 /// Runs repetition `rep` of `sc` (validate it first). `load` returns the text of a trace file.
@@ -320,6 +345,9 @@ pub fn run_with_capture(
         sinks: Vec::new(),
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
+        tcp: Vec::new(),
+        tcp_left: 0,
+        pool: Vec::new(),
     };
     for i in 0..w.flows.len() {
         let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
@@ -370,11 +398,21 @@ pub fn run_with_capture(
             late: 0,
             window_bytes: Vec::new(),
         });
+        w.tcp.push(
+            (f.app == AppKind::Ftp).then(|| ftp::TcpFlow::new(i, f, Instant::ZERO + secs(f.start_s))),
+        );
         w.q.schedule(start, Ev::Send(i));
     }
-    let end = Instant::ZERO + duration + secs(sc.sim.drain_s);
+    w.tcp_left = w.tcp.iter().flatten().count();
+    // A run of transfers only ends when the last one has (or at the time limit).
+    let only_tcp = w.tcp_left == w.flows.len();
+    let mut end = Instant::ZERO + duration + secs(sc.sim.drain_s);
     while let Some((now, ev)) = w.q.pop_until(end) {
         w.handle(now, ev);
+        if only_tcp && w.tcp_left == 0 {
+            end = now;
+            break;
+        }
     }
     Ok(w.finish(rep, seed, end))
 }
@@ -397,10 +435,41 @@ impl World<'_, '_> {
                 }
                 self.after_end(now, seg, end);
             }
+            Ev::Tcp { flow, side } => self.tcp_timer(now, flow, side),
+        }
+    }
+
+    /// Host `node` hands a packet to its network interface: the one place where the host's
+    /// network subsystem (001 §III: NIC overhead, device hand-off) sits between a transport
+    /// and the first link.
+    fn host_emit(&mut self, now: Instant, node: usize, p: Vec<u8>) {
+        self.at_node(now, node, p);
+    }
+
+    /// Keeps a packet buffer for reuse.
+    fn recycle(&mut self, p: Vec<u8>) {
+        if self.pool.len() < 1024 {
+            self.pool.push(p);
+        }
+    }
+
+    /// Counts `bytes` delivered to flow `i`'s application in the moving-window series.
+    fn record_bytes(&mut self, now: Instant, i: usize, bytes: u64) {
+        if self.window > Duration::ZERO {
+            let sink = &mut self.sinks[i];
+            let b = (now.as_nanos() / self.window.as_nanos()) as usize;
+            if sink.window_bytes.len() <= b {
+                sink.window_bytes.resize(b + 1, 0);
+            }
+            sink.window_bytes[b] += bytes;
         }
     }
 
     fn send(&mut self, now: Instant, i: usize) {
+        if self.tcp[i].is_some() {
+            self.tcp_drive(now, i);
+            return;
+        }
         let s = &mut self.sources[i];
         if now >= s.stop {
             return;
@@ -425,7 +494,7 @@ impl World<'_, '_> {
         let from = s.from;
         self.sent[i] += 1;
         self.q.schedule(next, Ev::Send(i));
-        self.at_node(now, from, p);
+        self.host_emit(now, from, p);
     }
 
     /// A packet is at `node`: deliver it there or forward it along the path.
@@ -434,7 +503,11 @@ impl World<'_, '_> {
             return;
         };
         if dst == node {
-            self.sink(now, p);
+            if p[9] == 6 {
+                self.tcp_arrive(now, node, p);
+            } else {
+                self.sink(now, p);
+            }
             return;
         }
         let (seg, dir) = if dst > node { (node, 0) } else { (node - 1, 1) };
@@ -456,6 +529,7 @@ impl World<'_, '_> {
                 if wl.ends[dir].handle_packet(now, &p).is_err() {
                     self.dirs[seg][dir].refused += 1;
                 }
+                self.recycle(p);
                 self.after_end(now, seg, dir);
             }
         }
@@ -598,7 +672,10 @@ impl World<'_, '_> {
     fn service_names(&self, i: usize) -> String {
         let f = &self.sources[i];
         let mut p = Vec::new();
-        packet::build(
+        if let Some(t) = &self.tcp[i] {
+            p = t.probe();
+        } else {
+            packet::build(
             &mut p,
             f.len,
             f.from,
@@ -611,6 +688,7 @@ impl World<'_, '_> {
                 sent_ns: 0,
             },
         );
+        }
         let (lo, hi) = (f.from.min(f.to), f.from.max(f.to));
         self.sc.segments[lo..hi]
             .iter()
@@ -627,11 +705,27 @@ impl World<'_, '_> {
             .join("/")
     }
 
+    fn push_series(&self, out: &mut Vec<TimePoint>, flow: &str, s: &Sink) {
+        let win = self.window.as_secs_f64();
+        for (b, bytes) in s.window_bytes.iter().enumerate() {
+            out.push(TimePoint {
+                time_s: (b + 1) as f64 * win,
+                flow: flow.to_string(),
+                throughput_bps: *bytes as f64 * 8.0 / win,
+            });
+        }
+    }
+
     fn finish(self, rep: u32, seed: u64, end: Instant) -> RunResult {
         let mut flows = Vec::new();
         let mut timeseries = Vec::new();
         for (i, (name, f)) in self.flows.iter().enumerate() {
             let s = &self.sinks[i];
+            if let Some(t) = &self.tcp[i] {
+                flows.push(t.result(name, self.service_names(i), end));
+                self.push_series(&mut timeseries, &flows[i].flow, s);
+                continue;
+            }
             let sent = self.sent[i];
             let n = s.received.max(1) as f64;
             let mean = s.sum / n;
@@ -656,8 +750,10 @@ impl World<'_, '_> {
                     AppKind::Constant => "constant",
                     AppKind::Spray => "spray",
                     AppKind::Ping => "ping",
+                    AppKind::Ftp => "ftp",
                 }
                 .into(),
+                transport: "udp".into(),
                 service: self.service_names(i),
                 sent,
                 received: s.received,
@@ -673,15 +769,10 @@ impl World<'_, '_> {
                 delay_mean_s: if s.received > 0 { mean } else { 0.0 },
                 delay_std_s: if s.received > 0 { var.sqrt() } else { 0.0 },
                 playback_miss_rate: 1.0 - ratio(s.received - s.late),
+                completed: true,
+                ..FlowResult::default()
             });
-            let win = self.window.as_secs_f64();
-            for (b, bytes) in s.window_bytes.iter().enumerate() {
-                timeseries.push(TimePoint {
-                    time_s: (b + 1) as f64 * win,
-                    flow: flows[i].flow.clone(),
-                    throughput_bps: *bytes as f64 * 8.0 / win,
-                });
-            }
+            self.push_series(&mut timeseries, &flows[i].flow, s);
         }
         let segments = self
             .segs

@@ -43,7 +43,8 @@ pub enum Variant {
     #[default]
     Reno,
     /// RFC 6582: recovery lasts until all data outstanding at its start is acknowledged;
-    /// each partial ACK retransmits the next hole.
+    /// each partial ACK retransmits the next hole. Written `newreno` (or `new_reno`).
+    #[serde(rename = "newreno", alias = "new_reno")]
     NewReno,
     /// RFC 6675 with RFC 2018 SACK blocks: a scoreboard, `pipe`, and `NextSeg()`.
     Sack,

@@ -116,6 +116,10 @@ impl Sender {
     pub fn stats(&self) -> &SenderStats {
         &self.stats
     }
+    /// The loss-recovery variant.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
     /// First unacknowledged byte.
     pub fn snd_una(&self) -> u64 {
         self.snd_una

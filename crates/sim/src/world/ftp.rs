@@ -1,0 +1,222 @@
+//! FTP bulk transfers over TCP in the world (004 §III.B).
+//!
+//! Contract. An `ftp` flow is a TCP sender at node `from` with `size_bytes` to send and a
+//! receiver at node `to`. Both are the sans-IO machines of [`crate::tcp`]; this file only
+//! carries their segments as real IPv4/TCP packets (data from port 40000 + flow index to the
+//! flow's port, ACKs back), arms one timer event per end, and keeps the application's count:
+//! bytes delivered in order and the time of the last one. Throughput in the results is
+//! application bytes over the time from the flow's start to its last byte (retransmissions
+//! not counted); a transfer that does not finish reports what it delivered by the end of the
+//! run. Packet buffers are recycled through the world's pool, so a steady transfer allocates
+//! nothing per packet on wired paths.
+
+use mslink_link::Instant;
+
+use super::{Ev, FlowResult, World};
+use crate::packet;
+use crate::tcp::segment::{self, Endpoints};
+use crate::tcp::{Receiver, Segment, Sender};
+
+/// One TCP connection and its application counters.
+pub(super) struct TcpFlow {
+    sender: Sender,
+    receiver: Receiver,
+    /// Endpoints of data segments (ACKs use the reverse).
+    data: Endpoints,
+    from: usize,
+    to: usize,
+    total: u64,
+    start: Instant,
+    done_at: Option<Instant>,
+    /// Earliest pending timer event of the sender (0) and the receiver (1).
+    armed: [Option<Instant>; 2],
+    malformed: u64,
+}
+
+impl TcpFlow {
+    /// The connection of flow `i`.
+    pub(super) fn new(i: usize, f: &crate::scenario::Flow, start: Instant) -> TcpFlow {
+        TcpFlow {
+            sender: Sender::new(&f.tcp, f.size_bytes),
+            receiver: Receiver::new(&f.tcp),
+            data: Endpoints {
+                src: packet::address(f.from),
+                dst: packet::address(f.to),
+                sport: 40000 + i as u16,
+                dport: if f.port == 0 { 5000 + i as u16 } else { f.port },
+                dscp: f.dscp,
+                shift: f.tcp.window_shift(),
+            },
+            from: f.from,
+            to: f.to,
+            total: f.size_bytes,
+            start,
+            done_at: None,
+            armed: [None; 2],
+            malformed: 0,
+        }
+    }
+
+    fn acks(&self) -> Endpoints {
+        Endpoints {
+            src: self.data.dst,
+            dst: self.data.src,
+            sport: self.data.dport,
+            dport: self.data.sport,
+            ..self.data
+        }
+    }
+
+    /// A first data segment as a packet, for classifying the flow.
+    pub(super) fn probe(&self) -> Vec<u8> {
+        let mut p = Vec::new();
+        let s = Segment {
+            len: self.total.min(1) as u32,
+            flags: segment::ACK,
+            ..Segment::default()
+        };
+        segment::emit(&s, &self.data, &mut p);
+        p
+    }
+
+    /// The flow's row of results; `end` is when the run stopped.
+    pub(super) fn result(&self, name: &str, service: String, end: Instant) -> FlowResult {
+        let s = self.sender.stats();
+        let r = self.receiver.stats();
+        let last = self.done_at.unwrap_or(end);
+        let duration = last.saturating_since(self.start).as_secs_f64();
+        let bytes = self.receiver.rcv_nxt();
+        FlowResult {
+            flow: name.to_string(),
+            app: "ftp".into(),
+            transport: self.sender.variant().name().into(),
+            service,
+            sent: s.segments,
+            received: r.segments,
+            duplicates: r.duplicates,
+            bytes,
+            duration_s: duration,
+            throughput_bps: if duration > 0.0 {
+                bytes as f64 * 8.0 / duration
+            } else {
+                0.0
+            },
+            // Share of data segments sent that were retransmissions.
+            loss_rate: if s.segments > 0 {
+                s.retransmits as f64 / s.segments as f64
+            } else {
+                0.0
+            },
+            delay_mean_s: self
+                .sender
+                .rto()
+                .srtt()
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            delay_std_s: self.sender.rto().rttvar().as_secs_f64(),
+            playback_miss_rate: 0.0,
+            retransmits: s.retransmits,
+            timeouts: s.timeouts,
+            completed: self.done_at.is_some(),
+            malformed: self.malformed,
+        }
+    }
+}
+
+impl World<'_, '_> {
+    /// Lets both ends of TCP flow `i` send what they may, then re-arms their timers.
+    pub(super) fn tcp_drive(&mut self, now: Instant, i: usize) {
+        loop {
+            let Some(t) = self.tcp[i].as_mut() else {
+                return;
+            };
+            let Some(seg) = t.sender.poll_transmit(now) else {
+                break;
+            };
+            let (from, ep) = (t.from, t.data);
+            let mut p = self.pool.pop().unwrap_or_default();
+            segment::emit(&seg, &ep, &mut p);
+            self.host_emit(now, from, p);
+        }
+        loop {
+            let Some(t) = self.tcp[i].as_mut() else {
+                return;
+            };
+            let Some(ack) = t.receiver.poll_transmit(now) else {
+                break;
+            };
+            let (to, ep) = (t.to, t.acks());
+            let mut p = self.pool.pop().unwrap_or_default();
+            segment::emit(&ack, &ep, &mut p);
+            self.host_emit(now, to, p);
+        }
+        let Some(t) = self.tcp[i].as_mut() else {
+            return;
+        };
+        let due = [t.sender.poll_timeout(), t.receiver.poll_timeout()];
+        for (side, at) in due.into_iter().enumerate() {
+            if let Some(at) = at {
+                if t.armed[side].is_none_or(|a| at < a) {
+                    t.armed[side] = Some(at);
+                    self.q.schedule(at, Ev::Tcp { flow: i, side });
+                }
+            }
+        }
+    }
+
+    /// A timer event of TCP flow `i` (`side` 0: sender, 1: receiver).
+    pub(super) fn tcp_timer(&mut self, now: Instant, i: usize, side: usize) {
+        let Some(t) = self.tcp[i].as_mut() else {
+            return;
+        };
+        if t.armed[side] == Some(now) {
+            t.armed[side] = None;
+        }
+        if side == 0 {
+            t.sender.handle_timeout(now);
+        } else {
+            t.receiver.handle_timeout(now);
+        }
+        self.tcp_drive(now, i);
+    }
+
+    /// A TCP packet reached its destination `node`.
+    pub(super) fn tcp_arrive(&mut self, now: Instant, node: usize, p: Vec<u8>) {
+        let Ok(w) = segment::parse(&p) else {
+            self.recycle(p);
+            return;
+        };
+        self.recycle(p);
+        // Data carries the flow in its source port, ACKs in their destination port.
+        let (port, data) = if w.len > 0 {
+            (w.sport, true)
+        } else {
+            (w.dport, false)
+        };
+        let i = port.wrapping_sub(40000) as usize;
+        let Some(t) = self.tcp.get_mut(i).and_then(|t| t.as_mut()) else {
+            return;
+        };
+        let shift = t.data.shift;
+        if data && node == t.to {
+            let seg = w.to_segment(t.receiver.rcv_nxt(), 0, shift);
+            let before = t.receiver.rcv_nxt();
+            t.receiver.handle_segment(now, &seg);
+            let after = t.receiver.rcv_nxt();
+            if after >= t.total && t.done_at.is_none() {
+                t.done_at = Some(now);
+                self.tcp_left -= 1;
+            }
+            if after > before {
+                self.record_bytes(now, i, after - before);
+            }
+        } else if !data && node == t.from {
+            let seg = w.to_segment(0, t.sender.snd_una(), shift);
+            t.sender.handle_ack(now, &seg);
+        } else {
+            t.malformed += 1;
+            return;
+        }
+        self.tcp_drive(now, i);
+    }
+}
