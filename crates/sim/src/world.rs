@@ -399,7 +399,8 @@ pub fn run_with_capture(
             window_bytes: Vec::new(),
         });
         w.tcp.push(
-            (f.app == AppKind::Ftp).then(|| ftp::TcpFlow::new(i, f, Instant::ZERO + secs(f.start_s))),
+            (f.app == AppKind::Ftp)
+                .then(|| ftp::TcpFlow::new(i, f, Instant::ZERO + secs(f.start_s))),
         );
         w.q.schedule(start, Ev::Send(i));
     }
@@ -676,18 +677,18 @@ impl World<'_, '_> {
             p = t.probe();
         } else {
             packet::build(
-            &mut p,
-            f.len,
-            f.from,
-            f.to,
-            f.dscp,
-            f.port,
-            Stamp {
-                flow: i as u32,
-                seq: 0,
-                sent_ns: 0,
-            },
-        );
+                &mut p,
+                f.len,
+                f.from,
+                f.to,
+                f.dscp,
+                f.port,
+                Stamp {
+                    flow: i as u32,
+                    seq: 0,
+                    sent_ns: 0,
+                },
+            );
         }
         let (lo, hi) = (f.from.min(f.to), f.from.max(f.to));
         self.sc.segments[lo..hi]

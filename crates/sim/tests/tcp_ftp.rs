@@ -44,7 +44,12 @@ fn error_free_transfer_reaches_95_percent_of_the_payload_rate() {
                 "{variant} delack={delack}: {} vs payload rate {payload}",
                 f.throughput_bps
             );
-            eprintln!("{variant} delack={delack}: {:.0} bit/s ({:.3} of payload rate), rtx {}", f.throughput_bps, f.throughput_bps / payload, f.retransmits);
+            eprintln!(
+                "{variant} delack={delack}: {:.0} bit/s ({:.3} of payload rate), rtx {}",
+                f.throughput_bps,
+                f.throughput_bps / payload,
+                f.retransmits
+            );
         }
     }
 }
@@ -57,7 +62,8 @@ fn mathis(rtt: f64, p: f64) -> f64 {
 /// Padhye et al. (1998), eq. (32): B = min(Wmax / RTT, 1 / (RTT sqrt(2bp/3)
 /// + T0 min(1, 3 sqrt(3bp/8)) p (1 + 32 p^2))), packets/s with b = 1.
 fn padhye(rtt: f64, t0: f64, p: f64, wmax: f64) -> f64 {
-    let d = rtt * (2.0 * p / 3.0).sqrt() + t0 * (3.0 * (3.0 * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    let d = rtt * (2.0 * p / 3.0).sqrt()
+        + t0 * (3.0 * (3.0 * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
     (wmax / rtt).min(1.0 / d)
 }
 
