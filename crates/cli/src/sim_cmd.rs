@@ -267,11 +267,12 @@ fn write_results(
                 row.push(',');
             }
             row.push_str(&format!(
-                "{},{},{},{},udp,{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.rep,
                 r.seed,
                 csv_field(&f.flow),
                 f.app,
+                f.transport,
                 csv_field(&f.service),
                 f.sent,
                 f.received,

@@ -1,0 +1,251 @@
+//! What a run produces, and how the world's state becomes it.
+//!
+//! Contract. [`RunResult`] holds one row per flow ([`FlowResult`]: UDP applications and TCP
+//! transfers alike), counters per segment and direction, the moving-window throughput series,
+//! and the events executed; the world fills it once, at the end of the run.
+
+use mslink_link::link::LinkStats;
+use mslink_link::Instant;
+
+use super::{Seg, Sink, World};
+use crate::packet::{self, Stamp};
+use crate::scenario::{AppKind, SegmentKind};
+
+/// Results of one flow in one run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FlowResult {
+    /// Flow name.
+    pub flow: String,
+    /// Application.
+    pub app: String,
+    /// Transport: `udp`, or the TCP variant (`reno`, `newreno`, `sack`).
+    pub transport: String,
+    /// Services that carried it on each wireless segment, `/`-separated.
+    pub service: String,
+    /// Packets sent.
+    pub sent: u64,
+    /// Distinct packets received.
+    pub received: u64,
+    /// Extra copies received.
+    pub duplicates: u64,
+    /// Bytes received (distinct packets).
+    pub bytes: u64,
+    /// Seconds from the flow's start to its stop.
+    pub duration_s: f64,
+    /// Received bits per second over the flow's active time.
+    pub throughput_bps: f64,
+    /// 1 - received / sent.
+    pub loss_rate: f64,
+    /// Mean one-way delay, seconds.
+    pub delay_mean_s: f64,
+    /// Standard deviation of the delay, seconds.
+    pub delay_std_s: f64,
+    /// Share of sent packets that were lost or arrived after the playback point.
+    pub playback_miss_rate: f64,
+    /// TCP: segments retransmitted.
+    pub retransmits: u64,
+    /// TCP: retransmission timeouts.
+    pub timeouts: u64,
+    /// TCP: whether the last byte arrived before the run ended (UDP: always true).
+    pub completed: bool,
+    /// TCP: segments that reached an end they did not belong to, or did not parse.
+    pub malformed: u64,
+}
+
+/// Counters of one direction of one segment.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DirectionResult {
+    /// Frames (wireless) or packets (wired) put on the medium.
+    pub sent: u64,
+    /// Bytes put on the medium.
+    pub bytes: u64,
+    /// Lost by the error model.
+    pub lost: u64,
+    /// Truncated by the error model.
+    pub truncated: u64,
+    /// Corrupted by the error model.
+    pub corrupted: u64,
+    /// Packets dropped by a full wired queue.
+    pub queue_drops: u64,
+    /// Packets the link end refused from above (too large, service queue full).
+    pub refused: u64,
+}
+
+/// Results of one segment.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SegmentResult {
+    /// Index.
+    pub segment: usize,
+    /// "wired" or "wireless".
+    pub kind: String,
+    /// Left to right, right to left.
+    pub directions: [DirectionResult; 2],
+    /// Link-layer counters of the left and right ends (wireless only).
+    pub ends: Vec<LinkStats>,
+}
+
+/// One point of the moving-window throughput of a flow.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TimePoint {
+    /// End of the window, seconds.
+    pub time_s: f64,
+    /// Flow name.
+    pub flow: String,
+    /// Received bit/s over the window.
+    pub throughput_bps: f64,
+}
+
+/// Everything one run produces.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RunResult {
+    /// Repetition.
+    pub rep: u32,
+    /// Seed used (scenario seed + rep).
+    pub seed: u64,
+    /// Per flow.
+    pub flows: Vec<FlowResult>,
+    /// Per segment.
+    pub segments: Vec<SegmentResult>,
+    /// Moving-window throughput.
+    pub timeseries: Vec<TimePoint>,
+    /// Events executed.
+    pub events: u64,
+    /// Simulated seconds.
+    pub simulated_s: f64,
+}
+
+impl World<'_, '_> {
+    pub(super) fn service_names(&self, i: usize) -> String {
+        let f = &self.sources[i];
+        let mut p = Vec::new();
+        if let Some(t) = &self.tcp[i] {
+            p = t.probe();
+        } else {
+            packet::build(
+                &mut p,
+                f.len,
+                f.from,
+                f.to,
+                f.dscp,
+                f.port,
+                Stamp {
+                    flow: i as u32,
+                    seq: 0,
+                    sent_ns: 0,
+                },
+            );
+        }
+        let (lo, hi) = (f.from.min(f.to), f.from.max(f.to));
+        self.sc.segments[lo..hi]
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Wireless)
+            .map(|s| {
+                let c = s.link_config();
+                let default = c.default_index().unwrap_or(0);
+                let names = c.service_names();
+                let cl = mslink_link::classifier::Classifier::new(&c.rules, &names, default)
+                    .expect("validated");
+                names[cl.classify(&p).service].to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    pub(super) fn push_series(&self, out: &mut Vec<TimePoint>, flow: &str, s: &Sink) {
+        let win = self.window.as_secs_f64();
+        for (b, bytes) in s.window_bytes.iter().enumerate() {
+            out.push(TimePoint {
+                time_s: (b + 1) as f64 * win,
+                flow: flow.to_string(),
+                throughput_bps: *bytes as f64 * 8.0 / win,
+            });
+        }
+    }
+
+    pub(super) fn finish(self, rep: u32, seed: u64, end: Instant) -> RunResult {
+        let mut flows = Vec::new();
+        let mut timeseries = Vec::new();
+        for (i, (name, f)) in self.flows.iter().enumerate() {
+            let s = &self.sinks[i];
+            if let Some(t) = &self.tcp[i] {
+                flows.push(t.result(name, self.service_names(i), end));
+                self.push_series(&mut timeseries, &flows[i].flow, s);
+                continue;
+            }
+            let sent = self.sent[i];
+            let n = s.received.max(1) as f64;
+            let mean = s.sum / n;
+            let var = (s.sumsq / n - mean * mean).max(0.0);
+            let stop = if f.stop_s > 0.0 {
+                f.stop_s.min(self.sc.sim.duration_s)
+            } else {
+                self.sc.sim.duration_s
+            };
+            let duration = (stop - f.start_s).max(0.0);
+            let ratio = |a: u64| {
+                if sent == 0 {
+                    0.0
+                } else {
+                    a as f64 / sent as f64
+                }
+            };
+            flows.push(FlowResult {
+                flow: name.clone(),
+                app: match f.app {
+                    AppKind::Cbr => "cbr",
+                    AppKind::Constant => "constant",
+                    AppKind::Spray => "spray",
+                    AppKind::Ping => "ping",
+                    AppKind::Ftp => "ftp",
+                }
+                .into(),
+                transport: "udp".into(),
+                service: self.service_names(i),
+                sent,
+                received: s.received,
+                duplicates: s.duplicates,
+                bytes: s.bytes,
+                duration_s: duration,
+                throughput_bps: if duration > 0.0 {
+                    s.bytes as f64 * 8.0 / duration
+                } else {
+                    0.0
+                },
+                loss_rate: 1.0 - ratio(s.received),
+                delay_mean_s: if s.received > 0 { mean } else { 0.0 },
+                delay_std_s: if s.received > 0 { var.sqrt() } else { 0.0 },
+                playback_miss_rate: 1.0 - ratio(s.received - s.late),
+                completed: true,
+                ..FlowResult::default()
+            });
+            self.push_series(&mut timeseries, &flows[i].flow, s);
+        }
+        let segments = self
+            .segs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SegmentResult {
+                segment: i,
+                kind: match s {
+                    Seg::Wired(_) => "wired",
+                    Seg::Wireless(_) => "wireless",
+                }
+                .into(),
+                directions: self.dirs[i].clone(),
+                ends: match s {
+                    Seg::Wired(_) => Vec::new(),
+                    Seg::Wireless(wl) => wl.ends.iter().map(|e| e.stats()).collect(),
+                },
+            })
+            .collect();
+        RunResult {
+            rep,
+            seed,
+            flows,
+            segments,
+            timeseries,
+            events: self.q.executed(),
+            simulated_s: end.as_secs_f64(),
+        }
+    }
+}
