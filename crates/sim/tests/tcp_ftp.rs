@@ -106,3 +106,45 @@ fn reno_lies_in_the_mathis_padhye_band() {
         );
     }
 }
+
+/// Same scenario, seed and repetition: identical results, field for field; another
+/// repetition draws other errors.
+#[test]
+fn runs_are_deterministic() {
+    let sc = Scenario::parse(&wlan(
+        "{ model = \"exponential\", mean_bytes = 65536 }",
+        "variant = \"sack\"\ndelayed_ack = true",
+        3_000_000,
+    ))
+    .unwrap();
+    let go = |rep| run(&sc, rep, &mut |_| Err("no traces".into())).unwrap();
+    let (a, b, c) = (go(0), go(0), go(1));
+    assert_eq!(a, b);
+    assert!(a.flows[0].retransmits > 0);
+    assert_ne!(a.flows[0].duration_s, c.flows[0].duration_s);
+}
+
+/// Mistakes in an FTP flow are reported with the key that holds them.
+#[test]
+fn ftp_errors_name_the_key() {
+    let bad = |text: String| {
+        Scenario::parse(&text)
+            .and_then(|s| s.validate().map(|_| s))
+            .unwrap_err()
+            .to_string()
+    };
+    let ok = wlan("{ model = \"perfect\" }", "", 1000);
+    assert!(Scenario::parse(&ok).unwrap().validate().is_ok());
+    let e = bad(ok.replace("size_bytes = 1000", "size_bytes = 0"));
+    assert!(e.contains("flow[0].size_bytes"), "{e}");
+    let e = bad(ok.replace("mss = 954", "mss = 955"));
+    assert!(e.contains("flow[0].tcp.mss") && e.contains("mss <= 954"), "{e}");
+    let e = bad(ok.replace("mss = 954", "mss = 954\nwindow = 3"));
+    assert!(e.contains("window") && e.contains("line"), "{e}");
+    let e = bad(ok.replace("mss = 954", "mss = 954\nvariant = \"vegas\""));
+    assert!(e.contains("vegas"), "{e}");
+    let e = bad(ok.replace("mss = 954", "mss = 954\nmin_rto_s = -1"));
+    assert!(e.contains("flow[0].tcp.min_rto_s"), "{e}");
+    let e = bad(ok.replace("mss = 954", "mss = 954\nrecv_buffer_bytes = 100"));
+    assert!(e.contains("flow[0].tcp.recv_buffer_bytes"), "{e}");
+}
