@@ -138,7 +138,10 @@ fn ftp_errors_name_the_key() {
     let e = bad(ok.replace("size_bytes = 1000", "size_bytes = 0"));
     assert!(e.contains("flow[0].size_bytes"), "{e}");
     let e = bad(ok.replace("mss = 954", "mss = 955"));
-    assert!(e.contains("flow[0].tcp.mss") && e.contains("mss <= 954"), "{e}");
+    assert!(
+        e.contains("flow[0].tcp.mss") && e.contains("mss <= 954"),
+        "{e}"
+    );
     let e = bad(ok.replace("mss = 954", "mss = 954\nwindow = 3"));
     assert!(e.contains("window") && e.contains("line"), "{e}");
     let e = bad(ok.replace("mss = 954", "mss = 954\nvariant = \"vegas\""));

@@ -277,3 +277,84 @@ fn an_ack_for_unsent_data_is_counted_not_obeyed() {
     s.handle_ack(Instant::ZERO, &a);
     assert_eq!(s.snd_una(), 0);
 }
+
+mod random_loss {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Every variant, with or without delayed ACKs, delivers the whole stream exactly over
+    /// any seeded pattern of data and ACK losses (any transmission may be lost), and the
+    /// sender's bookkeeping stays consistent throughout.
+    fn transfer(variant: Variant, delack: bool, loss: f64, seed: u64) -> Result<(), TestCaseError> {
+        let mut c = cfg(variant, 2);
+        c.delayed_ack = delack;
+        c.recv_buffer_bytes = 30 * MSS;
+        let total = 150 * MSS + 123;
+        let mut s = Sender::new(&c, total);
+        let mut r = Receiver::new(&c);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let one_way = Duration::from_millis(20);
+        let mut q: Vec<(Instant, bool, Segment)> = Vec::new();
+        let mut now = Instant::ZERO;
+        for _ in 0..200_000 {
+            while let Some(seg) = s.poll_transmit(now) {
+                prop_assert!(seg.len > 0 && seg.end() <= total);
+                prop_assert!(
+                    seg.end() <= s.snd_una() + 30 * MSS,
+                    "beyond the receive window"
+                );
+                if !rng.gen_bool(loss) {
+                    q.push((now + one_way, true, seg));
+                }
+            }
+            while let Some(a) = r.poll_transmit(now) {
+                if !rng.gen_bool(loss) {
+                    q.push((now + one_way, false, a));
+                }
+            }
+            prop_assert!(s.snd_una() <= s.snd_max() && s.cwnd() >= MSS);
+            if s.is_done() {
+                prop_assert_eq!(r.rcv_nxt(), total);
+                prop_assert_eq!(s.stats().bad_acks, 0);
+                return Ok(());
+            }
+            let next = q
+                .iter()
+                .map(|e| e.0)
+                .chain(s.poll_timeout())
+                .chain(r.poll_timeout())
+                .min()
+                .expect("a stalled connection has no timer");
+            now = next;
+            // Deliver one due item at a time (in queue order: a FIFO path).
+            if let Some(i) = q.iter().position(|e| e.0 <= now) {
+                let (_, to_r, seg) = q.remove(i);
+                if to_r {
+                    r.handle_segment(now, &seg);
+                } else {
+                    s.handle_ack(now, &seg);
+                }
+            }
+            s.handle_timeout(now);
+            r.handle_timeout(now);
+        }
+        prop_assert!(false, "did not finish");
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn any_losses_deliver_the_whole_stream(
+            v in 0usize..3,
+            delack: bool,
+            loss in 0.0f64..0.3,
+            seed: u64,
+        ) {
+            let variant = [Variant::Reno, Variant::NewReno, Variant::Sack][v];
+            transfer(variant, delack, loss, seed)?;
+        }
+    }
+}
