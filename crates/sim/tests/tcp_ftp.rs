@@ -151,3 +151,34 @@ fn ftp_errors_name_the_key() {
     let e = bad(ok.replace("mss = 954", "mss = 954\nrecv_buffer_bytes = 100"));
     assert!(e.contains("flow[0].tcp.recv_buffer_bytes"), "{e}");
 }
+
+/// Two Reno transfers through a 2 Mbit/s drop-tail bottleneck (queue 20 packets) find their
+/// losses in the queue, fill the link between them and share it fairly.
+#[test]
+fn two_transfers_share_a_congested_bottleneck() {
+    let sc = Scenario::parse(
+        "[sim]\nduration_s = 1000\ndrain_s = 0\n\
+         [[segment]]\nkind = \"wired\"\nrate_bps = 100000000\ndelay_ms = 1\n\
+         [[segment]]\nkind = \"wired\"\nrate_bps = 2000000\ndelay_ms = 20\nqueue_packets = 20\n\
+         [[flow]]\nname = \"a\"\napp = \"ftp\"\nfrom = 0\nto = 2\nsize_bytes = 5000000\n\
+         [flow.tcp]\ngranularity_s = 0.01\nmin_rto_s = 0.2\n\
+         [[flow]]\nname = \"b\"\napp = \"ftp\"\nfrom = 0\nto = 2\nsize_bytes = 5000000\nstart_s = 0.5\n\
+         [flow.tcp]\ngranularity_s = 0.01\nmin_rto_s = 0.2\n",
+    )
+    .unwrap();
+    sc.validate().unwrap();
+    let r = run(&sc, 0, &mut |_| Err("no traces".into())).unwrap();
+    let drops = r.segments[1].directions[0].queue_drops;
+    assert!(drops > 0, "the queue overflowed");
+    let (a, b) = (&r.flows[0], &r.flows[1]);
+    assert!(a.completed && b.completed && a.retransmits > 0 && b.retransmits > 0);
+    // While both run, together they carry the payload rate of the bottleneck: 10 MB in
+    // about 10 MB / (2 Mbit/s * 1460 / 1500) seconds, plus the start-up.
+    let payload = 2e6 * 1460.0 / 1500.0;
+    let last = (a.duration_s).max(b.duration_s + 0.5);
+    assert!(10e6 * 8.0 / last >= 0.85 * payload, "{} s for both", last);
+    // Jain's fairness index of the two throughputs.
+    let (x, y) = (a.throughput_bps, b.throughput_bps);
+    let jain = (x + y).powi(2) / (2.0 * (x * x + y * y));
+    assert!(jain >= 0.9, "{x} vs {y}: {jain}");
+}
