@@ -347,6 +347,14 @@ impl World<'_, '_> {
         self.at_node(now, node, p);
     }
 
+    /// Whether host `node` would take a packet from a transport now. Transports ask before
+    /// each segment (TCP's `tcp_drive`), so a device model with back-pressure (001: a host
+    /// never overflows its own device) answers `false` while busy and drives the node's
+    /// transports again when it frees. Without a host model the device is always ready.
+    fn host_ready(&self, _node: usize) -> bool {
+        true
+    }
+
     /// Keeps a packet buffer for reuse.
     fn recycle(&mut self, p: Vec<u8>) {
         if self.pool.len() < 1024 {

@@ -127,6 +127,12 @@ impl World<'_, '_> {
     /// Lets both ends of TCP flow `i` send what they may, then re-arms their timers.
     pub(super) fn tcp_drive(&mut self, now: Instant, i: usize) {
         loop {
+            let Some(from) = self.tcp[i].as_ref().map(|t| t.from) else {
+                return;
+            };
+            if !self.host_ready(from) {
+                break;
+            }
             let Some(t) = self.tcp[i].as_mut() else {
                 return;
             };
@@ -139,6 +145,12 @@ impl World<'_, '_> {
             self.host_emit(now, from, p);
         }
         loop {
+            let Some(to) = self.tcp[i].as_ref().map(|t| t.to) else {
+                return;
+            };
+            if !self.host_ready(to) {
+                break;
+            }
             let Some(t) = self.tcp[i].as_mut() else {
                 return;
             };
