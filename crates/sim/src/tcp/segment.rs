@@ -113,14 +113,17 @@ pub struct WireSegment {
 
 /// The 64-bit value whose low 32 bits are `w` closest to `near`.
 pub fn unwrap(w: u32, near: u64) -> u64 {
-    let base = near & !0xffff_ffff;
-    let c = base | w as u64;
-    let d = |x: u64| x.abs_diff(near);
-    [c.wrapping_sub(1 << 32), c, c.wrapping_add(1 << 32)]
+    let c = (near & !0xffff_ffff) | w as u64;
+    [c.checked_sub(1 << 32), c.checked_add(1 << 32)]
         .into_iter()
-        .filter(|&x| x <= c.saturating_add(1 << 32))
-        .min_by_key(|&x| d(x))
-        .unwrap_or(c)
+        .flatten()
+        .fold(c, |best, x| {
+            if x.abs_diff(near) < best.abs_diff(near) {
+                x
+            } else {
+                best
+            }
+        })
 }
 
 impl WireSegment {

@@ -410,7 +410,7 @@ impl Sender {
         self.deadline = Some(now + self.rto.rto());
     }
 
-    /// Time until the timer, for diagnostics.
+    /// The current retransmission timeout (backoff included).
     pub fn rto_now(&self) -> Duration {
         self.rto.rto()
     }
