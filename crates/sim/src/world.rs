@@ -493,8 +493,15 @@ impl World<'_, '_> {
         };
         let done = now + Duration::transmission(tx.len as u64, wl.rate);
         wl.busy_until[dir] = done;
-        let outcome = wl.models[dir].outcome(now, tx.len, &mut wl.rngs[dir]);
-        wl.ends[dir].handle_tx_report(now, tx.service, !outcome.is_damaged());
+        // The per-frame step shared with the emulator (crates/channel/src/medium.rs).
+        let (outcome, arrives) = mslink_channel::medium::on_air(
+            &mut wl.ends[dir],
+            tx,
+            &self.buf,
+            &mut *wl.models[dir],
+            &mut wl.rngs[dir],
+            now,
+        );
         let d = &mut self.dirs[seg][dir];
         d.sent += 1;
         d.bytes += tx.len as u64;
@@ -504,7 +511,7 @@ impl World<'_, '_> {
             Outcome::Corrupted { .. } => d.corrupted += 1,
             Outcome::Delivered => {}
         }
-        if let Some(bytes) = outcome.apply(&self.buf) {
+        if let Some(bytes) = arrives {
             self.q
                 .schedule(done + wl.delay, Ev::Arrive { seg, dir, bytes });
         }
