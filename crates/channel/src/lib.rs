@@ -20,6 +20,7 @@ pub mod mahimahi;
 pub mod medium;
 pub mod outcome;
 pub mod pattern;
+pub mod streams;
 pub mod trace;
 
 pub use config::{ErrorModelConfig, ModelError};

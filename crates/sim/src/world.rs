@@ -195,13 +195,8 @@ struct Sink {
 /// The random stream of component `name` for `seed` (FNV-1a of the name picks the ChaCha8
 /// stream).
 pub(crate) fn stream(seed: u64, name: &str) -> ChaCha8Rng {
-    // FNV-1a: a fixed, documented hash, so streams never change with the toolchain.
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut r = ChaCha8Rng::seed_from_u64(seed);
-    r.set_stream(h);
-    r
+    // Shared with the emulator, so one seed gives both the same error draws.
+    mslink_channel::streams::stream(seed, name)
 }
 
 fn secs(s: f64) -> Duration {
