@@ -238,7 +238,10 @@ mod tests {
     fn errors_name_the_key() {
         let err = |t: &str| {
             let c: EmuConfig = toml::from_str(t).unwrap();
-            c.build(Instant::ZERO, &mut no_files).err().unwrap().to_string()
+            c.build(Instant::ZERO, &mut no_files)
+                .err()
+                .unwrap()
+                .to_string()
         };
         assert!(err("rate_bps = -1.0").contains("`rate_bps`"));
         assert!(err("mtu = 20").contains("`mtu`"));

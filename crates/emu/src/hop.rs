@@ -240,9 +240,15 @@ impl EmulatedHop {
     /// True when no packet is queued, on the air or waiting to be written, and no link end
     /// has a frame to send.
     pub fn quiet(&self) -> bool {
-        self.dirs.iter().all(|d| {
-            d.queue.is_empty() && d.air.is_empty() && d.out.is_empty()
-        }) && self.ends.iter().all(|e| !e.has_transmit(Instant::MAX))
+        self.dirs
+            .iter()
+            .all(|d| d.queue.is_empty() && d.air.is_empty() && d.out.is_empty())
+            && self.ends.iter().all(|e| !e.has_transmit(Instant::MAX))
+    }
+
+    /// True if a link end has a timer armed (a retransmission or NACK that may still come).
+    pub fn timers_pending(&self) -> bool {
+        self.ends.iter().any(|e| e.poll_timeout().is_some())
     }
 
     /// Packets accepted by a link end and not yet delivered by the other, per direction.
@@ -435,7 +441,9 @@ mod tests {
 
     #[test]
     fn every_packet_is_accounted_for() {
-        let mut h = hop("rate_bps = 1e6\nqueue_packets = 5\n[error]\nmodel = 'pattern'\ngood = 3\nbad = 1\n");
+        let mut h = hop(
+            "rate_bps = 1e6\nqueue_packets = 5\n[error]\nmodel = 'pattern'\ngood = 3\nbad = 1\n",
+        );
         for k in 0..20 {
             h.handle_packet(Instant::ZERO, 0, &udp(500, k));
         }

@@ -123,11 +123,21 @@ impl Netns {
 
     /// Starts `sh -c SCRIPT` inside the namespace, in a PID namespace of its own whose init
     /// is killed with the emulator, with `env` added to its environment.
-    pub fn spawn(&self, script: &str, env: &[(String, String)]) -> io::Result<Child> {
+    /// With `own_group` the command gets a process group of its own (so a terminal's Ctrl-C
+    /// reaches only the emulator, which then stops it); without, it stays in the terminal's
+    /// foreground group (an interactive shell).
+    pub fn spawn(
+        &self,
+        script: &str,
+        env: &[(String, String)],
+        own_group: bool,
+    ) -> io::Result<Child> {
         let mut c = self.command("unshare");
         c.args(["--pid", "--fork", "--kill-child", "--", "sh", "-c", script]);
         c.envs(env.iter().map(|(k, v)| (k, v)));
-        c.process_group(0);
+        if own_group {
+            c.process_group(0);
+        }
         c.spawn()
     }
 

@@ -48,15 +48,17 @@ pub type Capture<'c> = &'c mut dyn FnMut(usize, bool, Instant, &[u8]);
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunEnd {
-    /// True if the drain ended with every accepted packet resolved and the hop quiet.
+    /// True if the drain ended with the hop quiet (nothing queued, on the air or to send).
     pub drained: bool,
     /// Loop turns.
     pub turns: u64,
 }
 
 fn would_block(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
-        || e.raw_os_error() == Some(libc::ENOBUFS)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    ) || e.raw_os_error() == Some(libc::ENOBUFS)
 }
 
 /// Runs the hop between `tuns` until `tick` returns [`Control::Stop`], then drains for at most
@@ -119,10 +121,13 @@ pub fn run(
                 }
             }
             Some(end) => {
-                let settled = hop.quiet() && hop.unresolved() == [0, 0];
+                // Done when nothing moves any more: every accepted packet delivered, or no
+                // timer left that could still recover one.
+                let quiet = hop.quiet();
+                let settled = quiet && (hop.unresolved() == [0, 0] || !hop.timers_pending());
                 if settled || now >= end {
                     return Ok(RunEnd {
-                        drained: settled,
+                        drained: quiet,
                         turns,
                     });
                 }

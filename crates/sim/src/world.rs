@@ -17,7 +17,6 @@
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::{LinkStats, MultiServiceLink};
 use mslink_link::{Duration, Instant};
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
