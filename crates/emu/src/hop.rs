@@ -120,7 +120,8 @@ pub struct Summary {
 }
 
 struct Direction {
-    queue: DropTail<Vec<u8>>,
+    /// Packets with the time they were read.
+    queue: DropTail<(Instant, Vec<u8>)>,
     capacity: Capacity,
     delay: FixedDelay,
     model: Box<dyn ErrorModel>,
@@ -139,6 +140,8 @@ pub struct EmulatedHop {
     ends: [MultiServiceLink; 2],
     dirs: [Direction; 2],
     now: Instant,
+    /// The time of the previous run: a frame that was not ready then became ready after it.
+    prev: Instant,
     buf: Vec<u8>,
 }
 
@@ -169,6 +172,7 @@ impl EmulatedHop {
             ends,
             dirs,
             now: Instant::ZERO,
+            prev: Instant::ZERO,
             buf: Vec::with_capacity(2048),
         }
     }
@@ -180,7 +184,11 @@ impl EmulatedHop {
         d.packets.received_bytes += packet.len() as u64;
         if !is_ip(packet) {
             d.packets.refused_malformed += 1;
-        } else if d.queue.push(packet.to_vec(), packet.len()).is_err() {
+        } else if d
+            .queue
+            .push((now.max(self.now), packet.to_vec()), packet.len())
+            .is_err()
+        {
             d.packets.dropped_queue += 1;
         }
         self.run(now);
@@ -328,12 +336,18 @@ impl EmulatedHop {
                 break;
             }
         }
+        self.prev = now;
     }
 
-    /// Lets the MAC of direction `i` send while it is idle; true if it sent anything.
+    /// Lets the MAC of direction `i` send while it is idle; true if it sent anything. A frame
+    /// starts when both the MAC and the frame were ready (never later than `now`).
     fn mac(&mut self, now: Instant, i: usize) -> bool {
         let mut sent = false;
         let mut fed = false;
+        // When the frame became ready: a driver in real time runs a little after the MAC
+        // became free, and the frame must start when it could have, or every wake-up's
+        // lateness would be lost capacity (a trace's opportunities, a rate's bits).
+        let mut ready = self.prev;
         while self.dirs[i].busy_until <= now {
             self.buf.clear();
             let tx = match self.ends[i].poll_transmit(now, &mut self.buf) {
@@ -344,10 +358,11 @@ impl EmulatedHop {
                     if fed {
                         break;
                     }
-                    let Some(p) = self.dirs[i].queue.pop() else {
+                    let Some((at, p)) = self.dirs[i].queue.pop() else {
                         break;
                     };
                     fed = true;
+                    ready = at;
                     let d = &mut self.dirs[i];
                     match self.ends[i].handle_packet(now, &p) {
                         Ok(_) => {}
@@ -360,7 +375,9 @@ impl EmulatedHop {
             fed = false;
             sent = true;
             let d = &mut self.dirs[i];
-            let done = d.capacity.transmit(now, tx.len);
+            let start = d.busy_until.max(ready).min(now);
+            ready = self.prev;
+            let done = d.capacity.transmit(start, tx.len);
             d.busy_until = done;
             let (outcome, arrives) = on_air(
                 &mut self.ends[i],
@@ -437,6 +454,34 @@ mod tests {
         let s = h.summary();
         assert!(s.quiet && s.directions[0].balanced);
         assert_eq!(s.directions[0].packets.delivered, 2);
+    }
+
+    #[test]
+    fn late_wake_ups_lose_no_trace_capacity() {
+        // Ten 1504-byte opportunities every millisecond; a driver that always wakes 30 µs late
+        // must still carry ten 1500-byte packets (1504-byte frames) per millisecond.
+        let trace: String = (1..=100)
+            .flat_map(|ms| std::iter::repeat_n(ms, 10))
+            .map(|ms| format!("{ms}\n"))
+            .collect();
+        let c: EmuConfig = toml::from_str("capacity_trace = 't'").unwrap();
+        let mut h = c.build(Instant::ZERO, &mut |_| Ok(trace.clone())).unwrap();
+        for k in 0..1000 {
+            h.handle_packet(Instant::ZERO, 0, &udp(1500, k));
+        }
+        let mut delivered = 0;
+        while let Some(t) = h.poll_timeout() {
+            h.handle_timeout(t + Duration::from_micros(30));
+            while h.front_deliver(1).is_some() {
+                h.pop_deliver(1, true);
+                delivered += 1;
+            }
+            if h.now >= Instant::from_millis(50) {
+                break;
+            }
+        }
+        // Opportunities at 1..=50 ms: 500 frames (the driver stops just after 50 ms).
+        assert_eq!(delivered, 500);
     }
 
     #[test]
