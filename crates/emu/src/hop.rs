@@ -523,7 +523,7 @@ mod tests {
             for k in 0..200 {
                 h.handle_packet(now, 0, &udp(1000, k));
                 drive(&mut h, now);
-                now = now + Duration::from_millis(2);
+                now += Duration::from_millis(2);
             }
             drive(&mut h, now + Duration::from_secs_f64(5.0));
             let s = h.summary();
