@@ -513,6 +513,41 @@ mod tests {
         assert!(s.directions.iter().all(|d| d.balanced));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Whatever arrives, in any order and size, every packet is accounted for at every
+        /// moment, and once drained nothing is left in flight.
+        #[test]
+        fn accounting_always_balances(
+            scheme in proptest::sample::select(vec!["raw", "selective_repeat", "oos_rlp", "go_back_n", "xor_fec"]),
+            queue in 1usize..20,
+            loss in 0.0f64..0.5,
+            steps in proptest::collection::vec((0usize..2, 0usize..1700, 0u64..3000), 1..120),
+        ) {
+            let mut h = hop(&format!(
+                "rate_bps = 5e6\ndelay_ms = 2\nqueue_packets = {queue}\n[error]\nmodel = 'independent'\nloss = {loss}\n[[link.service]]\nname = 'x'\nscheme = '{scheme}'\n"
+            ));
+            let mut now = Instant::ZERO;
+            for (k, (side, len, dt_us)) in steps.into_iter().enumerate() {
+                now += Duration::from_micros(dt_us);
+                let p = if len < 32 { vec![0u8; len] } else { udp(len, k as u32) };
+                h.handle_packet(now, side, &p);
+                drive(&mut h, now);
+                for d in &h.summary().directions {
+                    proptest::prop_assert!(d.balanced, "{:?}", d);
+                }
+            }
+            drive(&mut h, now + Duration::from_secs_f64(30.0));
+            let s = h.summary();
+            for d in &s.directions {
+                proptest::prop_assert!(d.balanced, "{:?}", d);
+                if s.quiet {
+                    proptest::prop_assert_eq!(d.packets.in_flight, 0);
+                }
+            }
+        }
+    }
+
     #[test]
     fn selective_repeat_recovers_what_raw_loses() {
         let run = |scheme: &str| {
