@@ -21,8 +21,24 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A fresh scratch directory holding the traffic script.
-fn scratch(name: &str) -> PathBuf {
+/// A scratch directory holding the traffic script, removed when dropped (also when a test
+/// fails and unwinds).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("mslink-emu-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -31,7 +47,7 @@ fn scratch(name: &str) -> PathBuf {
         d.join("traffic.py"),
     )
     .unwrap();
-    d
+    Scratch(d)
 }
 
 /// Devices in the caller's namespace whose name starts with `prefix`.
@@ -452,7 +468,7 @@ fn single_mode_runs_the_command_in_a_namespace_and_propagates_its_status() {
             "-c",
             "ip -o addr show | grep -c msl; ip route | head -1",
         ])
-        .current_dir(&d)
+        .current_dir(&*d)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
