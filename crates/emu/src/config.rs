@@ -193,8 +193,9 @@ impl EmuConfig {
             None => model(&self.error, "error", load)?,
         };
         let delay = FixedDelay(self.delay());
-        // The same stream names as the simulator's first segment, so one seed gives both the
-        // same draws (crates/channel/src/streams.rs).
+        // Identical but independent processes per direction (004 §III.A), with the same
+        // stream names as the simulator's first segment, so one seed gives both the same draws
+        // (crates/channel/src/streams.rs).
         let dirs = [
             DirectionSetup {
                 capacity: cap_fwd,

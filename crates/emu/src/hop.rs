@@ -12,7 +12,8 @@
 //!   the back-pressure toward the receiving namespace (nothing is dropped for a busy device).
 //!
 //! Model of one direction, in order (the simulator's wireless segment, crates/sim/src/world.rs,
-//! plus a queue and a capacity model): a drop-tail queue ([`mslink_channel::droptail`]) in
+//! plus a queue and a capacity model; each direction has its own error process, 004 §III.A;
+//! each end is 004 §IV's multi-service link): a drop-tail queue ([`mslink_channel::droptail`]) in
 //! front of the sending link end; when the MAC is idle it takes the end's next frame, feeding
 //! the end one packet from the queue when it has none; the frame occupies the MAC for its
 //! serialisation time ([`mslink_channel::capacity`]), meets the direction's error model through
