@@ -476,3 +476,50 @@ fn single_mode_runs_the_command_in_a_namespace_and_propagates_its_status() {
     assert!(text.starts_with('1'), "{text}");
     assert!(text.contains("default dev msl"), "{text}");
 }
+
+/// No namespaces needed: the emulator's hop, driven in virtual time, draws the same random
+/// outcomes as the simulator for the same seed (both derive the direction's stream from
+/// (seed, "segment0.dir0.error") and call `mslink_channel::medium::on_air`).
+#[test]
+fn a_seeded_random_model_gives_the_simulator_s_draws() {
+    let count = 300u64;
+    let cfg: mslink_emu::EmuConfig = toml::from_str(
+        "rate_bps = 10e6\nseed = 7\n[error]\nmodel = 'gilbert_elliott'\np = 0.05\nr = 0.3\nloss_good = 0.01\nloss_bad = 0.8\n",
+    )
+    .unwrap();
+    let mut hop = cfg
+        .build(mslink_link::Instant::ZERO, &mut |_| Err("no files".into()))
+        .unwrap();
+    let mut packet = vec![0u8; 500];
+    packet[0] = 0x45;
+    packet[2..4].copy_from_slice(&500u16.to_be_bytes());
+    packet[9] = 17;
+    let gap = mslink_link::Duration::from_micros(2500);
+    let mut now = mslink_link::Instant::ZERO;
+    for _ in 0..count {
+        hop.handle_packet(now, 0, &packet);
+        now += gap;
+        while let Some(t) = hop.poll_timeout().filter(|t| *t <= now) {
+            hop.handle_timeout(t);
+        }
+        while hop.front_deliver(1).is_some() {
+            hop.pop_deliver(1, true);
+        }
+    }
+    let emu = hop.summary().directions[0].frames;
+    let scenario = format!(
+        "[sim]\nname = 'draws'\nduration_s = 2\ndrain_s = 1\nseed = 7\n\n\
+         [[segment]]\nkind = 'wireless'\nrate_bps = 10e6\ndelay_ms = 0\nframe_bytes = 1600\n\
+         error = {{ model = 'gilbert_elliott', p = 0.05, r = 0.3, loss_good = 0.01, loss_bad = 0.8 }}\n\n\
+         [[flow]]\nname = 'udp'\napp = 'constant'\nfrom = 0\nto = 1\nrate_bps = 1600000\n\
+         packet_bytes = 500\nstop_s = {}\n",
+        count as f64 * 500.0 * 8.0 / 1.6e6
+    );
+    let sc = mslink_sim::Scenario::parse(&scenario).unwrap();
+    sc.validate().unwrap();
+    let r = mslink_sim::run(&sc, 0, &mut |_| Err("no files".into())).unwrap();
+    let s = &r.segments[0].directions[0];
+    assert_eq!(emu.sent, count);
+    assert!(emu.lost > 0);
+    assert_eq!((s.sent, s.lost, s.bytes), (emu.sent, emu.lost, emu.bytes));
+}
