@@ -9,13 +9,18 @@
 //! Models stack ([`Stack`]): every layer sees every frame and the outcomes combine. Traces are
 //! parsed from text the caller has read; this crate opens no files.
 
+pub mod capacity;
 pub mod config;
+pub mod droptail;
 pub mod exponential;
 pub mod generate;
 pub mod gilbert_elliott;
 pub mod independent;
+pub mod mahimahi;
+pub mod medium;
 pub mod outcome;
 pub mod pattern;
+pub mod streams;
 pub mod trace;
 
 pub use config::{ErrorModelConfig, ModelError};

@@ -5,6 +5,7 @@
 
 mod bench_cmd;
 mod demo;
+mod emulate_cmd;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
@@ -34,6 +35,9 @@ enum Command {
     /// End-system benchmark: VI-style messaging (shared memory, TCP) vs sockets — round
     /// trip, throughput, CPU per process, per-call cost (docs/bench.md).
     Bench(bench_cmd::BenchArgs),
+    /// Run programs across an emulated lossy wireless link between network namespaces, with a
+    /// multi-service link at both ends (docs/emulator.md). Needs root.
+    Emulate(emulate_cmd::EmulateArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Sim(args) => sim_cmd::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::Emulate(args) => emulate_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

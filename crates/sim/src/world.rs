@@ -19,7 +19,6 @@
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
 use mslink_link::{Duration, Instant};
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
@@ -114,13 +113,8 @@ struct Sink {
 /// The random stream of component `name` for `seed` (FNV-1a of the name picks the ChaCha8
 /// stream).
 pub(crate) fn stream(seed: u64, name: &str) -> ChaCha8Rng {
-    // FNV-1a: a fixed, documented hash, so streams never change with the toolchain.
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut r = ChaCha8Rng::seed_from_u64(seed);
-    r.set_stream(h);
-    r
+    // Shared with the emulator, so one seed gives both the same error draws.
+    mslink_channel::streams::stream(seed, name)
 }
 
 fn secs(s: f64) -> Duration {
@@ -476,8 +470,15 @@ impl World<'_, '_> {
         };
         let done = now + Duration::transmission(tx.len as u64, wl.rate);
         wl.busy_until[dir] = done;
-        let outcome = wl.models[dir].outcome(now, tx.len, &mut wl.rngs[dir]);
-        wl.ends[dir].handle_tx_report(now, tx.service, !outcome.is_damaged());
+        // The per-frame step shared with the emulator (crates/channel/src/medium.rs).
+        let (outcome, arrives) = mslink_channel::medium::on_air(
+            &mut wl.ends[dir],
+            tx,
+            &self.buf,
+            &mut *wl.models[dir],
+            &mut wl.rngs[dir],
+            now,
+        );
         let d = &mut self.dirs[seg][dir];
         d.sent += 1;
         d.bytes += tx.len as u64;
@@ -487,7 +488,7 @@ impl World<'_, '_> {
             Outcome::Corrupted { .. } => d.corrupted += 1,
             Outcome::Delivered => {}
         }
-        if let Some(bytes) = outcome.apply(&self.buf) {
+        if let Some(bytes) = arrives {
             self.q
                 .schedule(done + wl.delay, Ev::Arrive { seg, dir, bytes });
         }

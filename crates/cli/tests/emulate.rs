@@ -1,0 +1,525 @@
+//! `mslink emulate` end to end, in real network namespaces (run as root, as CI does).
+//!
+//! Kernel TCP and UDP cross the emulated hop between two namespaces; every test checks the
+//! packet accounting (in = delivered + every drop cause + in flight) and that no namespace,
+//! veth or TUN device is left behind, including after the emulator is killed with SIGKILL.
+//! Throughputs are compared as ratios with wide margins or against the trace's own capacity;
+//! nothing asserts on how long a run took.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn mslink() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mslink"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A scratch directory holding the traffic script, removed when dropped (also when a test
+/// fails and unwinds).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("mslink-emu-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/traffic.py"),
+        d.join("traffic.py"),
+    )
+    .unwrap();
+    Scratch(d)
+}
+
+/// Devices in the caller's namespace whose name starts with `prefix`.
+fn devices(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/sys/class/net")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// Runs `mslink emulate ARGS --json FILE`; checks the accounting and the cleanup.
+fn emulate(dir: &Path, args: &[&str]) -> Value {
+    let json = dir.join("summary.json");
+    let child = mslink()
+        .arg("emulate")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .current_dir(dir)
+        .stdout(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "mslink emulate {args:?}: {:?}",
+        out.status
+    );
+    assert!(
+        devices(&format!("msl{pid}")).is_empty(),
+        "devices left behind"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    check_accounting(&v);
+    v
+}
+
+/// in = delivered + every drop cause + in flight, in each direction, computed here.
+fn check_accounting(v: &Value) {
+    for dir in ["left_to_right", "right_to_left"] {
+        let p = &v[dir]["packets"];
+        let n = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{dir}.{k} missing"));
+        let sum = n("delivered")
+            + n("refused_malformed")
+            + n("refused_too_large")
+            + n("dropped_queue")
+            + n("dropped_service_queue")
+            + n("lost_channel")
+            + n("abandoned")
+            + n("write_failed")
+            + n("in_flight");
+        assert_eq!(n("received"), sum, "{dir}: {p}");
+        assert_eq!(v[dir]["balanced"], Value::Bool(true));
+    }
+    // The kernel never dropped a packet at a TUN device: the emulator read everything.
+    for side in ["left", "right"] {
+        if let Some(d) = v["devices"].get(side) {
+            assert_eq!(d["tx_dropped"], 0, "{side}: {d}");
+            assert_eq!(d["rx_dropped"], 0, "{side}: {d}");
+        }
+    }
+}
+
+/// A TCP transfer of `seconds` from right to left; returns (bytes, summary) after checking
+/// that the receiver got exactly the bytes the sender sent (count and SHA-256).
+fn tcp_transfer(dir: &Path, link: &[&str], seconds: f64) -> (u64, Value, String) {
+    let v = emulate(
+        dir,
+        &[
+            link,
+            &[
+                "--pair",
+                "--until",
+                "both",
+                "--left",
+                "python3 traffic.py tcp-server 7000 recv.txt",
+                "--right",
+                &format!(
+                    "python3 traffic.py tcp-client $MSLINK_LEFT 7000 {seconds} sent.txt cubic"
+                ),
+            ],
+        ]
+        .concat(),
+    );
+    let recv = std::fs::read_to_string(dir.join("recv.txt")).unwrap();
+    let sent = std::fs::read_to_string(dir.join("sent.txt")).unwrap();
+    let first = |s: &str| s.lines().next().unwrap().to_string();
+    assert_eq!(first(&recv), first(&sent), "payload differs");
+    let bytes: u64 = first(&recv).split(' ').next().unwrap().parse().unwrap();
+    (bytes, v, recv)
+}
+
+const SR: &[&str] = &[
+    "--scheme",
+    "selective_repeat",
+    "--set",
+    "link.service.0.window=256",
+    "--set",
+    "link.service.0.timeout_ms=40",
+    "--set",
+    "link.service.0.nack_interval_ms=20",
+];
+
+#[test]
+fn tcp_over_five_percent_loss_is_much_faster_with_selective_repeat() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let link = [
+        "--set",
+        "rate_bps=20e6",
+        "--set",
+        "delay_ms=5",
+        "--loss",
+        "0.05",
+    ];
+    let d = scratch("tcp-raw");
+    let (raw, vr, _) = tcp_transfer(&d, &[&link[..], &["--scheme", "raw"]].concat(), 3.0);
+    let d = scratch("tcp-sr");
+    let (sr, vs, _) = tcp_transfer(&d, &[&link[..], SR].concat(), 3.0);
+    // Loss-based TCP (CUBIC) halves its window at every loss over raw; selective repeat hides
+    // the losses. Same send time: compare bytes.
+    assert!(sr > 3 * raw, "selective repeat {sr} bytes vs raw {raw}");
+    // Raw lost packets to the error model; selective repeat lost none.
+    assert!(
+        vr["right_to_left"]["packets"]["lost_channel"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(vs["right_to_left"]["packets"]["lost_channel"], 0);
+    assert_eq!(vs["right_to_left"]["packets"]["abandoned"], 0);
+    assert!(vs["right_to_left"]["frames"]["lost"].as_u64().unwrap() > 0);
+}
+
+fn udp_residual_loss(scheme: &str) -> f64 {
+    let d = scratch(&format!("udp-{scheme}"));
+    let count = 1000u64;
+    emulate(
+        &d,
+        &[
+            "--set",
+            "rate_bps=10e6",
+            "--set",
+            "delay_ms=5",
+            "--loss",
+            "0.05",
+            "--scheme",
+            scheme,
+            "--pair",
+            "--until",
+            "both",
+            "--left",
+            "python3 traffic.py udp-server 7001 recv.txt 1.5",
+            "--right",
+            &format!("sleep 0.5; python3 traffic.py udp-client $MSLINK_LEFT 7001 {count} 500 500"),
+        ],
+    );
+    let got: u64 = std::fs::read_to_string(d.join("recv.txt"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    1.0 - got as f64 / count as f64
+}
+
+#[test]
+fn udp_cbr_over_oos_rlp_loses_less_than_raw() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let raw = udp_residual_loss("raw");
+    let oos = udp_residual_loss("oos_rlp");
+    // Raw shows the channel's 5% (1000 packets: well above 2%); OOS RLP retransmits.
+    assert!(raw > 0.02, "raw residual loss {raw}");
+    assert!(oos < raw / 3.0, "oos_rlp {oos} vs raw {raw}");
+}
+
+#[test]
+fn constant_mahimahi_trace_gives_its_capacity_minus_headers() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let d = scratch("mahimahi");
+    // 120 Mbit/s of 1504-byte opportunities: 120e6 / (1504 * 8) = 9973.4 per second; spread
+    // 9973 evenly over a 1000 ms period.
+    let n = 9973u64;
+    let text: String = (1..=n)
+        .map(|i| format!("{}\n", (i * 1000).div_ceil(n)))
+        .collect();
+    std::fs::write(d.join("120mbps.mahi"), &text).unwrap();
+    let lines = text.lines().count() as f64;
+    let period_s = text.lines().last().unwrap().parse::<f64>().unwrap() / 1e3;
+    let capacity_bps = lines * 1504.0 * 8.0 / period_s;
+    assert!((capacity_bps / 120e6 - 1.0).abs() < 1e-3);
+    let (_, v, recv) = tcp_transfer(
+        &d,
+        &[
+            "--set",
+            "capacity_trace='120mbps.mahi'",
+            "--set",
+            "delay_ms=5",
+        ],
+        5.0,
+    );
+    // One frame per 1500-byte packet: the packet plus the link's CRC-32 (one raw service: no
+    // tag, no header) is 1504 bytes, one opportunity. TCP carries 1500 - 20 (IPv4) - 20 (TCP)
+    // - 12 (timestamp option) = 1448 bytes of payload in it.
+    let expected = capacity_bps * 1448.0 / 1504.0;
+    // Goodput at the receiver over its steady state (after the first 1.5 s of the transfer).
+    let marks: Vec<(f64, f64)> = recv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut w = l.split(' ');
+            (
+                w.next().unwrap().parse().unwrap(),
+                w.next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let (t0, b0) = *marks
+        .iter()
+        .find(|m| m.0 >= marks[0].0 + 1.5)
+        .expect("transfer too short");
+    let (t1, b1) = *marks.last().unwrap();
+    let goodput = (b1 - b0) * 8.0 / (t1 - t0);
+    eprintln!("mahimahi: goodput {goodput:.0} bit/s, expected {expected:.0}");
+    assert!(
+        (goodput / expected - 1.0).abs() < 0.05,
+        "goodput {goodput:.0} bit/s, expected {expected:.0}"
+    );
+    assert_eq!(v["right_to_left"]["packets"]["dropped_queue"], 0);
+}
+
+#[test]
+fn an_error_trace_gives_the_simulator_s_per_frame_outcomes() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let d = scratch("trace");
+    // Ten frames per cycle: 3 intact, 3 lost, 2 truncated, 2 corrupted.
+    let trace = "ok * 2\nloss\ntrunc 100\nbits 5 77\nok\nloss * 2\ntrunc 30\nbits 300\n";
+    std::fs::write(d.join("t.trace"), trace).unwrap();
+    let count = 200u64;
+    let v = emulate(
+        &d,
+        &[
+            "--set",
+            "error.model=trace",
+            "--set",
+            "error.file='t.trace'",
+            "--set",
+            "rate_bps=10e6",
+            "--pair",
+            "--until",
+            "both",
+            "--right",
+            "python3 traffic.py udp-server 7002 recv.txt 1.0",
+            "--left",
+            &format!("sleep 0.5; python3 traffic.py udp-client $MSLINK_RIGHT 7002 {count} 500 400"),
+        ],
+    );
+    let frames = &v["left_to_right"]["frames"];
+    let f = |k: &str| frames[k].as_u64().unwrap();
+    // Closed form from the trace: 20 cycles of 10 frames.
+    assert_eq!(
+        (f("sent"), f("lost"), f("truncated"), f("corrupted")),
+        (200, 60, 40, 40)
+    );
+    // The simulator, same trace, same number of frames on one wireless segment.
+    let scenario = format!(
+        "[sim]\nname = 'trace-replay'\nduration_s = 3\ndrain_s = 1\nseed = 1\n\n\
+         [[segment]]\nkind = 'wireless'\nrate_bps = 10e6\ndelay_ms = 0\nframe_bytes = 1600\n\
+         error = {{ model = 'trace', file = 't.trace' }}\n\n\
+         [[flow]]\nname = 'udp'\napp = 'constant'\nfrom = 0\nto = 1\nrate_bps = 1600000\n\
+         packet_bytes = 500\nstop_s = {}\n",
+        count as f64 * 500.0 * 8.0 / 1.6e6
+    );
+    let sc = mslink_sim::Scenario::parse(&scenario).unwrap();
+    sc.validate().unwrap();
+    let r = mslink_sim::run(&sc, 0, &mut |_| Ok(trace.to_string())).unwrap();
+    let s = &r.segments[0].directions[0];
+    assert_eq!(
+        (s.sent, s.lost, s.truncated, s.corrupted),
+        (f("sent"), f("lost"), f("truncated"), f("corrupted"))
+    );
+    // With the CRC, damaged frames never reach the receiver: 3 packets in 10 arrive.
+    let got: u64 = std::fs::read_to_string(d.join("recv.txt"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(got, 60);
+    assert_eq!(v["left_to_right"]["packets"]["lost_channel"], 140);
+    assert_eq!(r.flows[0].received, 60);
+}
+
+/// Network-namespace inodes the process `pid` holds open.
+fn held_namespaces(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        for fd in fds.flatten() {
+            if let Ok(t) = std::fs::read_link(fd.path()) {
+                let t = t.to_string_lossy().to_string();
+                if t.starts_with("net:[") {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// True if any process has namespace `ns` as its own or holds it open.
+fn namespace_alive(ns: &str) -> bool {
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = p.file_name().to_string_lossy().to_string();
+        let Ok(pid) = name.parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/ns/net"))
+            .is_ok_and(|l| l.to_string_lossy() == ns)
+            || held_namespaces(pid).iter().any(|h| h == ns)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Starts a pair running `sleep`, waits for it to be ready, sends `signal`, and checks that
+/// its namespaces, devices and commands are all gone.
+fn killed_emulator_leaves_nothing(signal: libc::c_int) {
+    let mut child = mslink()
+        .args([
+            "emulate", "--pair", "--left", "sleep 60", "--right", "sleep 61",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "emulator exited early"
+        );
+    }
+    let own = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let namespaces: Vec<String> = held_namespaces(pid)
+        .into_iter()
+        .filter(|n| *n != own)
+        .collect();
+    assert_eq!(namespaces.len(), 2, "{namespaces:?}");
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(pid as libc::pid_t, signal);
+    }
+    child.wait().unwrap();
+    // The kernel tears down asynchronously: poll for a while (not a timing assertion).
+    let mut gone = false;
+    for _ in 0..100 {
+        gone = namespaces.iter().all(|n| !namespace_alive(n))
+            && devices(&format!("msl{pid}")).is_empty();
+        if gone {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        gone,
+        "namespaces {namespaces:?} or devices survived signal {signal}"
+    );
+}
+
+#[test]
+fn nothing_is_left_after_sigkill_or_ctrl_c() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    killed_emulator_leaves_nothing(libc::SIGKILL);
+    killed_emulator_leaves_nothing(libc::SIGINT);
+}
+
+#[test]
+fn single_mode_runs_the_command_in_a_namespace_and_propagates_its_status() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let st = mslink()
+        .args(["emulate", "--quiet", "--", "sh", "-c", "exit 3"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(3));
+    let d = scratch("single");
+    // The command's namespace reaches the host side of the hop (a UDP echo from the host).
+    let out = mslink()
+        .args([
+            "emulate",
+            "--quiet",
+            "--",
+            "sh",
+            "-c",
+            "ip -o addr show | grep -c msl; ip route | head -1",
+        ])
+        .current_dir(&*d)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.starts_with('1'), "{text}");
+    assert!(text.contains("default dev msl"), "{text}");
+}
+
+/// No namespaces needed: the emulator's hop, driven in virtual time, draws the same random
+/// outcomes as the simulator for the same seed (both derive the direction's stream from
+/// (seed, "segment0.dir0.error") and call `mslink_channel::medium::on_air`).
+#[test]
+fn a_seeded_random_model_gives_the_simulator_s_draws() {
+    let count = 300u64;
+    let cfg: mslink_emu::EmuConfig = toml::from_str(
+        "rate_bps = 10e6\nseed = 7\n[error]\nmodel = 'gilbert_elliott'\np = 0.05\nr = 0.3\nloss_good = 0.01\nloss_bad = 0.8\n",
+    )
+    .unwrap();
+    let mut hop = cfg
+        .build(mslink_link::Instant::ZERO, &mut |_| Err("no files".into()))
+        .unwrap();
+    let mut packet = vec![0u8; 500];
+    packet[0] = 0x45;
+    packet[2..4].copy_from_slice(&500u16.to_be_bytes());
+    packet[9] = 17;
+    let gap = mslink_link::Duration::from_micros(2500);
+    let mut now = mslink_link::Instant::ZERO;
+    for _ in 0..count {
+        hop.handle_packet(now, 0, &packet);
+        now += gap;
+        while let Some(t) = hop.poll_timeout().filter(|t| *t <= now) {
+            hop.handle_timeout(t);
+        }
+        while hop.front_deliver(1).is_some() {
+            hop.pop_deliver(1, true);
+        }
+    }
+    let emu = hop.summary().directions[0].frames;
+    let scenario = format!(
+        "[sim]\nname = 'draws'\nduration_s = 2\ndrain_s = 1\nseed = 7\n\n\
+         [[segment]]\nkind = 'wireless'\nrate_bps = 10e6\ndelay_ms = 0\nframe_bytes = 1600\n\
+         error = {{ model = 'gilbert_elliott', p = 0.05, r = 0.3, loss_good = 0.01, loss_bad = 0.8 }}\n\n\
+         [[flow]]\nname = 'udp'\napp = 'constant'\nfrom = 0\nto = 1\nrate_bps = 1600000\n\
+         packet_bytes = 500\nstop_s = {}\n",
+        count as f64 * 500.0 * 8.0 / 1.6e6
+    );
+    let sc = mslink_sim::Scenario::parse(&scenario).unwrap();
+    sc.validate().unwrap();
+    let r = mslink_sim::run(&sc, 0, &mut |_| Err("no files".into())).unwrap();
+    let s = &r.segments[0].directions[0];
+    assert_eq!(emu.sent, count);
+    assert!(emu.lost > 0);
+    assert_eq!((s.sent, s.lost, s.bytes), (emu.sent, emu.lost, emu.bytes));
+}

@@ -1,0 +1,574 @@
+//! The emulated wireless hop: two link ends, two one-way channels, every packet accounted for.
+//!
+//! Contract (sans-IO; the real-time twin of `mslink_link::hop::Hop`). Side 0 is the left
+//! namespace, side 1 the right; direction `i` carries packets from side `i` to side `1 - i`.
+//! The driver calls, with non-decreasing `now`:
+//!
+//! * [`EmulatedHop::handle_packet`]`(now, side, packet)` for each IP packet read on a side;
+//! * [`EmulatedHop::handle_timeout`]`(now)` whenever `now` reaches [`EmulatedHop::poll_timeout`]
+//!   (a call with nothing due does nothing);
+//! * [`EmulatedHop::front_deliver`] / [`EmulatedHop::pop_deliver`] to write the packets that
+//!   came out on a side; a packet stays at the front until the driver could write it, which is
+//!   the back-pressure toward the receiving namespace (nothing is dropped for a busy device).
+//!
+//! Model of one direction, in order (the simulator's wireless segment, crates/sim/src/world.rs,
+//! plus a queue and a capacity model; each direction has its own error process, 004 §III.A;
+//! each end is 004 §IV's multi-service link): a drop-tail queue ([`mslink_channel::droptail`]) in
+//! front of the sending link end; when the MAC is idle it takes the end's next frame, feeding
+//! the end one packet from the queue when it has none; the frame occupies the MAC for its
+//! serialisation time ([`mslink_channel::capacity`]), meets the direction's error model through
+//! [`mslink_channel::medium::on_air`] (the same step the simulator takes, so an error trace
+//! gives the same per-frame outcomes), and arrives after the fixed delay.
+//!
+//! Accounting (per direction, [`PacketCounts`]): every packet read is exactly one of refused as
+//! malformed (not IPv4/IPv6), dropped by the queue limit, refused by the link end (too large,
+//! service queue full), delivered, lost by the error model (a service without recovery lost
+//! its frame), abandoned by a service (a recovering service gave up or could not repair it),
+//! failed to write, or still in flight. [`EmulatedHop::summary`] checks the identity.
+
+use std::collections::VecDeque;
+
+use mslink_channel::capacity::{Capacity, FixedDelay};
+use mslink_channel::droptail::{DropTail, QueueStats};
+use mslink_channel::medium::{on_air, FrameCounts};
+use mslink_channel::ErrorModel;
+use mslink_link::link::{LinkStats, MultiServiceLink, Refused};
+use mslink_link::Instant;
+use rand_chacha::ChaCha8Rng;
+
+/// How one direction is built.
+pub struct DirectionSetup {
+    /// Capacity model.
+    pub capacity: Capacity,
+    /// Propagation delay.
+    pub delay: FixedDelay,
+    /// Error model.
+    pub model: Box<dyn ErrorModel>,
+    /// The error model's random stream.
+    pub rng: ChaCha8Rng,
+    /// Queue limit in packets.
+    pub queue_packets: Option<usize>,
+    /// Queue limit in bytes.
+    pub queue_bytes: Option<usize>,
+}
+
+/// The fate of the packets of one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PacketCounts {
+    /// Packets read from the sending side.
+    pub received: u64,
+    /// Bytes of those packets.
+    pub received_bytes: u64,
+    /// Written to the receiving side.
+    pub delivered: u64,
+    /// Bytes written.
+    pub delivered_bytes: u64,
+    /// Refused as malformed (not an IPv4 or IPv6 packet).
+    pub refused_malformed: u64,
+    /// Refused by the link end: larger than the MTU.
+    pub refused_too_large: u64,
+    /// Dropped by the drop-tail queue limit.
+    pub dropped_queue: u64,
+    /// Refused by the link end because the service's own queue was full.
+    pub dropped_service_queue: u64,
+    /// Lost by the error model on a service without recovery (raw).
+    pub lost_channel: u64,
+    /// Lost on a recovering service: it gave up or could not repair the loss.
+    pub abandoned: u64,
+    /// Delivered by the link but refused by the receiving device.
+    pub write_failed: u64,
+    /// Still in the queue, in the link, in the air or waiting to be written when counted.
+    pub in_flight: u64,
+}
+
+impl PacketCounts {
+    /// Sum of every fate: equals `received` when the accounting holds.
+    pub fn accounted(&self) -> u64 {
+        self.delivered
+            + self.refused_malformed
+            + self.refused_too_large
+            + self.dropped_queue
+            + self.dropped_service_queue
+            + self.lost_channel
+            + self.abandoned
+            + self.write_failed
+            + self.in_flight
+    }
+}
+
+/// Counters of one direction.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DirectionSummary {
+    /// Packet fates.
+    pub packets: PacketCounts,
+    /// Frames on the air, by error-model outcome.
+    pub frames: FrameCounts,
+    /// The drop-tail queue.
+    pub queue: QueueStats,
+    /// True if every packet read is accounted for exactly once.
+    pub balanced: bool,
+}
+
+/// Everything the hop counted.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// Left to right, right to left.
+    pub directions: [DirectionSummary; 2],
+    /// Link-layer counters of the left and right ends.
+    pub ends: [LinkStats; 2],
+    /// True if nothing was queued, on the air or pending in a link end when counted.
+    pub quiet: bool,
+}
+
+struct Direction {
+    /// Packets with the time they were read.
+    queue: DropTail<(Instant, Vec<u8>)>,
+    capacity: Capacity,
+    delay: FixedDelay,
+    model: Box<dyn ErrorModel>,
+    rng: ChaCha8Rng,
+    busy_until: Instant,
+    /// Frames on the air with their arrival time (arrivals are in order: one MAC, one delay).
+    air: VecDeque<(Instant, Vec<u8>)>,
+    frames: FrameCounts,
+    packets: PacketCounts,
+    /// Packets that came out of this direction, waiting to be written.
+    out: VecDeque<Vec<u8>>,
+}
+
+/// Two link ends joined by an emulated wireless hop.
+pub struct EmulatedHop {
+    ends: [MultiServiceLink; 2],
+    dirs: [Direction; 2],
+    now: Instant,
+    /// The time of the previous run: a frame that was not ready then became ready after it.
+    prev: Instant,
+    buf: Vec<u8>,
+}
+
+fn is_ip(p: &[u8]) -> bool {
+    match p.first().map(|b| b >> 4) {
+        Some(4) => p.len() >= 20,
+        Some(6) => p.len() >= 40,
+        _ => false,
+    }
+}
+
+impl EmulatedHop {
+    /// Joins `ends[0]` (left) and `ends[1]` (right); `dirs[i]` carries side `i`'s packets.
+    pub fn new(ends: [MultiServiceLink; 2], dirs: [DirectionSetup; 2]) -> Self {
+        let dirs = dirs.map(|d| Direction {
+            queue: DropTail::new(d.queue_packets, d.queue_bytes),
+            capacity: d.capacity,
+            delay: d.delay,
+            model: d.model,
+            rng: d.rng,
+            busy_until: Instant::ZERO,
+            air: VecDeque::new(),
+            frames: FrameCounts::default(),
+            packets: PacketCounts::default(),
+            out: VecDeque::new(),
+        });
+        EmulatedHop {
+            ends,
+            dirs,
+            now: Instant::ZERO,
+            prev: Instant::ZERO,
+            buf: Vec::with_capacity(2048),
+        }
+    }
+
+    /// A packet read on `side` at `now` enters the hop.
+    pub fn handle_packet(&mut self, now: Instant, side: usize, packet: &[u8]) {
+        let d = &mut self.dirs[side];
+        d.packets.received += 1;
+        d.packets.received_bytes += packet.len() as u64;
+        if !is_ip(packet) {
+            d.packets.refused_malformed += 1;
+        } else if d
+            .queue
+            .push((now.max(self.now), packet.to_vec()), packet.len())
+            .is_err()
+        {
+            d.packets.dropped_queue += 1;
+        }
+        self.run(now);
+    }
+
+    /// Runs everything due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.run(now);
+    }
+
+    /// The earliest instant at which something is due, if anything is pending.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t: Option<Instant> = None;
+        let mut consider = |x: Instant| t = Some(t.map_or(x, |y| y.min(x)));
+        for (i, d) in self.dirs.iter().enumerate() {
+            if let Some((at, _)) = d.air.front() {
+                consider(*at);
+            }
+            if d.busy_until > self.now
+                && (!d.queue.is_empty() || self.ends[i].has_transmit(d.busy_until))
+            {
+                consider(d.busy_until);
+            }
+        }
+        for e in &self.ends {
+            if let Some(at) = e.poll_timeout() {
+                consider(at);
+            }
+        }
+        t
+    }
+
+    /// The next packet to write on `side`, if any.
+    pub fn front_deliver(&self, side: usize) -> Option<&[u8]> {
+        self.dirs[1 - side].out.front().map(|p| p.as_slice())
+    }
+
+    /// Removes the front packet of `side` after the driver tried to write it: `written` false
+    /// means the device refused it for good (counted as `write_failed`).
+    pub fn pop_deliver(&mut self, side: usize, written: bool) {
+        let d = &mut self.dirs[1 - side];
+        if let Some(p) = d.out.pop_front() {
+            if written {
+                d.packets.delivered += 1;
+                d.packets.delivered_bytes += p.len() as u64;
+            } else {
+                d.packets.write_failed += 1;
+            }
+        }
+    }
+
+    /// Packets waiting to be written on `side`.
+    pub fn pending_deliver(&self, side: usize) -> usize {
+        self.dirs[1 - side].out.len()
+    }
+
+    /// True when no packet is queued, on the air or waiting to be written, and no link end
+    /// has a frame to send.
+    pub fn quiet(&self) -> bool {
+        self.dirs
+            .iter()
+            .all(|d| d.queue.is_empty() && d.air.is_empty() && d.out.is_empty())
+            && self.ends.iter().all(|e| !e.has_transmit(Instant::MAX))
+    }
+
+    /// True if a link end has a timer armed (a retransmission or NACK that may still come).
+    pub fn timers_pending(&self) -> bool {
+        self.ends.iter().any(|e| e.poll_timeout().is_some())
+    }
+
+    /// Packets accepted by a link end and not yet delivered by the other, per direction.
+    pub fn unresolved(&self) -> [u64; 2] {
+        let s = [self.ends[0].stats(), self.ends[1].stats()];
+        [0, 1].map(|i| {
+            s[i].services
+                .iter()
+                .zip(&s[1 - i].services)
+                .map(|(tx, rx)| {
+                    (tx.packets_in - tx.packets_refused).saturating_sub(rx.packets_delivered)
+                })
+                .sum()
+        })
+    }
+
+    /// The counters, with every packet's fate. Packets a link end accepted and the other has
+    /// not delivered are lost (raw services: by the error model; others: abandoned) once the
+    /// hop is [quiet](Self::quiet), and in flight before.
+    pub fn summary(&self) -> Summary {
+        let ends = [self.ends[0].stats(), self.ends[1].stats()];
+        let quiet = self.quiet();
+        let directions = [0, 1].map(|i| {
+            let d = &self.dirs[i];
+            let mut p = d.packets;
+            p.in_flight = d.queue.len() as u64 + d.out.len() as u64;
+            for (tx, rx) in ends[i].services.iter().zip(&ends[1 - i].services) {
+                let accepted = tx.packets_in - tx.packets_refused;
+                let missing = accepted.saturating_sub(rx.packets_delivered);
+                if !quiet {
+                    p.in_flight += missing;
+                } else if tx.scheme == "raw" {
+                    p.lost_channel += missing;
+                } else {
+                    p.abandoned += missing;
+                }
+            }
+            DirectionSummary {
+                packets: p,
+                frames: d.frames,
+                queue: d.queue.stats(),
+                balanced: p.accounted() == p.received,
+            }
+        });
+        Summary {
+            directions,
+            ends,
+            quiet,
+        }
+    }
+
+    fn run(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        loop {
+            let mut progress = false;
+            for i in 0..2 {
+                while self.dirs[i].air.front().is_some_and(|(at, _)| *at <= now) {
+                    let (_, frame) = self.dirs[i].air.pop_front().expect("checked");
+                    self.ends[1 - i].handle_frame(now, &frame);
+                    progress = true;
+                }
+            }
+            for e in 0..2 {
+                if self.ends[e].poll_timeout().is_some_and(|t| t <= now) {
+                    self.ends[e].handle_timeout(now);
+                }
+                // End `e` delivers what direction `1 - e` carried.
+                while let Some(p) = self.ends[e].poll_deliver() {
+                    self.dirs[1 - e].out.push_back(p);
+                }
+            }
+            for i in 0..2 {
+                progress |= self.mac(now, i);
+            }
+            if !progress {
+                break;
+            }
+        }
+        self.prev = now;
+    }
+
+    /// Lets the MAC of direction `i` send while it is idle; true if it sent anything. A frame
+    /// starts when both the MAC and the frame were ready (never later than `now`).
+    fn mac(&mut self, now: Instant, i: usize) -> bool {
+        let mut sent = false;
+        let mut fed = false;
+        // When the frame became ready: a driver in real time runs a little after the MAC
+        // became free, and the frame must start when it could have, or every wake-up's
+        // lateness would be lost capacity (a trace's opportunities, a rate's bits).
+        let mut ready = self.prev;
+        while self.dirs[i].busy_until <= now {
+            self.buf.clear();
+            let tx = match self.ends[i].poll_transmit(now, &mut self.buf) {
+                Some(tx) => tx,
+                None => {
+                    // Feed the end one packet when it has nothing to send; if that still gives
+                    // no frame (a window is full), wait for the next event.
+                    if fed {
+                        break;
+                    }
+                    let Some((at, p)) = self.dirs[i].queue.pop() else {
+                        break;
+                    };
+                    fed = true;
+                    ready = at;
+                    let d = &mut self.dirs[i];
+                    match self.ends[i].handle_packet(now, &p) {
+                        Ok(_) => {}
+                        Err(Refused::TooLarge { .. }) => d.packets.refused_too_large += 1,
+                        Err(Refused::QueueFull { .. }) => d.packets.dropped_service_queue += 1,
+                    }
+                    continue;
+                }
+            };
+            fed = false;
+            sent = true;
+            let d = &mut self.dirs[i];
+            let start = d.busy_until.max(ready).min(now);
+            ready = self.prev;
+            let done = d.capacity.transmit(start, tx.len);
+            d.busy_until = done;
+            let (outcome, arrives) = on_air(
+                &mut self.ends[i],
+                tx,
+                &self.buf,
+                &mut *d.model,
+                &mut d.rng,
+                now,
+            );
+            d.frames.record(tx.len, &outcome);
+            if let Some(bytes) = arrives {
+                d.air.push_back((d.delay.arrival(done), bytes));
+            }
+        }
+        sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EmuConfig;
+    use mslink_link::Duration;
+
+    fn udp(len: usize, seq: u32) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        p[20..22].copy_from_slice(&5000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&5001u16.to_be_bytes());
+        p[28..32].copy_from_slice(&seq.to_be_bytes());
+        p
+    }
+
+    fn hop(toml_text: &str) -> EmulatedHop {
+        let c: EmuConfig = toml::from_str(toml_text).unwrap();
+        c.build(Instant::ZERO, &mut |_| Err("no files".into()))
+            .unwrap()
+    }
+
+    /// Runs the hop to `until` in virtual time, writing everything out.
+    fn drive(h: &mut EmulatedHop, until: Instant) -> Vec<(usize, Instant, Vec<u8>)> {
+        let mut out = Vec::new();
+        loop {
+            for side in 0..2 {
+                while let Some(p) = h.front_deliver(side) {
+                    out.push((side, h.now, p.to_vec()));
+                    h.pop_deliver(side, true);
+                }
+            }
+            match h.poll_timeout() {
+                Some(t) if t <= until => h.handle_timeout(t.max(h.now)),
+                _ => break,
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn rate_and_delay_shape_arrivals() {
+        // 8 Mbit/s, 10 ms: a 1000-byte packet (1004 on the air with the CRC) leaves after
+        // 1.004 ms and arrives 10 ms later; the second waits for the first.
+        let mut h = hop("rate_bps = 8e6\ndelay_ms = 10");
+        h.handle_packet(Instant::ZERO, 0, &udp(1000, 0));
+        h.handle_packet(Instant::ZERO, 0, &udp(1000, 1));
+        let out = drive(&mut h, Instant::from_millis(100));
+        let t: Vec<u64> = out.iter().map(|o| o.1.as_nanos()).collect();
+        assert_eq!(t, [11_004_000, 12_008_000]);
+        assert!(out.iter().all(|o| o.0 == 1));
+        let s = h.summary();
+        assert!(s.quiet && s.directions[0].balanced);
+        assert_eq!(s.directions[0].packets.delivered, 2);
+    }
+
+    #[test]
+    fn late_wake_ups_lose_no_trace_capacity() {
+        // Ten 1504-byte opportunities every millisecond; a driver that always wakes 30 µs late
+        // must still carry ten 1500-byte packets (1504-byte frames) per millisecond.
+        let trace: String = (1..=100)
+            .flat_map(|ms| std::iter::repeat_n(ms, 10))
+            .map(|ms| format!("{ms}\n"))
+            .collect();
+        let c: EmuConfig = toml::from_str("capacity_trace = 't'").unwrap();
+        let mut h = c.build(Instant::ZERO, &mut |_| Ok(trace.clone())).unwrap();
+        for k in 0..1000 {
+            h.handle_packet(Instant::ZERO, 0, &udp(1500, k));
+        }
+        let mut delivered = 0;
+        while let Some(t) = h.poll_timeout() {
+            h.handle_timeout(t + Duration::from_micros(30));
+            while h.front_deliver(1).is_some() {
+                h.pop_deliver(1, true);
+                delivered += 1;
+            }
+            if h.now >= Instant::from_millis(50) {
+                break;
+            }
+        }
+        // Opportunities at 1..=50 ms: 500 frames (the driver stops just after 50 ms).
+        assert_eq!(delivered, 500);
+    }
+
+    #[test]
+    fn every_packet_is_accounted_for() {
+        let mut h = hop(
+            "rate_bps = 1e6\nqueue_packets = 5\n[error]\nmodel = 'pattern'\ngood = 3\nbad = 1\n",
+        );
+        for k in 0..20 {
+            h.handle_packet(Instant::ZERO, 0, &udp(500, k));
+        }
+        h.handle_packet(Instant::ZERO, 0, &[0x00, 1, 2]);
+        h.handle_packet(Instant::ZERO, 1, &udp(1600, 99));
+        let s = h.summary();
+        assert!(!s.quiet);
+        for d in &s.directions {
+            assert!(d.balanced, "{d:?}");
+        }
+        drive(&mut h, Instant::from_millis(1000));
+        let s = h.summary();
+        assert!(s.quiet);
+        let p = s.directions[0].packets;
+        // One fed to the link at once, five queued; the other fourteen dropped by the queue.
+        assert_eq!(p.received, 21);
+        assert_eq!(p.refused_malformed, 1);
+        assert_eq!(p.dropped_queue, 14);
+        // Six frames sent; the pattern loses the fourth.
+        assert_eq!((p.delivered, p.lost_channel), (5, 1));
+        assert_eq!(s.directions[1].packets.refused_too_large, 1);
+        assert!(s.directions.iter().all(|d| d.balanced));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Whatever arrives, in any order and size, every packet is accounted for at every
+        /// moment, and once drained nothing is left in flight.
+        #[test]
+        fn accounting_always_balances(
+            scheme in proptest::sample::select(vec!["raw", "selective_repeat", "oos_rlp", "go_back_n", "xor_fec"]),
+            queue in 1usize..20,
+            loss in 0.0f64..0.5,
+            steps in proptest::collection::vec((0usize..2, 0usize..1700, 0u64..3000), 1..120),
+        ) {
+            let mut h = hop(&format!(
+                "rate_bps = 5e6\ndelay_ms = 2\nqueue_packets = {queue}\n[error]\nmodel = 'independent'\nloss = {loss}\n[[link.service]]\nname = 'x'\nscheme = '{scheme}'\n"
+            ));
+            let mut now = Instant::ZERO;
+            for (k, (side, len, dt_us)) in steps.into_iter().enumerate() {
+                now += Duration::from_micros(dt_us);
+                let p = if len < 32 { vec![0u8; len] } else { udp(len, k as u32) };
+                h.handle_packet(now, side, &p);
+                drive(&mut h, now);
+                for d in &h.summary().directions {
+                    proptest::prop_assert!(d.balanced, "{:?}", d);
+                }
+            }
+            drive(&mut h, now + Duration::from_secs_f64(30.0));
+            let s = h.summary();
+            for d in &s.directions {
+                proptest::prop_assert!(d.balanced, "{:?}", d);
+                if s.quiet {
+                    proptest::prop_assert_eq!(d.packets.in_flight, 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn selective_repeat_recovers_what_raw_loses() {
+        let run = |scheme: &str| {
+            let mut h = hop(&format!(
+                "rate_bps = 10e6\ndelay_ms = 5\n[error]\nmodel = 'independent'\nloss = 0.2\n[[link.service]]\nname = 'x'\nscheme = '{scheme}'\n"
+            ));
+            let mut now = Instant::ZERO;
+            for k in 0..200 {
+                h.handle_packet(now, 0, &udp(1000, k));
+                drive(&mut h, now);
+                now += Duration::from_millis(2);
+            }
+            drive(&mut h, now + Duration::from_secs_f64(5.0));
+            let s = h.summary();
+            assert!(s.quiet && s.directions.iter().all(|d| d.balanced), "{s:?}");
+            s.directions[0].packets
+        };
+        let raw = run("raw");
+        let sr = run("selective_repeat");
+        assert!(raw.lost_channel > 20, "{raw:?}");
+        assert_eq!(sr.delivered, 200, "{sr:?}");
+    }
+}

@@ -1,0 +1,29 @@
+//! mslink-emu: the multi-service link in real time, between network namespaces.
+//!
+//! Contract. The engine (`mslink_link::link::MultiServiceLink`) is sans-IO; this crate is its
+//! real-time driver, the twin of the in-memory `mslink_link::hop::Hop`:
+//!
+//! * [`hop::EmulatedHop`] is still sans-IO: two link ends joined by an emulated wireless hop
+//!   (drop-tail queue, capacity model, fixed delay and error model per direction, from
+//!   `mslink_channel`), with every packet accounted for by cause. It applies the same per-frame
+//!   step as the simulator (`mslink_channel::medium::on_air`), so an error trace gives the same
+//!   per-frame outcomes in both.
+//! * [`clock`], [`tun`], [`netns`] and [`runtime`] do the I/O: a monotonic clock turned into
+//!   `mslink_link::Instant`, TUN devices, unnamed network namespaces that vanish with the
+//!   process (no leftovers after a crash), and the event loop that feeds real packets and real
+//!   time to the hop with nanosecond timer deadlines.
+//!
+//! 003 §1.3 and §4 run unmodified kernel TCP over an emulated error environment; this crate
+//! does that with real kernel stacks on both sides of the hop.
+
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod config;
+pub mod hop;
+pub mod netns;
+pub mod runtime;
+pub mod tun;
+
+pub use config::{EmuConfig, EmuConfigError};
+pub use hop::{EmulatedHop, PacketCounts, Summary};
