@@ -10,8 +10,6 @@ from . import _core
 Job = tuple[list[tuple[str, str]], int]
 
 
-def run_chunk(
-    base_toml: str, jobs: list[Job], base_dir: str, files: dict[str, str]
-) -> list[str]:
+def run_chunk(base_toml: str, jobs: list[Job], base_dir: str, files: dict[str, str]) -> list[str]:
     """Runs ``jobs`` (sweep-point overrides, repetition) of ``base_toml``; JSON per run."""
     return _core.run_jobs(base_toml, jobs, base_dir, files)

@@ -110,6 +110,6 @@ def throughput(
     ax.set_ylabel(f"throughput ({units.get(unit, f'x{unit:g} bit/s')})")
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, alpha=0.3)
     return fig

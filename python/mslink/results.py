@@ -164,9 +164,7 @@ def build(
                 for svc in end["services"]:
                     row: dict[str, Any] = {"scenario": name, "point": pi}
                     row.update(zip(keys, point_values[pi]))
-                    row.update(
-                        rep=rep, seed=seed, segment=seg["segment"], end=ENDS[ei]
-                    )
+                    row.update(rep=rep, seed=seed, segment=seg["segment"], end=ENDS[ei])
                     _flatten("", svc, row)
                     service_rows.append(row)
         events += r["events"]

@@ -140,9 +140,7 @@ def run(
     (tqdm, in terminals and notebooks) shows when ``progress`` is true, or by default when
     stderr is a terminal.
     """
-    return execute(
-        scenario, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress
-    )
+    return execute(scenario, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress)
 
 
 def sweep(

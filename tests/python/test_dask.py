@@ -26,13 +26,17 @@ def test_local_cluster_equals_local_run() -> None:
         ],
     }
     local = mslink.sweep(sc, grid, reps=2, progress=False)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         remote = mslink.sweep(sc, grid, reps=2, client=client, progress=False)
         # A cluster object or its address works too (a client is made and closed).
-        by_address = mslink.sweep(sc, grid, reps=2, client=cluster.scheduler_address,
-                                  progress=False)
+        by_address = mslink.sweep(
+            sc, grid, reps=2, client=cluster.scheduler_address, progress=False
+        )
     assert len(local) == 3 * 2 * 2
     assert_frame_equal(remote, local)
     assert_frame_equal(by_address, local)
@@ -42,11 +46,14 @@ def test_trace_files_travel_with_the_work() -> None:
     sc = mslink.Scenario.load(ROOT / "scenarios/003/fig11_elf_walls.toml")
     sc["sim.duration_s"] = 30
     assert list(sc.trace_files()) == ["../../traces/003/walls.trace"]
-    local = mslink.sweep(sc, {"cell.scheduler.flows.2.power_factor": [1.0, 1.2]},
-                         progress=False)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
-        remote = mslink.sweep(sc, {"cell.scheduler.flows.2.power_factor": [1.0, 1.2]},
-                              client=client, progress=False)
+    local = mslink.sweep(sc, {"cell.scheduler.flows.2.power_factor": [1.0, 1.2]}, progress=False)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        remote = mslink.sweep(
+            sc, {"cell.scheduler.flows.2.power_factor": [1.0, 1.2]}, client=client, progress=False
+        )
     assert_frame_equal(remote, local)

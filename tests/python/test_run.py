@@ -20,9 +20,7 @@ FIG11 = ROOT / "scenarios/003/fig11_elf_walls.toml"
 
 
 def cli_run(cli: str, scenario: Path, out: Path, *args: str) -> None:
-    subprocess.run(
-        [cli, "sim", "--quiet", "--out", str(out), *args, str(scenario)], check=True
-    )
+    subprocess.run([cli, "sim", "--quiet", "--out", str(out), *args, str(scenario)], check=True)
 
 
 def read_csv(path: Path) -> pd.DataFrame:
@@ -73,15 +71,23 @@ def test_run_equals_the_cli_files(cli: str, tmp_path: Path, scenario: Path, sets
         lossy = res.links[(res.links.segment == 1) & (res.links.direction == "ltr")]
         assert (lossy.lost > 0).all()
         assert set(res.services.scheme) == {
-            "raw", "xor_fec", "selective_repeat", "karn_rlp", "oos_rlp"
+            "raw",
+            "xor_fec",
+            "selective_repeat",
+            "karn_rlp",
+            "oos_rlp",
         }
 
 
 def test_same_results_on_any_executor() -> None:
     sc = Scenario.load(FIG7).set("sim.duration_s", 5)
-    grid = {"segment.1.error.mean_bytes": [65536, 16384],
-            "segment.1.link.service.0": [{"name": "cbr", "scheme": "raw"},
-                                         {"name": "cbr", "scheme": "karn_rlp"}]}
+    grid = {
+        "segment.1.error.mean_bytes": [65536, 16384],
+        "segment.1.link.service.0": [
+            {"name": "cbr", "scheme": "raw"},
+            {"name": "cbr", "scheme": "karn_rlp"},
+        ],
+    }
     one = mslink.sweep(sc, grid, reps=3, jobs=1, progress=False)
     two = mslink.sweep(sc, grid, reps=3, jobs=2, progress=False)
     with ProcessPoolExecutor(2) as pool:
@@ -89,8 +95,13 @@ def test_same_results_on_any_executor() -> None:
     assert len(one) == 2 * 2 * 3
     assert_frame_equal(one, two)
     assert_frame_equal(one, procs)
-    assert list(one.columns[:5]) == ["scenario", "point", "segment.1.error.mean_bytes",
-                                      "segment.1.link.service.0", "rep"]
+    assert list(one.columns[:5]) == [
+        "scenario",
+        "point",
+        "segment.1.error.mean_bytes",
+        "segment.1.link.service.0",
+        "rep",
+    ]
     assert list(one.seed) == [1, 2, 3] * 4
 
 
@@ -109,7 +120,7 @@ def test_parquet_round_trip(tmp_path: Path) -> None:
 
 def test_run_errors_are_scenario_errors(tmp_path: Path) -> None:
     bad = Scenario.load(FIG11).set("cell.station.0.error.file", "missing.trace")
-    with pytest.raises(mslink.ScenarioError, match="missing.trace"):
+    with pytest.raises(mslink.ScenarioError, match=r"missing\.trace"):
         mslink.run(bad, progress=False)
     with pytest.raises(mslink.ScenarioError, match="reps"):
         mslink.run(FIG7, reps=0, progress=False)
@@ -118,17 +129,21 @@ def test_run_errors_are_scenario_errors(tmp_path: Path) -> None:
 def test_mslink_command_is_the_cli(tmp_path: Path) -> None:
     v = subprocess.run(["mslink", "--version"], capture_output=True, text=True, check=True)
     assert v.stdout.startswith("mslink")
-    bad = subprocess.run(["mslink", "sim", "--out", str(tmp_path), "nope.toml"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        ["mslink", "sim", "--out", str(tmp_path), "nope.toml"], capture_output=True, text=True
+    )
     assert bad.returncode == 1 and "nope.toml" in bad.stderr
     usage = subprocess.run(["mslink", "no-such-verb"], capture_output=True, text=True)
     assert usage.returncode == 2
     sc = Scenario.load(FIG7)
     out = tmp_path / "out"
-    subprocess.run(["mslink", "sim", "--quiet", "--set=sim.duration_s=5", "--out", str(out),
-                    str(FIG7)], check=True)
+    subprocess.run(
+        ["mslink", "sim", "--quiet", "--set=sim.duration_s=5", "--out", str(out), str(FIG7)],
+        check=True,
+    )
     assert_frame_equal(
         read_csv(out / "flows.csv")[["rep", "seed", "sent", "received"]],
         mslink.run(sc.set("sim.duration_s", 5), progress=False).flows[
-            ["rep", "seed", "sent", "received"]],
+            ["rep", "seed", "sent", "received"]
+        ],
     )
