@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
 from . import _core
@@ -58,22 +58,56 @@ def toml_value(text: str) -> Any:
     return _core.parse_toml("v = " + text)["v"]
 
 
-@dataclass
-class Result:
-    """Everything a run or sweep produced; see the module documentation for the columns."""
+TABLES = ("flows", "timeseries", "links", "services")
+HEAD = {
+    "flows": ["rep", "seed"],
+    "timeseries": ["rep"],
+    "links": ["rep", "seed"],
+    "services": ["rep", "seed"],
+}
+BODY = {
+    "flows": FLOW_COLUMNS,
+    "timeseries": ["flow", "time_s", "throughput_bps"],
+    "links": ["segment", "kind", "direction", *DIRECTION_COLUMNS],
+    "services": ["segment", "end"],
+}
+KINDS = {"i": "int64", "f": "float64", "s": "str"}
 
-    flows: pd.DataFrame
-    timeseries: pd.DataFrame
-    links: pd.DataFrame
-    services: pd.DataFrame
-    summary: dict[str, Any] = field(repr=False)
+# One batch of runs from the Rust core: ({table: ({column: list}, {column: kind})}, [JSON]).
+Chunk = tuple[dict[str, tuple[dict[str, list[Any]], dict[str, str]]], list[str]]
+
+
+class Result:
+    """Everything a run or sweep produced: ``flows``, ``timeseries``, ``links`` and
+    ``services`` DataFrames and the ``summary`` dict (see the module documentation)."""
+
+    def __init__(
+        self,
+        flows: pd.DataFrame,
+        timeseries: pd.DataFrame,
+        links: pd.DataFrame,
+        services: pd.DataFrame,
+        summary: dict[str, Any] | Callable[[], dict[str, Any]],
+    ) -> None:
+        self.flows = flows
+        self.timeseries = timeseries
+        self.links = links
+        self.services = services
+        self._summary = summary
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The content of ``summary.json`` (built on first use)."""
+        if callable(self._summary):
+            self._summary = self._summary()
+        return self._summary
 
     def save(self, folder: str | Path) -> Path:
         """Writes ``flows``, ``timeseries``, ``links`` and ``services`` as Parquet files and
         ``summary.json`` into ``folder`` (created if missing)."""
         d = Path(folder)
         d.mkdir(parents=True, exist_ok=True)
-        for name in ("flows", "timeseries", "links", "services"):
+        for name in TABLES:
             getattr(self, name).to_parquet(d / f"{name}.parquet", index=False)
         (d / "summary.json").write_text(json.dumps(self.summary, indent=1))
         return d
@@ -82,27 +116,14 @@ class Result:
     def load(cls, folder: str | Path) -> Result:
         """Reads what :meth:`save` wrote."""
         d = Path(folder)
-        tables = {
-            name: pd.read_parquet(d / f"{name}.parquet")
-            for name in ("flows", "timeseries", "links", "services")
-        }
+        tables = {name: pd.read_parquet(d / f"{name}.parquet") for name in TABLES}
         return cls(summary=json.loads((d / "summary.json").read_text()), **tables)
 
     def __repr__(self) -> str:
-        runs = len(self.summary.get("runs", []))
         return (
-            f"<Result {self.summary.get('scenario')!r}: {runs} runs, {len(self.flows)} flow rows, "
-            f"{len(self.timeseries)} timeseries rows>"
+            f"<Result: {len(self.flows)} flow rows, {len(self.timeseries)} timeseries rows, "
+            f"{len(self.links)} link rows>"
         )
-
-
-def _flatten(prefix: str, d: dict[str, Any], out: dict[str, Any]) -> None:
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            _flatten(key + ".", v, out)
-        else:
-            out[key] = v
 
 
 def build(
@@ -110,90 +131,53 @@ def build(
     keys: Sequence[str],
     points: Sequence[Sequence[tuple[str, str]]],
     jobs: Sequence[tuple[int, int]],
-    runs_json: Sequence[str],
+    chunks: Sequence[Chunk],
 ) -> Result:
-    """Assembles the tables from each job's ``(point, rep)`` and ``RunResult`` JSON."""
-    point_values = [[sweep_value(v) for _, v in p] for p in points]
-    flows: dict[str, list[Any]] = {c: [] for c in ["scenario", "point", *keys, "rep", "seed"]}
-    flows.update({c: [] for c in FLOW_COLUMNS})
-    ts: dict[str, list[Any]] = {
-        c: [] for c in ["scenario", "point", *keys, "rep", "flow", "time_s", "throughput_bps"]
-    }
-    links: dict[str, list[Any]] = {
-        c: [] for c in ["scenario", "point", *keys, "rep", "seed", "segment", "kind", "direction"]
-    }
-    links.update({c: [] for c in DIRECTION_COLUMNS})
-    service_rows: list[dict[str, Any]] = []
-    summary_runs = []
-    events = 0
+    """Assembles the tables from the Rust core's batches (in job order) of ``jobs``, each a
+    ``(point, rep)``, adding the scenario, point and sweep columns."""
+    job_point = np.fromiter((pi for pi, _ in jobs), dtype=np.int64, count=len(jobs))
+    by_key = [pd.Series([sweep_value(p[i][1]) for p in points]) for i in range(len(keys))]
+    frames = {}
+    for table in TABLES:
+        cols: dict[str, list[Any]] = {}
+        kinds: dict[str, str] = {}
+        job_parts = []
+        offset = 0
+        for tables, runs in chunks:
+            c, k = tables[table]
+            kinds.update(k)
+            for col, values in c.items():
+                if col == "job":
+                    job_parts.append(np.asarray(values, dtype=np.int64) + offset)
+                else:
+                    cols.setdefault(col, []).extend(values)
+            offset += len(runs)
+        job = np.concatenate(job_parts) if job_parts else np.zeros(0, dtype=np.int64)
+        pts = job_point[job]
+        data: dict[str, Any] = {
+            "scenario": pd.Series([name] * len(job), dtype="str"),
+            "point": pd.Series(pts, dtype="int64"),
+        }
+        for key, values in zip(keys, by_key):
+            data[key] = values.take(pts).reset_index(drop=True)
+        order = [*HEAD[table], *BODY[table]]
+        order += [c for c in cols if c not in order]
+        for col in order:
+            dtype = KINDS.get(kinds.get(col, ""), "int64" if col in ("rep", "seed") else None)
+            data[col] = pd.Series(cols.get(col, []), dtype=dtype or "str")
+        frames[table] = pd.DataFrame(data)
 
-    def head(table: dict[str, list[Any]], pi: int, n: int) -> None:
-        table["scenario"].extend([name] * n)
-        table["point"].extend([pi] * n)
-        for k, v in zip(keys, point_values[pi]):
-            table[k].extend([v] * n)
+    def summary() -> dict[str, Any]:
+        runs = []
+        events = 0
+        gi = 0
+        for _, texts in chunks:
+            for text in texts:
+                r = json.loads(text)
+                events += r["events"]
+                pi = jobs[gi][0]
+                runs.append({"point": pi, "sweep": dict(points[pi]), "run": r})
+                gi += 1
+        return {"scenario": name, "runs": runs, "events": events}
 
-    for (pi, _rep), text in zip(jobs, runs_json):
-        r = json.loads(text)
-        rep, seed = r["rep"], r["seed"]
-        fl = r["flows"]
-        head(flows, pi, len(fl))
-        flows["rep"].extend([rep] * len(fl))
-        flows["seed"].extend([seed] * len(fl))
-        for f in fl:
-            for c in FLOW_COLUMNS:
-                flows[c].append("udp" if c == "transport" else f[c])
-        tp = r["timeseries"]
-        head(ts, pi, len(tp))
-        ts["rep"].extend([rep] * len(tp))
-        for p in tp:
-            ts["flow"].append(p["flow"])
-            ts["time_s"].append(p["time_s"])
-            ts["throughput_bps"].append(p["throughput_bps"])
-        for seg in r["segments"]:
-            head(links, pi, 2)
-            for di, dname in enumerate(DIRECTIONS):
-                links["rep"].append(rep)
-                links["seed"].append(seed)
-                links["segment"].append(seg["segment"])
-                links["kind"].append(seg["kind"])
-                links["direction"].append(dname)
-                for c in DIRECTION_COLUMNS:
-                    links[c].append(seg["directions"][di][c])
-            for ei, end in enumerate(seg["ends"]):
-                for svc in end["services"]:
-                    row: dict[str, Any] = {"scenario": name, "point": pi}
-                    row.update(zip(keys, point_values[pi]))
-                    row.update(rep=rep, seed=seed, segment=seg["segment"], end=ENDS[ei])
-                    _flatten("", svc, row)
-                    service_rows.append(row)
-        events += r["events"]
-        summary_runs.append({"point": pi, "sweep": dict(points[pi]), "run": r})
-
-    def frame(cols: dict[str, list[Any]]) -> pd.DataFrame:
-        return pd.DataFrame({k: pd.Series(v, dtype=_dtype(v)) for k, v in cols.items()})
-
-    svc_cols = ["scenario", "point", *keys, "rep", "seed", "segment", "end"]
-    services = pd.DataFrame(service_rows)
-    if services.empty:
-        services = pd.DataFrame({c: [] for c in [*svc_cols, "name", "scheme"]})
-    return Result(
-        flows=frame(flows),
-        timeseries=frame(ts),
-        links=frame(links),
-        services=services,
-        summary={"scenario": name, "runs": summary_runs, "events": events},
-    )
-
-
-def _dtype(values: list[Any]) -> str | None:
-    """int64 / float64 / object for a column, so empty tables keep sensible types."""
-    if not values:
-        return "object"
-    if all(isinstance(v, bool) for v in values):
-        return "bool"
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return "int64"
-    if all(v is None or isinstance(v, (int, float)) for v in values):
-        return "float64"
-    return None
+    return Result(summary=summary, **frames)

@@ -18,7 +18,7 @@ from typing import Any, Union
 import pandas as pd
 
 from . import _core, _tasks
-from .results import Result, build
+from .results import Chunk, Result, build
 from .scenario import PathLike, Scenario, as_scenario
 
 ScenarioLike = Union[Scenario, PathLike, Mapping[str, Any]]
@@ -86,7 +86,9 @@ def execute(
         workers = max(1, sum(client.nthreads().values()))
     else:
         workers = max(1, getattr(client, "_max_workers", None) or os.cpu_count() or 1)
-    size = chunk or max(1, -(-len(job_list) // (workers * 4)))
+    # Small enough to balance the load and move the progress bar, large enough that the
+    # per-call cost stays negligible.
+    size = chunk or max(1, -(-len(job_list) // (workers * 16)))
     chunks = [job_list[i : i + size] for i in range(0, len(job_list), size)]
     bar = tqdm(
         total=len(job_list),
@@ -94,7 +96,7 @@ def execute(
         desc=name,
         disable=None if progress is None else not progress,
     )
-    out: list[list[str] | None] = [None] * len(chunks)
+    out: list[Chunk | None] = [None] * len(chunks)
     try:
         futures = {}
         for ci, c in enumerate(chunks):
@@ -118,8 +120,7 @@ def execute(
             client.shutdown(wait=True, cancel_futures=True)
         if owned:
             client.close()
-    runs = [r for c in out for r in (c or [])]
-    return build(name, keys, points, job_list, runs)
+    return build(name, keys, points, job_list, [c for c in out if c is not None])
 
 
 def run(

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod tables;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -221,8 +222,10 @@ fn plan(py: Python<'_>, doc: &Bound<'_, PyAny>, sets: Vec<(String, String)>) -> 
 }
 
 /// Runs jobs `(point overrides, rep)` of the base scenario `base_toml` (from [`plan`]) and
-/// returns each run's `RunResult` as JSON, in job order. Trace files come from `files` (name
-/// to text) or else from `base_dir`. The GIL is released while the simulator runs.
+/// returns `(tables, runs)`: the rows of every run as columns (see [`tables`]) and each run's
+/// `RunResult` as JSON (what `summary.json` holds), in job order. Trace files come from
+/// `files` (name to text) or else from `base_dir`. The GIL is released while the simulator
+/// runs and the tables are built.
 #[pyfunction]
 fn run_jobs(
     py: Python<'_>,
@@ -230,24 +233,27 @@ fn run_jobs(
     jobs: Vec<(Vec<(String, String)>, u32)>,
     base_dir: PathBuf,
     files: BTreeMap<String, String>,
-) -> PyResult<Vec<String>> {
+) -> PyResult<(Py<PyAny>, Vec<String>)> {
     let base = Scenario::parse(base_toml).map_err(|e| sim_error(py, e, ""))?;
-    let out: Result<Vec<String>, (String, SimError)> = py.detach(|| {
+    let out = py.detach(|| {
         let mut load = |f: &str| match files.get(f) {
             Some(t) => Ok(t.clone()),
             None => std::fs::read_to_string(base_dir.join(f))
                 .map_err(|e| format!("cannot read {}: {e}", base_dir.join(f).display())),
         };
-        let mut out = Vec::with_capacity(jobs.len());
-        for (point, rep) in &jobs {
+        let mut tables = tables::Tables::default();
+        let mut runs = Vec::with_capacity(jobs.len());
+        for (i, (point, rep)) in jobs.iter().enumerate() {
             let ctx = format!("run (rep {rep}): ");
             let sc = base.with_overrides(point).map_err(|e| (ctx.clone(), e))?;
             let r = mslink_sim::run(&sc, *rep, &mut load).map_err(|e| (ctx.clone(), e))?;
-            out.push(serde_json::to_string(&r).expect("RunResult serializes to JSON"));
+            tables.push(i, &r);
+            runs.push(serde_json::to_string(&r).expect("RunResult serializes to JSON"));
         }
-        Ok(out)
+        Ok::<_, (String, SimError)>((tables, runs))
     });
-    out.map_err(|(ctx, e)| sim_error(py, e, &ctx))
+    let (tables, runs) = out.map_err(|(ctx, e)| sim_error(py, e, &ctx))?;
+    Ok((tables.into_py(py)?, runs))
 }
 
 /// Runs the `mslink` command line (`argv[0]` is the program name) and returns its exit
