@@ -11,6 +11,8 @@ round times, alternating so that drifts hit all alike (medians reported):
 * run:    `mslink.run(sc, reps=50)` called in this (warm) interpreter: runs, and every table
           (flows, timeseries, links, services) built as DataFrames;
 * sweep:  `mslink.sweep(sc, reps=50)`, the same, returning the tidy flows DataFrame;
+* run+save: `mslink.run(...).save(DIR)`: also the summary and Parquet files written, the
+          CLI's work item for item;
 * fresh:  `python -c "import mslink; mslink.run(...)"`: a new interpreter each time, so
           also Python's start and the imports (pandas, ...), a fixed cost per process.
 
@@ -66,7 +68,7 @@ def main() -> None:
         return took
 
     in_process("run")  # warm-up: first-call imports (tqdm, concurrent.futures)
-    times: dict[str, list[float]] = {"cli": [], "run": [], "sweep": [], "fresh": []}
+    times: dict[str, list[float]] = {"cli": [], "run": [], "sweep": [], "run+save": [], "fresh": []}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
             times["cli"].append(
@@ -86,6 +88,9 @@ def main() -> None:
             )
             times["run"].append(in_process("run"))
             times["sweep"].append(in_process("sweep"))
+            t = time.perf_counter()
+            mslink.run(sc, reps=args.reps, progress=False).save(Path(tmp) / "py")
+            times["run+save"].append(time.perf_counter() - t)
             times["fresh"].append(
                 timed(
                     [sys.executable, "-c", fresh, str(SCENARIO), str(args.seconds), str(args.reps)]

@@ -16,12 +16,16 @@ The ``mslink`` command installed with the package is the Rust CLI itself.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from . import _core
-from .results import Result, sweep_value, toml_value
-from .runner import run, sweep
 from .scenario import Scenario, ScenarioError
+
+if TYPE_CHECKING:
+    from . import plot
+    from .results import Result, sweep_value, toml_value
+    from .runner import run, sweep
 
 __version__: str = _core.__version__
 
@@ -37,11 +41,26 @@ __all__ = [
     "toml_value",
 ]
 
+# pandas and matplotlib load on first use, so that `import mslink` and the `mslink` command
+# start fast.
+_LAZY = {
+    "Result": ".results",
+    "sweep_value": ".results",
+    "toml_value": ".results",
+    "run": ".runner",
+    "sweep": ".runner",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # matplotlib loads only when plotting.
     if name == "plot":
-        import importlib
-
         return importlib.import_module(".plot", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
