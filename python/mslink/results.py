@@ -7,6 +7,7 @@ The tables hold what ``mslink sim --out DIR`` writes, column for column:
 * ``links``: one row per segment direction per run (the counters of ``summary.json``);
 * ``services``: one row per service at each link end per run (``summary.json``'s link
   counters, nested counters flattened as ``service.<name>`` and ``reassembly.<name>``);
+* ``runs``: one row per run: events executed and simulated seconds;
 * ``summary``: the content of ``summary.json`` as a dict.
 
 Sweep columns hold the grid's values: numbers, booleans and strings as themselves, tables and
@@ -58,18 +59,20 @@ def toml_value(text: str) -> Any:
     return _core.parse_toml("v = " + text)["v"]
 
 
-TABLES = ("flows", "timeseries", "links", "services")
+TABLES = ("flows", "timeseries", "links", "services", "runs")
 HEAD = {
     "flows": ["rep", "seed"],
     "timeseries": ["rep"],
     "links": ["rep", "seed"],
     "services": ["rep", "seed"],
+    "runs": ["rep", "seed"],
 }
 BODY = {
     "flows": FLOW_COLUMNS,
     "timeseries": ["flow", "time_s", "throughput_bps"],
     "links": ["segment", "kind", "direction", *DIRECTION_COLUMNS],
     "services": ["segment", "end"],
+    "runs": ["events", "simulated_s"],
 }
 KINDS = {"i": "int64", "f": "float64", "s": "str"}
 
@@ -78,8 +81,9 @@ Chunk = tuple[dict[str, tuple[dict[str, list[Any]], dict[str, str]]], list[str]]
 
 
 class Result:
-    """Everything a run or sweep produced: ``flows``, ``timeseries``, ``links`` and
-    ``services`` DataFrames and the ``summary`` dict (see the module documentation)."""
+    """Everything a run or sweep produced: ``flows``, ``timeseries``, ``links``,
+    ``services`` and ``runs`` DataFrames and the ``summary`` dict (see the module
+    documentation)."""
 
     def __init__(
         self,
@@ -87,13 +91,17 @@ class Result:
         timeseries: pd.DataFrame,
         links: pd.DataFrame,
         services: pd.DataFrame,
+        runs: pd.DataFrame,
         summary: dict[str, Any] | Callable[[], dict[str, Any]],
+        summary_text: Callable[[], str] | None = None,
     ) -> None:
         self.flows = flows
         self.timeseries = timeseries
         self.links = links
         self.services = services
+        self.runs = runs
         self._summary = summary
+        self._summary_text = summary_text
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -109,7 +117,11 @@ class Result:
         d.mkdir(parents=True, exist_ok=True)
         for name in TABLES:
             getattr(self, name).to_parquet(d / f"{name}.parquet", index=False)
-        (d / "summary.json").write_text(json.dumps(self.summary, indent=1))
+        if callable(self._summary) and self._summary_text is not None:
+            text = self._summary_text()  # the runs' JSON as it came, not parsed and re-written
+        else:
+            text = json.dumps(self.summary)
+        (d / "summary.json").write_text(text)
         return d
 
     @classmethod
@@ -180,4 +192,15 @@ def build(
                 gi += 1
         return {"scenario": name, "runs": runs, "events": events}
 
-    return Result(summary=summary, **frames)
+    def summary_text() -> str:
+        texts = [t for _, c in chunks for t in c]
+        parts = [
+            f'{{"point": {pi}, "sweep": {json.dumps(dict(points[pi]))}, "run": {text}}}'
+            for (pi, _), text in zip(jobs, texts)
+        ]
+        events = int(frames["runs"]["events"].sum())
+        return (
+            f'{{"scenario": {json.dumps(name)}, "runs": [{", ".join(parts)}], "events": {events}}}'
+        )
+
+    return Result(summary=summary, summary_text=summary_text, **frames)

@@ -64,6 +64,7 @@ def test_run_equals_the_cli_files(cli: str, tmp_path: Path, scenario: Path, sets
     same_table(res.timeseries, read_csv(out / "timeseries.csv"))
     assert res.summary == json.loads((out / "summary.json").read_text())
     assert len(res.links) == 2 * sum(len(r["run"]["segments"]) for r in res.summary["runs"])
+    assert res.runs["events"].sum() == res.summary["events"]
     if scenario == FIG7:
         # The sweep keys are columns; 20 points x 2 reps, one flow each.
         assert len(res.flows) == 40
@@ -108,9 +109,9 @@ def test_same_results_on_any_executor() -> None:
 def test_parquet_round_trip(tmp_path: Path) -> None:
     sc = Scenario.load(FIG7).set("sim.duration_s", 5)
     res = mslink.run(sc, reps=2, progress=False)
-    res.save(tmp_path / "r")
+    res.save(tmp_path / "r")  # before the summary is parsed: written from the runs' JSON
     back = Result.load(tmp_path / "r")
-    for name in ("flows", "timeseries", "links", "services"):
+    for name in ("flows", "timeseries", "links", "services", "runs"):
         assert_frame_equal(getattr(back, name), getattr(res, name))
     assert back.summary == res.summary
     df = mslink.sweep(sc, {"flow.0.rate_bps": [5e5, 1e6]}, progress=False)

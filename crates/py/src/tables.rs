@@ -3,7 +3,8 @@
 //! Contract. [`Tables::push`] appends one run's rows to four tables -- `flows` (the columns of
 //! the CLI's `flows.csv` after the sweep columns), `timeseries` (`timeseries.csv`), `links`
 //! (one row per segment direction) and `services` (one row per service at each link end,
-//! nested counters flattened as `service.<name>`) -- each row tagged with `job`, the run's
+//! nested counters flattened as `service.<name>`), and `runs` (events executed and simulated
+//! seconds of each run) -- each row tagged with `job`, the run's
 //! index in the batch, from which Python adds the scenario, point and sweep columns.
 //! [`Tables::into_py`] hands each table over as `{column: list}` plus a `{column: kind}`
 //! schema (`"i"` int64, `"f"` float64, `"s"` str), so empty tables keep their types.
@@ -96,13 +97,14 @@ impl Table {
     }
 }
 
-/// The four tables of a batch of runs.
+/// The tables of a batch of runs.
 #[derive(Default)]
 pub struct Tables {
     flows: Table,
     timeseries: Table,
     links: Table,
     services: Table,
+    runs: Table,
 }
 
 /// Direction names, left to right and right to left (as in the CLI's pcap file names).
@@ -115,6 +117,12 @@ impl Tables {
     pub fn push(&mut self, job: usize, r: &RunResult) {
         let job = job as i64;
         let (rep, seed) = (r.rep as i64, r.seed as i64);
+        let t = &mut self.runs;
+        t.i("job", job);
+        t.i("rep", rep);
+        t.i("seed", seed);
+        t.i("events", r.events as i64);
+        t.f("simulated_s", r.simulated_s);
         for f in &r.flows {
             let t = &mut self.flows;
             t.i("job", job);
@@ -183,6 +191,7 @@ impl Tables {
         d.set_item("timeseries", self.timeseries.into_py(py)?)?;
         d.set_item("links", self.links.into_py(py)?)?;
         d.set_item("services", self.services.into_py(py)?)?;
+        d.set_item("runs", self.runs.into_py(py)?)?;
         Ok(d.into_any().unbind())
     }
 }
