@@ -148,3 +148,16 @@ def test_mslink_command_is_the_cli(tmp_path: Path) -> None:
             ["rep", "seed", "sent", "received"]
         ],
     )
+
+
+def test_mslink_command_starts_its_own_server_process(tmp_path: Path) -> None:
+    """`mslink bench` starts a second copy of itself: under the package that copy is the
+    console script (MSLINK_EXE), not the Python interpreter."""
+    p = subprocess.run(
+        ["mslink", "bench", "local", "--quick", "--sizes", "1", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)
