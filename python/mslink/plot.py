@@ -77,7 +77,7 @@ def metric_vs_loss(
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel or y)
     if logy:
-        ax.set_yscale("log")
+        ax.set_yscale("log", nonpositive="mask")  # zero loss has no place on a log axis
     if title:
         ax.set_title(title)
     if hue is not None:

@@ -93,3 +93,16 @@ def test_example_003_fig11(tmp_path: Path) -> None:
     # 003 §7: the protected flows keep their reservations; best effort shares equally.
     assert abs(rates["audio"] - 8) < 1.5 and abs(rates["video"] - 352) < 15
     assert abs(rates["ftp1"] - rates["ftp2"]) < 0.1 * rates["ftp1"]
+
+
+def test_example_003_fig5(tmp_path: Path) -> None:
+    run_example("fig5_persistence.py", tmp_path, "--reps", "1", "--duration", "30")
+    assert (tmp_path / "fig5_persistence.png").read_bytes().startswith(PNG)
+    df = pd.read_parquet(tmp_path / "fig5.parquet")
+    k = "segment.0.link.service.0.max_retransmissions"
+    m = df.groupby(["segment.0.error.loss", k])["loss_rate"].mean()
+    for p in (0.5, 0.7):
+        # 003 §3.2.3: more persistence, less end-to-end loss; with k = 0 the local loss shows.
+        losses = [m[(p, kk)] for kk in (0, 1, 2, 4)]
+        assert losses == sorted(losses, reverse=True)
+        assert abs(m[(p, 0)] - p) < 0.05
