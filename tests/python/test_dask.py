@@ -33,12 +33,15 @@ def test_local_cluster_equals_local_run() -> None:
         distributed.Client(cluster) as client,
     ):
         remote = mslink.sweep(sc, grid, reps=2, client=client, progress=False)
-        # A cluster object or its address works too (a client is made and closed).
+        # A cluster object (LocalCluster here, SLURMCluster alike) or its address works too:
+        # a client is made and closed.
+        by_cluster = mslink.sweep(sc, grid, reps=2, client=cluster, progress=False)
         by_address = mslink.sweep(
             sc, grid, reps=2, client=cluster.scheduler_address, progress=False
         )
     assert len(local) == 3 * 2 * 2
     assert_frame_equal(remote, local)
+    assert_frame_equal(by_cluster, local)
     assert_frame_equal(by_address, local)
 
 
