@@ -164,7 +164,7 @@ class Scenario:
     def get(self, path: str, default: Any = None) -> Any:
         """The value at a dotted path (``"flow.0.rate_bps"`` or ``"flow[0].rate_bps"``), or
         ``default`` when the document does not set it (the simulator's default then holds;
-        see :meth:`normalized`)."""
+        see :meth:`normalized`). A copy: change values with :meth:`set`."""
         cur: Any = self._doc
         for part in _parts(path):
             if isinstance(cur, dict) and part in cur:
