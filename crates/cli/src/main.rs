@@ -2,6 +2,9 @@
 //!
 //! Contract: every verb has `--help` with an example; errors are reported with context and a
 //! non-zero exit status, never a panic.
+//!
+//! This file is the root of the `mslink_cli` library (so the Python package runs the very same
+//! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
 mod bench_cmd;
 mod demo;
@@ -40,8 +43,21 @@ enum Command {
     Emulate(emulate_cmd::EmulateArgs),
 }
 
-fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+/// Runs the `mslink` command line `args` (program name first) and returns its exit status:
+/// 0 on success, 1 on an error (reported on stderr), 2 on a usage error (`--help` and
+/// `--version` print and return 0).
+pub fn main_with_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code() as u8;
+        }
+    };
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
@@ -51,10 +67,10 @@ fn main() -> std::process::ExitCode {
         Command::Emulate(args) => emulate_cmd::run(&args),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("mslink: error: {e:#}");
-            std::process::ExitCode::FAILURE
+            1
         }
     }
 }

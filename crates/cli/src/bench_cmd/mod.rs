@@ -428,7 +428,11 @@ fn spawn_server(b: BackendArg, max_size: usize) -> Result<(ServerChild, String)>
         BackendArg::Shm => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
         BackendArg::Tcp | BackendArg::Sock => "127.0.0.1:0".to_string(),
     };
-    let exe = std::env::current_exe()?;
+    // Under the Python package the process is the interpreter; its `mslink` script names itself.
+    let exe = match std::env::var_os("MSLINK_EXE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::env::current_exe()?,
+    };
     let mut child = Command::new(exe)
         .args(["bench", "server", "--backend"])
         .arg(match b {

@@ -1,0 +1,282 @@
+//! `mslink._core`: the Rust side of the Python package.
+//!
+//! Contract. Everything that decides what a scenario means lives in the Rust crates and is
+//! reached from here, never re-implemented in Python: TOML is parsed and written by the `toml`
+//! crate ([`parse_toml`], [`dump_toml`]); a document is checked by deserializing it into
+//! `mslink_sim::Scenario` and calling its `validate` ([`check`], [`validate`]), and a failure
+//! is raised as `ScenarioError` whose `field` attribute is the dotted path of the bad key;
+//! sweep grids are expanded by `Scenario::sweep_points` ([`plan`]); runs are
+//! `mslink_sim::run` ([`run_jobs`], GIL released); and the `mslink` command is the CLI
+//! library's `main_with_args` ([`run_cli`]). Results cross into Python as the JSON of
+//! `RunResult` (the very serialization `summary.json` holds), so the Python tables equal the
+//! CLI's files.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod convert;
+mod tables;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use mslink_sim::{Scenario, ScenarioError as SimError};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(
+    _core,
+    ScenarioError,
+    PyValueError,
+    "A scenario that does not parse, does not fit the schema or cannot run; `field` is the dotted path of the offending key (empty when the error is not about one key)."
+);
+
+/// Raises `ScenarioError(message)` with its `field` attribute set.
+fn scenario_error(py: Python<'_>, field: &str, message: String) -> PyErr {
+    let e = ScenarioError::new_err(message);
+    // Setting an attribute on a fresh exception object cannot fail in practice; if it did,
+    // the error still carries its message.
+    let _ = e.value(py).setattr("field", field);
+    e
+}
+
+/// Maps the simulator's error to `ScenarioError`, naming the key when it knows it.
+fn sim_error(py: Python<'_>, e: SimError, context: &str) -> PyErr {
+    match e {
+        SimError::Invalid { key, what } => {
+            scenario_error(py, &key, format!("{context}key `{key}`: {what}"))
+        }
+        SimError::Syntax(s) => scenario_error(py, "", format!("{context}{s}")),
+    }
+}
+
+/// Deserializes a TOML document into a [`Scenario`], tracking the path of a bad key.
+fn typed(py: Python<'_>, doc: toml::Value) -> PyResult<Scenario> {
+    serde_path_to_error::deserialize::<_, Scenario>(doc).map_err(|e| {
+        let mut field = e.path().to_string();
+        if field == "." {
+            field.clear();
+        }
+        // The toml crate appends its own, coarser "in `segment.error`" context: drop it.
+        let inner = e.into_inner().to_string();
+        let inner = inner
+            .lines()
+            .filter(|l| !l.starts_with("in `"))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim()
+            .to_string();
+        // An unknown key may fail before the path steps into it: name it too.
+        if let Some(rest) = inner.strip_prefix("unknown field `") {
+            if let Some(name) = rest.split('`').next() {
+                if field.is_empty() {
+                    field = name.to_string();
+                } else if !field.ends_with(&format!(".{name}")) && field != name {
+                    field = format!("{field}.{name}");
+                }
+            }
+        }
+        let at = if field.is_empty() {
+            String::new()
+        } else {
+            format!("key `{field}`: ")
+        };
+        scenario_error(py, &field, format!("{at}{inner}"))
+    })
+}
+
+/// Parses TOML text into Python values (tables become dicts). Syntax errors name the line.
+#[pyfunction]
+fn parse_toml(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
+    let v: toml::Table =
+        toml::from_str(text).map_err(|e| scenario_error(py, "", e.to_string().trim().into()))?;
+    convert::to_py(py, &toml::Value::Table(v))
+}
+
+/// Writes a Python document (dict of TOML values) as TOML text.
+#[pyfunction]
+fn dump_toml(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<String> {
+    let v = convert::from_py(doc, "")?;
+    let toml::Value::Table(t) = v else {
+        return Err(scenario_error(py, "", "a scenario is a table".into()));
+    };
+    // Tables come out sorted by key; write the top-level sections in the order people write
+    // them (docs/simulator.md): [sim], [cell], [[segment]], [[flow]], [sweep].
+    let rank = |k: &str| {
+        ["sim", "cell", "segment", "flow", "sweep"]
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or(5)
+    };
+    let mut out = String::new();
+    let mut order: Vec<&String> = t.keys().collect();
+    order.sort_by_key(|k| rank(k));
+    let (plain, sections): (Vec<&String>, Vec<&String>) =
+        order.into_iter().partition(|k| match t.get(*k) {
+            Some(toml::Value::Table(_)) => false,
+            Some(toml::Value::Array(a)) => a.is_empty() || !a.iter().all(|x| x.is_table()),
+            _ => true,
+        });
+    for group in [plain, sections] {
+        let mut one = toml::Table::new();
+        for k in group {
+            one.clear();
+            one.insert(k.clone(), t[k.as_str()].clone());
+            let text = toml::to_string(&one).map_err(|e| scenario_error(py, k, e.to_string()))?;
+            if !out.is_empty() && !out.ends_with("\n\n") {
+                out.push('\n');
+            }
+            out.push_str(&text);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes one Python value in TOML's inline syntax (what `--set` and `[sweep]` take).
+#[pyfunction]
+fn value_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(convert::from_py(v, "")?.to_string())
+}
+
+/// Checks a document against the scenario schema (types, unknown keys); no range checks.
+#[pyfunction]
+fn check(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
+    typed(py, convert::from_py(doc, "")?).map(|_| ())
+}
+
+/// The document with every default filled in, as the simulator reads it.
+#[pyfunction]
+fn normalize(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let sc = typed(py, convert::from_py(doc, "")?)?;
+    let v = toml::Value::try_from(&sc).map_err(|e| scenario_error(py, "", e.to_string()))?;
+    convert::to_py(py, &v)
+}
+
+/// Applies `--set`-style overrides (dotted path, TOML value text), returning the normalized
+/// document, exactly as `mslink sim --set` does.
+#[pyfunction]
+fn with_overrides(
+    py: Python<'_>,
+    doc: &Bound<'_, PyAny>,
+    sets: Vec<(String, String)>,
+) -> PyResult<Py<PyAny>> {
+    let sc = typed(py, convert::from_py(doc, "")?)?;
+    let sc = sc.with_overrides(&sets).map_err(|e| sim_error(py, e, ""))?;
+    let v = toml::Value::try_from(&sc).map_err(|e| scenario_error(py, "", e.to_string()))?;
+    convert::to_py(py, &v)
+}
+
+/// Full validation: schema, the base scenario's values, and every sweep point's values.
+#[pyfunction]
+fn validate(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
+    plan_inner(py, doc, Vec::new()).map(|_| ())
+}
+
+/// A sweep expanded for execution.
+type Plan = (
+    String,                     // base scenario (overrides applied), TOML text
+    String,                     // scenario name
+    Vec<String>,                // sweep keys, in column order
+    Vec<Vec<(String, String)>>, // per point: (key, value text)
+    Vec<u32>,                   // repetitions per point
+);
+
+fn plan_inner(
+    py: Python<'_>,
+    doc: &Bound<'_, PyAny>,
+    sets: Vec<(String, String)>,
+) -> PyResult<Plan> {
+    let base = typed(py, convert::from_py(doc, "")?)?;
+    let base = if sets.is_empty() {
+        base
+    } else {
+        base.with_overrides(&sets)
+            .map_err(|e| sim_error(py, e, ""))?
+    };
+    let points = base.sweep_points().map_err(|e| sim_error(py, e, ""))?;
+    let keys = points[0].iter().map(|(k, _)| k.clone()).collect();
+    let mut reps = Vec::with_capacity(points.len());
+    for point in &points {
+        let at = if point.is_empty() {
+            String::new()
+        } else {
+            let d: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("at {}: ", d.join(", "))
+        };
+        let sc = base
+            .with_overrides(point)
+            .map_err(|e| sim_error(py, e, &at))?;
+        sc.validate().map_err(|e| sim_error(py, e, &at))?;
+        reps.push(sc.sim.reps);
+    }
+    let text = toml::to_string(&base).map_err(|e| scenario_error(py, "", e.to_string()))?;
+    Ok((text, base.sim.name.clone(), keys, points, reps))
+}
+
+/// Expands a document for a run, as `mslink sim` does: `sets` first (e.g. `sim.reps`,
+/// `sim.seed`), then the `[sweep]` grid; every point is validated. Returns (base TOML, name,
+/// sweep keys, points, reps per point).
+#[pyfunction]
+fn plan(py: Python<'_>, doc: &Bound<'_, PyAny>, sets: Vec<(String, String)>) -> PyResult<Plan> {
+    plan_inner(py, doc, sets)
+}
+
+/// Runs jobs `(point overrides, rep)` of the base scenario `base_toml` (from [`plan`]) and
+/// returns `(tables, runs)`: the rows of every run as columns (see [`tables`]) and each run's
+/// `RunResult` as JSON (what `summary.json` holds), in job order. Trace files come from
+/// `files` (name to text) or else from `base_dir`. The GIL is released while the simulator
+/// runs and the tables are built.
+#[pyfunction]
+fn run_jobs(
+    py: Python<'_>,
+    base_toml: &str,
+    jobs: Vec<(Vec<(String, String)>, u32)>,
+    base_dir: PathBuf,
+    files: BTreeMap<String, String>,
+) -> PyResult<(Py<PyAny>, Vec<String>)> {
+    let base = Scenario::parse(base_toml).map_err(|e| sim_error(py, e, ""))?;
+    let out = py.detach(|| {
+        let mut load = |f: &str| match files.get(f) {
+            Some(t) => Ok(t.clone()),
+            None => std::fs::read_to_string(base_dir.join(f))
+                .map_err(|e| format!("cannot read {}: {e}", base_dir.join(f).display())),
+        };
+        let mut tables = tables::Tables::default();
+        let mut runs = Vec::with_capacity(jobs.len());
+        for (i, (point, rep)) in jobs.iter().enumerate() {
+            let ctx = format!("run (rep {rep}): ");
+            let sc = base.with_overrides(point).map_err(|e| (ctx.clone(), e))?;
+            let r = mslink_sim::run(&sc, *rep, &mut load).map_err(|e| (ctx.clone(), e))?;
+            tables.push(i, &r);
+            runs.push(serde_json::to_string(&r).expect("RunResult serializes to JSON"));
+        }
+        Ok::<_, (String, SimError)>((tables, runs))
+    });
+    let (tables, runs) = out.map_err(|(ctx, e)| sim_error(py, e, &ctx))?;
+    Ok((tables.into_py(py)?, runs))
+}
+
+/// Runs the `mslink` command line (`argv[0]` is the program name) and returns its exit
+/// status. The GIL is released for the whole command.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
+    py.detach(|| mslink_cli::main_with_args(argv))
+}
+
+/// The module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(parse_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(dump_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(value_text, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,18 @@
+"""The unit of work shipped to workers (threads, processes or Dask workers): a batch of runs,
+one call into the Rust core with the GIL released."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _core
+
+Job = tuple[list[tuple[str, str]], int]
+
+
+def run_chunk(
+    base_toml: str, jobs: list[Job], base_dir: str, files: dict[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """Runs ``jobs`` (sweep-point overrides, repetition) of ``base_toml``: (the rows of every
+    run as columns, each run's result as JSON)."""
+    return _core.run_jobs(base_toml, jobs, base_dir, files)

@@ -1,0 +1,206 @@
+"""Results of a run or a sweep as pandas DataFrames, saved as Parquet.
+
+The tables hold what ``mslink sim --out DIR`` writes, column for column:
+
+* ``flows``: ``flows.csv`` -- one row per flow, sweep point and repetition;
+* ``timeseries``: ``timeseries.csv`` (with the sweep columns added after ``point``);
+* ``links``: one row per segment direction per run (the counters of ``summary.json``);
+* ``services``: one row per service at each link end per run (``summary.json``'s link
+  counters, nested counters flattened as ``service.<name>`` and ``reassembly.<name>``);
+* ``runs``: one row per run: events executed and simulated seconds;
+* ``summary``: the content of ``summary.json`` as a dict.
+
+Sweep columns hold the grid's values: numbers, booleans and strings as themselves, tables and
+arrays as their TOML text (as in ``flows.csv``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import _core
+
+FLOW_COLUMNS = [
+    "flow",
+    "app",
+    "transport",
+    "service",
+    "sent",
+    "received",
+    "duplicates",
+    "bytes",
+    "duration_s",
+    "throughput_bps",
+    "loss_rate",
+    "delay_mean_s",
+    "delay_std_s",
+    "playback_miss_rate",
+]
+DIRECTION_COLUMNS = ["sent", "bytes", "lost", "truncated", "corrupted", "queue_drops", "refused"]
+DIRECTIONS = ("ltr", "rtl")
+ENDS = ("left", "right")
+
+
+def sweep_value(text: str) -> Any:
+    """A sweep column's value from its TOML text: scalars as Python values, tables and arrays
+    kept as text (as ``flows.csv`` shows them)."""
+    v = _core.parse_toml("v = " + text)["v"]
+    return text if isinstance(v, (dict, list)) else v
+
+
+def toml_value(text: str) -> Any:
+    """Parses TOML inline text (a sweep column's table, say) into Python values."""
+    return _core.parse_toml("v = " + text)["v"]
+
+
+TABLES = ("flows", "timeseries", "links", "services", "runs")
+HEAD = {
+    "flows": ["rep", "seed"],
+    "timeseries": ["rep"],
+    "links": ["rep", "seed"],
+    "services": ["rep", "seed"],
+    "runs": ["rep", "seed"],
+}
+BODY = {
+    "flows": FLOW_COLUMNS,
+    "timeseries": ["flow", "time_s", "throughput_bps"],
+    "links": ["segment", "kind", "direction", *DIRECTION_COLUMNS],
+    "services": ["segment", "end"],
+    "runs": ["events", "simulated_s"],
+}
+KINDS = {"i": "int64", "f": "float64", "s": "str"}
+
+# One batch of runs from the Rust core: ({table: ({column: list}, {column: kind})}, [JSON]).
+Chunk = tuple[dict[str, tuple[dict[str, list[Any]], dict[str, str]]], list[str]]
+
+
+class Result:
+    """Everything a run or sweep produced: ``flows``, ``timeseries``, ``links``,
+    ``services`` and ``runs`` DataFrames and the ``summary`` dict (see the module
+    documentation)."""
+
+    def __init__(
+        self,
+        flows: pd.DataFrame,
+        timeseries: pd.DataFrame,
+        links: pd.DataFrame,
+        services: pd.DataFrame,
+        runs: pd.DataFrame,
+        summary: dict[str, Any] | Callable[[], dict[str, Any]],
+        summary_text: Callable[[], str] | None = None,
+    ) -> None:
+        self.flows = flows
+        self.timeseries = timeseries
+        self.links = links
+        self.services = services
+        self.runs = runs
+        self._summary = summary
+        self._summary_text = summary_text
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The content of ``summary.json`` (built on first use)."""
+        if callable(self._summary):
+            self._summary = self._summary()
+        return self._summary
+
+    def save(self, folder: str | Path) -> Path:
+        """Writes ``flows``, ``timeseries``, ``links`` and ``services`` as Parquet files and
+        ``summary.json`` into ``folder`` (created if missing)."""
+        d = Path(folder)
+        d.mkdir(parents=True, exist_ok=True)
+        for name in TABLES:
+            getattr(self, name).to_parquet(d / f"{name}.parquet", index=False)
+        if callable(self._summary) and self._summary_text is not None:
+            text = self._summary_text()  # the runs' JSON as it came, not parsed and re-written
+        else:
+            text = json.dumps(self.summary)
+        (d / "summary.json").write_text(text)
+        return d
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Result:
+        """Reads what :meth:`save` wrote."""
+        d = Path(folder)
+        tables = {name: pd.read_parquet(d / f"{name}.parquet") for name in TABLES}
+        return cls(summary=json.loads((d / "summary.json").read_text()), **tables)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Result: {len(self.flows)} flow rows, {len(self.timeseries)} timeseries rows, "
+            f"{len(self.links)} link rows>"
+        )
+
+
+def build(
+    name: str,
+    keys: Sequence[str],
+    points: Sequence[Sequence[tuple[str, str]]],
+    jobs: Sequence[tuple[int, int]],
+    chunks: Sequence[Chunk],
+) -> Result:
+    """Assembles the tables from the Rust core's batches (in job order) of ``jobs``, each a
+    ``(point, rep)``, adding the scenario, point and sweep columns."""
+    job_point = np.fromiter((pi for pi, _ in jobs), dtype=np.int64, count=len(jobs))
+    by_key = [pd.Series([sweep_value(p[i][1]) for p in points]) for i in range(len(keys))]
+    frames = {}
+    for table in TABLES:
+        cols: dict[str, list[Any]] = {}
+        kinds: dict[str, str] = {}
+        job_parts = []
+        offset = 0
+        for tables, runs in chunks:
+            c, k = tables[table]
+            kinds.update(k)
+            for col, values in c.items():
+                if col == "job":
+                    job_parts.append(np.asarray(values, dtype=np.int64) + offset)
+                else:
+                    cols.setdefault(col, []).extend(values)
+            offset += len(runs)
+        job = np.concatenate(job_parts) if job_parts else np.zeros(0, dtype=np.int64)
+        pts = job_point[job]
+        data: dict[str, Any] = {
+            "scenario": pd.Series([name] * len(job), dtype="str"),
+            "point": pd.Series(pts, dtype="int64"),
+        }
+        for key, values in zip(keys, by_key):
+            data[key] = values.take(pts).reset_index(drop=True)
+        order = [*HEAD[table], *BODY[table]]
+        order += [c for c in cols if c not in order]
+        for col in order:
+            dtype = KINDS.get(kinds.get(col, ""), "int64" if col in ("rep", "seed") else None)
+            data[col] = pd.Series(cols.get(col, []), dtype=dtype or "str")
+        frames[table] = pd.DataFrame(data)
+
+    def summary() -> dict[str, Any]:
+        runs = []
+        events = 0
+        gi = 0
+        for _, texts in chunks:
+            for text in texts:
+                r = json.loads(text)
+                events += r["events"]
+                pi = jobs[gi][0]
+                runs.append({"point": pi, "sweep": dict(points[pi]), "run": r})
+                gi += 1
+        return {"scenario": name, "runs": runs, "events": events}
+
+    def summary_text() -> str:
+        texts = [t for _, c in chunks for t in c]
+        parts = [
+            f'{{"point": {pi}, "sweep": {json.dumps(dict(points[pi]))}, "run": {text}}}'
+            for (pi, _), text in zip(jobs, texts)
+        ]
+        events = int(frames["runs"]["events"].sum())
+        return (
+            f'{{"scenario": {json.dumps(name)}, "runs": [{", ".join(parts)}], "events": {events}}}'
+        )
+
+    return Result(summary=summary, summary_text=summary_text, **frames)
