@@ -14,6 +14,7 @@ pub mod event;
 pub mod packet;
 pub mod scenario;
 pub mod world;
+pub mod xcp;
 
 pub use scenario::{Scenario, ScenarioError};
 pub use world::{run, run_with_capture, Capture, RunResult};
