@@ -14,6 +14,7 @@ pub mod event;
 pub mod packet;
 pub mod scenario;
 pub mod world;
+pub mod www_model;
 pub mod xcp;
 
 pub use scenario::{Scenario, ScenarioError};
