@@ -99,10 +99,9 @@ def main() -> int:
 def summary_link_packets(summary: dict) -> int:
     """Packets put on every link direction (data and ACKs), as ns-3's PhyTxBegin counts them."""
     total = 0
-    for run in summary.get("runs", [summary]):
-        for seg in run.get("segments", []):
-            for d in ("forward", "reverse"):
-                total += seg.get(d, {}).get("sent", 0)
+    for entry in summary["runs"]:
+        for seg in entry["run"]["segments"]:
+            total += sum(d["sent"] for d in seg["directions"])
     return total
 
 
