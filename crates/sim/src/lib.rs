@@ -11,6 +11,7 @@
 
 pub mod cell;
 pub mod event;
+pub mod host;
 pub mod packet;
 pub mod scenario;
 pub mod world;
