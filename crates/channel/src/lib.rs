@@ -9,6 +9,7 @@
 //! Models stack ([`Stack`]): every layer sees every frame and the outcomes combine. Traces are
 //! parsed from text the caller has read; this crate opens no files.
 
+pub mod airtime;
 pub mod capacity;
 pub mod config;
 pub mod droptail;

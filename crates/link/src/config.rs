@@ -174,6 +174,19 @@ impl LinkConfig {
         }
     }
 
+    /// The configuration of the wireless host's end of this link: the same, except that TCP-
+    /// aware agents (Snoop) that belong at the base station are switched to their mobile role
+    /// (004 §III.A: Snoop "does not retransmit in the direction from the wireless host").
+    pub fn at_mobile_end(&self) -> LinkConfig {
+        let mut c = self.clone();
+        for s in &mut c.services {
+            if let ServiceConfig::Snoop(sc) = &mut s.config {
+                sc.role = crate::service::snoop::SnoopRole::Mobile;
+            }
+        }
+        c
+    }
+
     /// Service names in tag order.
     pub fn service_names(&self) -> Vec<&str> {
         self.services.iter().map(|s| s.name.as_str()).collect()

@@ -130,8 +130,7 @@ impl Tables {
             t.i("seed", seed);
             t.s("flow", &f.flow);
             t.s("app", &f.app);
-            // The simulator's flows are UDP (as the CLI writes, sim_cmd.rs).
-            t.s("transport", "udp");
+            t.s("transport", &f.transport);
             t.s("service", &f.service);
             t.i("sent", f.sent as i64);
             t.i("received", f.received as i64);

@@ -11,10 +11,13 @@
 
 pub mod cell;
 pub mod event;
+pub mod host;
 pub mod packet;
 pub mod scenario;
 pub mod tcp;
 pub mod world;
+pub mod www_model;
+pub mod xcp;
 
 pub use scenario::{Scenario, ScenarioError};
 pub use world::{run, run_with_capture, Capture, RunResult};

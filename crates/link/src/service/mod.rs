@@ -27,6 +27,7 @@ pub mod queue;
 pub mod raw;
 pub mod rs_fec;
 pub mod selective_repeat;
+pub mod snoop;
 pub mod xor_fec;
 
 use crate::time::Instant;
@@ -92,6 +93,9 @@ pub struct ServiceStats {
     pub malformed: u64,
     /// Data frames received again after they had been accepted.
     pub duplicates: u64,
+    /// Packets from the peer a TCP-aware service withheld from the layer above on purpose
+    /// (Snoop's duplicate ACKs after a local retransmission, 004 §III.A).
+    pub suppressed: u64,
 }
 
 /// One end of a recovery service.
@@ -150,6 +154,8 @@ pub enum ServiceConfig {
     /// Reed-Solomon FEC in 255-byte blocks with 003's BOLD/LIGHT/ROBUST/FLEX policies and
     /// persistent in-order retransmission (003 §3-4).
     RsFec(rs_fec::RsFecConfig),
+    /// Berkeley Snoop, the TCP-aware base-station agent (004 §III.A).
+    Snoop(snoop::SnoopConfig),
 }
 
 impl ServiceConfig {
@@ -164,6 +170,7 @@ impl ServiceConfig {
             ServiceConfig::OosRlp(_) => "oos_rlp",
             ServiceConfig::Persistent(_) => "persistent",
             ServiceConfig::RsFec(_) => "rs_fec",
+            ServiceConfig::Snoop(_) => "snoop",
         }
     }
 
@@ -172,7 +179,7 @@ impl ServiceConfig {
     /// Reed-Solomon service frames packets itself and is never cut by the link: 0.
     pub fn data_header_bytes(&self, width: crate::wire::SeqWidth) -> usize {
         match self {
-            ServiceConfig::Raw(_) | ServiceConfig::RsFec(_) => 0,
+            ServiceConfig::Raw(_) | ServiceConfig::RsFec(_) | ServiceConfig::Snoop(_) => 0,
             ServiceConfig::GoBackN(_) | ServiceConfig::SelectiveRepeat(_) => 2 * width.bytes(),
             ServiceConfig::KarnRlp(_)
             | ServiceConfig::OosRlp(_)
@@ -205,6 +212,7 @@ impl ServiceConfig {
             ServiceConfig::OosRlp(c) => Box::new(karn_rlp::Rlp::oos(c, format)),
             ServiceConfig::Persistent(c) => Box::new(karn_rlp::Rlp::persistent(c, format)),
             ServiceConfig::RsFec(c) => Box::new(rs_fec::RsFec::new(c.clone(), format)),
+            ServiceConfig::Snoop(c) => Box::new(snoop::Snoop::new(c.clone(), format)),
         }
     }
 }

@@ -55,6 +55,34 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Frames `sdu` (the data header on a segmenting link, nothing otherwise) onto `buf` and
+    /// counts it as sent. Snoop sends its local retransmissions through this too.
+    pub(crate) fn emit(&mut self, sdu: &Sdu, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        if self.format.segmented {
+            let h = Header::Data {
+                fp: sdu.fp,
+                seq: self.format.seq_space().encode(self.next_tx),
+                ack: None,
+            };
+            buf.resize(start + self.format.header_len(&h), 0);
+            self.format.emit(&h, &mut buf[start..]);
+        }
+        buf.extend_from_slice(&sdu.data);
+        self.next_tx += 1;
+        let n = (buf.len() - start) as u64;
+        self.stats.frames_sent += 1;
+        self.stats.bytes_sent += n;
+        self.stats.overhead_bytes += n - sdu.data.len() as u64;
+    }
+
+    /// Counters, for a service built on Raw framing.
+    pub(crate) fn stats_mut(&mut self) -> &mut ServiceStats {
+        &mut self.stats
+    }
+}
+
 impl Service for Raw {
     fn name(&self) -> &'static str {
         "raw"
@@ -96,22 +124,7 @@ impl Service for Raw {
         let Some(sdu) = self.queue.pop_front() else {
             return false;
         };
-        let start = buf.len();
-        if self.format.segmented {
-            let h = Header::Data {
-                fp: sdu.fp,
-                seq: self.format.seq_space().encode(self.next_tx),
-                ack: None,
-            };
-            buf.resize(start + self.format.header_len(&h), 0);
-            self.format.emit(&h, &mut buf[start..]);
-        }
-        buf.extend_from_slice(&sdu.data);
-        self.next_tx += 1;
-        let n = (buf.len() - start) as u64;
-        self.stats.frames_sent += 1;
-        self.stats.bytes_sent += n;
-        self.stats.overhead_bytes += n - sdu.data.len() as u64;
+        self.emit(&sdu, buf);
         true
     }
 
