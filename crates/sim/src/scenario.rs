@@ -56,9 +56,24 @@ pub struct Scenario {
     /// Traffic.
     #[serde(rename = "flow", default)]
     pub flows: Vec<Flow>,
+    /// Network subsystems of end hosts (001 §III.A); hosts without one hand packets to their
+    /// device at once.
+    #[serde(rename = "host", default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostSpec>,
     /// Parameter grid: dotted key -> values; each combination is one run (times `reps`).
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub sweep: toml::Table,
+}
+
+/// The network subsystem of one end host.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// The node: an end of the path (0 or the last node).
+    pub node: usize,
+    /// The model.
+    #[serde(flatten)]
+    pub config: crate::host::HostConfig,
 }
 
 /// Run control.
@@ -153,6 +168,11 @@ pub struct Segment {
     /// segment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkConfig>,
+    /// Wireless only: 802.11b DCF timing (001 §III.A). Each frame then occupies the medium for a
+    /// whole exchange (DIFS, backoff, preamble, data, SIFS, MAC ACK) and both directions share
+    /// one half-duplex medium; `rate_bps` is unused for frame timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dot11b: Option<mslink_channel::airtime::Dot11b>,
 }
 
 /// What a flow's source does.
@@ -403,6 +423,39 @@ impl Scenario {
                 .map_err(|e| invalid(k("error"), e.to_string()))?;
         }
         let nodes = self.segments.len() + 1;
+        for (i, seg) in self.segments.iter().enumerate() {
+            if let Some(d) = &seg.dot11b {
+                if seg.kind != SegmentKind::Wireless {
+                    return Err(invalid(
+                        format!("segment[{i}].dot11b"),
+                        "802.11b timing needs kind = \"wireless\"",
+                    ));
+                }
+                d.validate()
+                    .map_err(|e| invalid(format!("segment[{i}].dot11b"), e))?;
+            }
+        }
+        for (i, h) in self.hosts.iter().enumerate() {
+            if h.node != 0 && h.node != nodes - 1 {
+                return Err(invalid(
+                    format!("host[{i}].node"),
+                    format!(
+                        "{} is not an end host; the path's hosts are nodes 0 and {}",
+                        h.node,
+                        nodes - 1
+                    ),
+                ));
+            }
+            if self.hosts[..i].iter().any(|o| o.node == h.node) {
+                return Err(invalid(
+                    format!("host[{i}].node"),
+                    format!("node {} has two [[host]] tables", h.node),
+                ));
+            }
+            h.config
+                .validate()
+                .map_err(|e| invalid(format!("host[{i}]"), e))?;
+        }
         for (i, f) in self.flows.iter().enumerate() {
             let k = |x: &str| format!("flow[{i}].{x}");
             if f.from >= nodes || f.to >= nodes || f.from == f.to {

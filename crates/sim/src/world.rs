@@ -30,7 +30,7 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 mod ftp;
 mod results;
 
-pub use results::{DirectionResult, FlowResult, RunResult, SegmentResult, TimePoint};
+pub use results::{DirectionResult, FlowResult, HostResult, RunResult, SegmentResult, TimePoint};
 
 enum Ev {
     Send(usize),
@@ -50,6 +50,10 @@ enum Ev {
     LinkTimer {
         seg: usize,
         end: usize,
+    },
+    /// A timer of host `node`'s network subsystem.
+    Host {
+        node: usize,
     },
     /// A timer of TCP flow `flow`: its sender (side 0) or receiver (side 1).
     Tcp {
@@ -74,6 +78,8 @@ struct Wireless {
     rngs: [ChaCha8Rng; 2],
     busy_until: [Instant; 2],
     armed: [Option<Instant>; 2],
+    /// 802.11b timing: frames take a whole DCF exchange on one medium both directions share.
+    dot11b: Option<mslink_channel::airtime::Dot11b>,
 }
 
 enum Seg {
@@ -142,6 +148,10 @@ struct World<'a, 'c> {
     tcp_left: usize,
     /// Packet buffers for reuse.
     pool: Vec<Vec<u8>>,
+    /// Network subsystem of each node that has one (001 §III.A), by node.
+    hosts: Vec<Option<crate::host::NetworkSubsystem>>,
+    /// Pending host timer per node, to avoid scheduling duplicates.
+    host_armed: Vec<Option<Instant>>,
 }
 
 /// Runs repetition `rep` of `sc` (validate it first). `load` returns the text of a trace file.
@@ -178,6 +188,7 @@ pub fn run_with_capture(
             timeseries: c.timeseries,
             events: c.slots,
             simulated_s: sc.sim.duration_s,
+            hosts: Vec::new(),
         });
     }
     let mut segs = Vec::new();
@@ -221,6 +232,7 @@ pub fn run_with_capture(
                     ],
                     busy_until: [Instant::ZERO; 2],
                     armed: [None; 2],
+                    dot11b: s.dot11b.clone(),
                 }))
             }
         });
@@ -242,6 +254,15 @@ pub fn run_with_capture(
         tcp: Vec::new(),
         tcp_left: 0,
         pool: Vec::new(),
+        hosts: (0..=sc.segments.len())
+            .map(|n| {
+                sc.hosts
+                    .iter()
+                    .find(|h| h.node == n)
+                    .map(|h| crate::host::NetworkSubsystem::new(h.config.clone()))
+            })
+            .collect(),
+        host_armed: vec![None; sc.segments.len() + 1],
     };
     for i in 0..w.flows.len() {
         let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
@@ -331,6 +352,15 @@ impl World<'_, '_> {
                 self.after_end(now, seg, end);
             }
             Ev::Tcp { flow, side } => self.tcp_timer(now, flow, side),
+            Ev::Host { node } => {
+                if self.host_armed[node] == Some(now) {
+                    self.host_armed[node] = None;
+                }
+                if let Some(h) = self.hosts[node].as_mut() {
+                    h.handle_timeout(now);
+                }
+                self.host_pump(now, node);
+            }
         }
     }
 
@@ -338,7 +368,40 @@ impl World<'_, '_> {
     /// network subsystem (001 §III: NIC overhead, device hand-off) sits between a transport
     /// and the first link.
     fn host_emit(&mut self, now: Instant, node: usize, p: Vec<u8>) {
-        self.at_node(now, node, p);
+        match self.hosts[node].as_mut() {
+            None => self.at_node(now, node, p),
+            Some(h) => {
+                h.handle_packet(now, p);
+                self.host_pump(now, node);
+            }
+        }
+    }
+
+    /// Hands the packets host `node`'s subsystem has ready to its device, and keeps its timer.
+    fn host_pump(&mut self, now: Instant, node: usize) {
+        loop {
+            let Some(h) = self.hosts[node].as_mut() else {
+                return;
+            };
+            let Some(p) = h.poll_to_device() else { break };
+            self.at_node(now, node, p);
+        }
+        let Some(t) = self.hosts[node].as_ref().and_then(|h| h.poll_timeout()) else {
+            return;
+        };
+        if self.host_armed[node].is_none_or(|a| t < a) {
+            self.host_armed[node] = Some(t);
+            self.q.schedule(t, Ev::Host { node });
+        }
+    }
+
+    /// The device of `node` has nothing left to send: its subsystem may hand over the next
+    /// packet (001: the single-slot hand-off).
+    fn device_free(&mut self, now: Instant, node: usize) {
+        if let Some(h) = self.hosts.get_mut(node).and_then(|h| h.as_mut()) {
+            h.handle_device_free(now);
+            self.host_pump(now, node);
+        }
     }
 
     /// Whether host `node` would take a packet from a transport now. Transports ask before
@@ -444,6 +507,8 @@ impl World<'_, '_> {
         };
         let Some(p) = wd.queue[dir].pop_front() else {
             wd.busy[dir] = false;
+            // The sending node of direction `dir` is `seg + dir`.
+            self.device_free(now, seg + dir);
             return;
         };
         wd.busy[dir] = true;
@@ -461,15 +526,30 @@ impl World<'_, '_> {
         let Seg::Wireless(wl) = &mut self.segs[seg] else {
             return;
         };
-        if wl.busy_until[dir] > now {
+        // 802.11b: one half-duplex medium for both directions.
+        let medium_busy = match wl.dot11b {
+            Some(_) => wl.busy_until[0].max(wl.busy_until[1]),
+            None => wl.busy_until[dir],
+        };
+        if medium_busy > now {
             return;
         }
         self.buf.clear();
         let Some(tx) = wl.ends[dir].poll_transmit(now, &mut self.buf) else {
+            self.device_free(now, seg + dir);
             return;
         };
-        let done = now + Duration::transmission(tx.len as u64, wl.rate);
+        let airtime = match &wl.dot11b {
+            Some(d) => d.exchange(tx.len),
+            None => Duration::transmission(tx.len as u64, wl.rate),
+        };
+        let done = now + airtime;
         wl.busy_until[dir] = done;
+        if wl.dot11b.is_some() {
+            // The other direction may send once the exchange is over.
+            wl.busy_until[1 - dir] = done;
+            self.q.schedule(done, Ev::MacFree { seg, dir: 1 - dir });
+        }
         // The per-frame step shared with the emulator (crates/channel/src/medium.rs).
         let (outcome, arrives) = mslink_channel::medium::on_air(
             &mut wl.ends[dir],

@@ -112,6 +112,19 @@ pub struct RunResult {
     pub events: u64,
     /// Simulated seconds.
     pub simulated_s: f64,
+    /// Counters of the hosts that have a network-subsystem model (`[[host]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostResult>,
+}
+
+/// Counters of one host's network subsystem.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HostResult {
+    /// The node.
+    pub node: usize,
+    /// Its counters.
+    #[serde(flatten)]
+    pub stats: crate::host::HostStats,
 }
 
 impl World<'_, '_> {
@@ -246,6 +259,17 @@ impl World<'_, '_> {
             timeseries,
             events: self.q.executed(),
             simulated_s: end.as_secs_f64(),
+            hosts: self
+                .hosts
+                .iter()
+                .enumerate()
+                .filter_map(|(node, h)| {
+                    h.as_ref().map(|h| HostResult {
+                        node,
+                        stats: h.stats(),
+                    })
+                })
+                .collect(),
         }
     }
 }

@@ -1,0 +1,85 @@
+//! 001 §III.A through the simulator: the host's network subsystem and 802.11b timing change
+//! TCP throughput over one error-free wireless link, run from scenarios/001/fig2_nic_delay.toml.
+
+use mslink_sim::{run, Scenario};
+
+fn scenario() -> Scenario {
+    Scenario::parse(include_str!("../../../scenarios/001/fig2_nic_delay.toml")).unwrap()
+}
+
+/// Throughput (bit/s) of the transfer with `sets` applied (5 MB: steady state is reached
+/// within the first few hundred packets on this link).
+fn throughput(sets: &[(&str, &str)]) -> (f64, mslink_sim::RunResult) {
+    let mut all: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    all.push(("flow.0.size_bytes".into(), "5000000".into()));
+    let sc = scenario().with_overrides(&all).unwrap();
+    sc.validate().unwrap();
+    let r = run(&sc, 0, &mut |_| Err("no traces".into())).unwrap();
+    assert!(r.flows[0].completed, "{sets:?} did not finish");
+    (r.flows[0].throughput_bps, r)
+}
+
+fn with(delay_us: &str, device: &str) -> (f64, mslink_sim::RunResult) {
+    throughput(&[
+        ("host.0.nic_delay_us", delay_us),
+        ("host.1.nic_delay_us", delay_us),
+        ("host.0.device", device),
+        ("host.1.device", device),
+    ])
+}
+
+const SLOT: &str = r#"{ kind = "single_slot" }"#;
+const IFQ: &str = r#"{ kind = "drop_tail", limit = 50 }"#;
+
+#[test]
+fn nic_delay_lowers_throughput_with_a_single_slot_but_not_with_an_interface_queue() {
+    let (slot0, _) = with("0", SLOT);
+    let (slot750, r) = with("750", SLOT);
+    let (ifq0, _) = with("0", IFQ);
+    let (ifq750, ifq_run) = with("750", IFQ);
+    eprintln!("single slot {slot0:.0} -> {slot750:.0}; drop tail {ifq0:.0} -> {ifq750:.0}");
+    // A real host: the overhead is paid per packet, serially with the airtime.
+    assert!(slot750 < 0.9 * slot0, "single slot {slot0} -> {slot750}");
+    // ns-2's queue pipelines it away.
+    assert!(
+        (ifq750 / ifq0 - 1.0).abs() < 0.03,
+        "drop tail {ifq0} -> {ifq750}"
+    );
+    // A host never overflows its own device; ns-2's interface queue does.
+    assert!(r.hosts.iter().all(|h| h.stats.ifq_drops == 0));
+    assert!(ifq_run.hosts[0].stats.ifq_drops > 0);
+    // Every packet accounted for at each host: handed to the device, dropped by the
+    // interface queue, or (at most a backlog's worth) still inside when the transfer ended.
+    for h in r.hosts.iter().chain(&ifq_run.hosts) {
+        let s = h.stats;
+        let inside = s.packets_in - s.to_device - s.ifq_drops;
+        assert!(inside <= s.max_backlog, "{s:?}");
+    }
+}
+
+#[test]
+fn long_preamble_costs_about_fifteen_percent() {
+    let (short, _) = throughput(&[]);
+    let (long, _) = throughput(&[
+        ("segment.0.dot11b.preamble", r#""long""#),
+        ("segment.0.dot11b.basic_rate_bps", "1000000"),
+    ]);
+    let cost = 1.0 - long / short;
+    eprintln!("short {short:.0}, long {long:.0}: {cost:.3}");
+    // 001 §III.A: about 15% at 11 Mbit/s.
+    assert!((0.10..0.22).contains(&cost), "long preamble costs {cost}");
+}
+
+#[test]
+fn dot11b_timing_bounds_tcp_by_the_dcf_exchange_of_data_and_ack() {
+    // With no overhead, each 1500-byte data packet and its 40-byte ACK take one DCF exchange
+    // each on the shared medium; the payload rate cannot exceed 1460 B per (data + ACK) exchange.
+    let (bps, _) = throughput(&[]);
+    let us = |bytes: f64| 50.0 + 310.0 + 96.0 + (bytes + 36.0) * 8.0 / 11.0 + 10.0 + 96.0 + 56.0;
+    let ceiling = 1460.0 * 8.0 / ((us(1500.0) + us(40.0)) * 1e-6);
+    assert!(bps <= ceiling * 1.001, "{bps} above {ceiling}");
+    assert!(bps > 0.9 * ceiling, "{bps} far below {ceiling}");
+}
