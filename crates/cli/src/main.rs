@@ -8,12 +8,13 @@ mod demo;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
+mod tunnel_cmd;
 
 use clap::{Parser, Subcommand};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
-#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink VERB --help                       # options of a verb")]
+#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink tunnel a.toml                     # the link layer over an encrypted UDP tunnel\n  mslink VERB --help                       # options of a verb")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -34,6 +35,10 @@ enum Command {
     /// End-system benchmark: VI-style messaging (shared memory, TCP) vs sockets — round
     /// trip, throughput, CPU per process, per-call cost (docs/bench.md).
     Bench(bench_cmd::BenchArgs),
+    /// Carry the multi-service link layer to a peer over an encrypted UDP tunnel (TUN device,
+    /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
+    /// (docs/tunnel.md).
+    Tunnel(tunnel_cmd::TunnelArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +49,7 @@ fn main() -> std::process::ExitCode {
         Command::Sim(args) => sim_cmd::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
+        Command::Tunnel(args) => tunnel_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
