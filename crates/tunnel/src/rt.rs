@@ -38,6 +38,9 @@ use crate::session::{Tunnel, TunnelStats};
 /// Most datagrams or packets read per descriptor per wake-up.
 pub const BURST: usize = 64;
 
+/// How often [`Control::snapshot`] is refreshed.
+pub const SNAPSHOT_EVERY: StdDuration = StdDuration::from_millis(20);
+
 /// Log levels, most severe first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -95,12 +98,15 @@ pub struct Snapshot {
     pub udp_send_errors: u64,
     /// Times the send buffer was full and the driver waited.
     pub udp_backpressure: u64,
+    /// The peer's current address.
+    pub peer: Option<SocketAddr>,
 }
 
 /// A handle to stop a running tunnel and read its counters from another thread.
 #[derive(Clone, Default)]
 pub struct Control {
     stop: Arc<AtomicBool>,
+    up: Arc<AtomicBool>,
     snapshot: Arc<Mutex<Snapshot>>,
 }
 
@@ -109,7 +115,11 @@ impl Control {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
-    /// The latest counters (refreshed before every wait).
+    /// True once the TUN device is configured and the socket bound.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+    /// The latest counters (at most [`SNAPSHOT_EVERY`] old while the loop runs).
     pub fn snapshot(&self) -> Snapshot {
         self.snapshot
             .lock()
@@ -417,12 +427,14 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         ),
     );
 
+    control.up.store(true, Ordering::SeqCst);
     let clock = Clock::new();
     let mut snap = Snapshot::default();
     let mut dgram = Vec::with_capacity(65_536);
     let mut rbuf = vec![0u8; 65_536];
     let mut stalled: Option<(SocketAddr, Vec<u8>)> = None;
     let mut last = tunnel.stats();
+    let mut snap_at = StdInstant::now() - SNAPSHOT_EVERY;
     let mut next_stats = opts.stats_interval.map(|d| StdInstant::now() + d);
 
     loop {
@@ -463,11 +475,17 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         let s = tunnel.stats();
         report_events(&log, &last, &s, &tunnel);
         last = s;
-        snap.tunnel = s;
-        snap.link = tunnel.link_stats();
-        *control.snapshot.lock().expect("no panics while holding it") = snap.clone();
         let due_stats = next_stats.is_some_and(|t| StdInstant::now() >= t);
-        if (opts.handle_signals && DUMP.swap(false, Ordering::SeqCst)) || due_stats {
+        let dump = (opts.handle_signals && DUMP.swap(false, Ordering::SeqCst)) || due_stats;
+        // The full counters (the link's allocate) are gathered every SNAPSHOT_EVERY at most.
+        if dump || snap_at.elapsed() >= SNAPSHOT_EVERY {
+            snap.tunnel = s;
+            snap.link = tunnel.link_stats();
+            snap.peer = tunnel.peer();
+            *control.snapshot.lock().expect("no panics while holding it") = snap.clone();
+            snap_at = StdInstant::now();
+        }
+        if dump {
             log.emit(Level::Info, format_args!("stats: {}", format_stats(&snap)));
             if let (Some(t), Some(d)) = (next_stats.as_mut(), opts.stats_interval) {
                 *t += d;
