@@ -77,6 +77,10 @@ pub struct TunConfig {
     pub address: Option<String>,
     /// MTU of the interface; must not exceed the link's `mtu`.
     pub mtu: usize,
+    /// Length of the kernel's queue in front of the device (packets waiting for the tunnel
+    /// to read them); the kernel's default (500) when absent. A longer queue lets TCP bursts
+    /// wait instead of being dropped there.
+    pub txqueuelen: Option<u32>,
 }
 
 impl Default for TunConfig {
@@ -85,6 +89,7 @@ impl Default for TunConfig {
             name: "mslink0".into(),
             address: None,
             mtu: 1400,
+            txqueuelen: None,
         }
     }
 }

@@ -389,6 +389,9 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     )))?;
     let name = cfg.tun.name.as_str();
     ip(&["link", "set", "dev", name, "mtu", &cfg.tun.mtu.to_string()])?;
+    if let Some(q) = cfg.tun.txqueuelen {
+        ip(&["link", "set", "dev", name, "txqueuelen", &q.to_string()])?;
+    }
     if let Some(a) = &cfg.tun.address {
         parse_cidr(a).map_err(|w| RtError::Io {
             what: "tun.address".into(),
