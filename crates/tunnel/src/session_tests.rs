@@ -377,3 +377,85 @@ fn same_seed_same_datagrams() {
     };
     assert_eq!(run(), run());
 }
+
+mod accounting {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A packet from A, its datagrams delivered to B with byte `at % len` xored by `x`.
+        Genuine { len: usize, at: usize, x: u8 },
+        /// Raw bytes to B.
+        Raw(Vec<u8>),
+        /// A genuine datagram sent earlier, again.
+        Replay(usize),
+        /// Time passes.
+        Wait(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1usize..300, any::<usize>(), any::<u8>()).prop_map(|(len, at, x)| Op::Genuine {
+                len,
+                at,
+                x
+            }),
+            proptest::collection::vec(any::<u8>(), 0..80).prop_map(Op::Raw),
+            any::<usize>().prop_map(Op::Replay),
+            (0u64..3000).prop_map(Op::Wait),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Every datagram B receives is accounted for exactly once, and a delivered packet is
+        /// always one A was given, whole.
+        #[test]
+        fn every_datagram_is_accounted_for_once(ops in proptest::collection::vec(op(), 1..60)) {
+            let cfg = SessionConfig { rekey_after_datagrams: 6, ..Default::default() };
+            let mut n = Pair::new(cfg, false);
+            let mut sent: Vec<Vec<u8>> = Vec::new();
+            let mut genuine: Vec<Vec<u8>> = Vec::new();
+            let from = n.addrs[0];
+            let mut buf = Vec::new();
+            for (k, o) in ops.into_iter().enumerate() {
+                match o {
+                    Op::Genuine { len, at, x } => {
+                        let p = packet(k as u32, len);
+                        n.ends[0].handle_packet(n.now, &p).unwrap();
+                        sent.push(p);
+                        while n.ends[0].poll_transmit(n.now, &mut buf).is_some() {
+                            genuine.push(buf.clone());
+                            let mut d = buf.clone();
+                            let i = at % d.len();
+                            d[i] ^= x;
+                            n.ends[1].handle_datagram(n.now, from, &mut d);
+                        }
+                    }
+                    Op::Raw(mut d) => n.ends[1].handle_datagram(n.now, from, &mut d),
+                    Op::Replay(i) if !genuine.is_empty() => {
+                        let mut d = genuine[i % genuine.len()].clone();
+                        n.ends[1].handle_datagram(n.now, from, &mut d);
+                    }
+                    Op::Replay(_) => {}
+                    Op::Wait(ms) => {
+                        let t = n.now + Duration::from_millis(ms);
+                        n.run_until(t);
+                    }
+                }
+                n.pump();
+            }
+            let s = n.ends[1].stats();
+            prop_assert_eq!(
+                s.datagrams_received,
+                s.rejected.total() + s.frames_received + s.keepalives_received
+                    + s.handshakes_answered + s.handshakes_completed,
+                "{:?}", s
+            );
+            for p in &n.delivered[1] {
+                prop_assert!(sent.contains(p), "B delivered a packet A was never given");
+            }
+        }
+    }
+}
