@@ -142,7 +142,7 @@ mod tests {
 
     fn open(k: &mut Keypair, dgram: &[u8]) -> Result<Vec<u8>, OpenError> {
         let mut d = dgram.to_vec();
-        let v = Datagram::new_checked(&dgram[..]).expect("well formed");
+        let v = Datagram::new_checked(dgram).expect("well formed");
         let counter = v.counter();
         let (h, s) = d.split_at_mut(TRANSPORT_HEADER_LEN);
         let n = k.open(counter, h, s)?;

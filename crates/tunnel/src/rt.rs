@@ -466,8 +466,16 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         }
         // Packets up.
         while let Some(p) = tunnel.poll_deliver() {
+            // A TUN write takes a whole packet or fails; a short count would be a kernel bug.
             match tun.write(&p) {
-                Ok(_) => snap.tun_writes += 1,
+                Ok(n) if n == p.len() => snap.tun_writes += 1,
+                Ok(n) => {
+                    snap.tun_write_errors += 1;
+                    log.emit(
+                        Level::Warn,
+                        format_args!("TUN took {n} of {} bytes", p.len()),
+                    );
+                }
                 Err(e) => {
                     snap.tun_write_errors += 1;
                     log.emit(Level::Debug, format_args!("TUN write failed: {e}"));
