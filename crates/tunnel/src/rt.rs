@@ -206,7 +206,9 @@ impl Log {
             Level::Debug => ("<7>", "DEBUG"),
         };
         let p = if self.journal { prefix } else { "" };
-        eprintln!("{p}{name} mslink-tunnel[{}]: {msg}", self.label);
+        // One write per line, so lines of two processes sharing a terminal do not interleave.
+        let line = format!("{p}{name} mslink-tunnel[{}]: {msg}\n", self.label);
+        let _ = io::stderr().lock().write_all(line.as_bytes());
     }
 }
 
@@ -577,6 +579,10 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             }
         }
     }
+    snap.tunnel = tunnel.stats();
+    snap.link = tunnel.link_stats();
+    snap.peer = tunnel.peer();
+    *control.snapshot.lock().expect("no panics while holding it") = snap.clone();
     log.emit(
         Level::Info,
         format_args!("stopping; stats: {}", format_stats(&snap)),

@@ -459,3 +459,23 @@ mod accounting {
         }
     }
 }
+
+#[test]
+fn link_counters_match_the_session_counters() {
+    let mut n = Pair::new(SessionConfig::default(), false);
+    for k in 0..300 {
+        n.send(0, &packet(k, 1000));
+        n.send(1, &packet(k, 40));
+    }
+    let t = n.now + Duration::from_secs(2);
+    n.run_until(t);
+    for i in 0..2 {
+        let s = n.ends[i].stats();
+        let l = n.ends[i].link_stats();
+        let link_in: u64 = l.services.iter().map(|r| r.packets_in).sum();
+        let link_out: u64 = l.services.iter().map(|r| r.packets_delivered).sum();
+        assert_eq!(link_in, s.packets_in - s.packets_refused, "end {i}: {l:?}");
+        assert_eq!(link_out, s.packets_delivered, "end {i}: {l:?}");
+        assert_eq!(s.packets_delivered, n.delivered[i].len() as u64);
+    }
+}
