@@ -7,8 +7,9 @@
 //! so it can move onto the emulator's driver (crates/emu) later. Loop: run due timers, flush
 //! datagrams to the socket and packets to the TUN device, then `ppoll` both descriptors with
 //! a nanosecond timeout up to the tunnel's next deadline; read bursts of up to [`BURST`]
-//! datagrams or packets per wake-up. When the socket's send buffer is full the driver keeps
-//! the datagram and stops reading the TUN device until it drains (back-pressure, no drop).
+//! datagrams (one recvmmsg) or packets per wake-up and send datagrams in batches (sendmmsg).
+//! When the socket's send buffer is full the driver keeps the datagrams and stops reading the
+//! TUN device until it drains (back-pressure, no drop).
 //!
 //! Time: `Instant` is nanoseconds since the Unix epoch read once at start, advanced by the
 //! monotonic clock, so handshake timestamps keep growing across restarts (replay protection
@@ -18,6 +19,7 @@
 //! each line starts with its sd-daemon(3) priority prefix so the journal keeps the levels.
 //! SIGUSR1 prints the counters; so does `stats_interval`.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, UdpSocket};
@@ -435,9 +437,11 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     control.up.store(true, Ordering::SeqCst);
     let clock = Clock::new();
     let mut snap = Snapshot::default();
-    let mut dgram = Vec::with_capacity(65_536);
     let mut rbuf = vec![0u8; 65_536];
-    let mut stalled: Option<(SocketAddr, Vec<u8>)> = None;
+    let mut recv = RecvBatch::new();
+    // Datagrams made but not yet taken by the socket, and spare buffers.
+    let mut out: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::with_capacity(BURST);
+    let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut last = tunnel.stats();
     let mut snap_at = StdInstant::now() - SNAPSHOT_EVERY;
     let mut next_stats = opts.stats_interval.map(|d| StdInstant::now() + d);
@@ -452,20 +456,37 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         if tunnel.poll_timeout().is_some_and(|t| t <= now) {
             tunnel.handle_timeout(now);
         }
-        // Datagrams out, stopping at a full send buffer.
-        if let Some((to, d)) = stalled.take() {
-            if let Err(d) = send(&sock, to, d, &mut snap, &log) {
-                stalled = Some((to, d));
+        // Datagrams out in batches (sendmmsg), stopping at a full send buffer.
+        loop {
+            while out.len() < BURST {
+                let mut b = pool.pop().unwrap_or_default();
+                match tunnel.poll_transmit(now, &mut b) {
+                    Some(to) => out.push_back((to, b)),
+                    None => {
+                        pool.push(b);
+                        break;
+                    }
+                }
             }
-        }
-        while stalled.is_none() {
-            let Some(to) = tunnel.poll_transmit(now, &mut dgram) else {
+            if out.is_empty() {
                 break;
-            };
-            if let Err(d) = send(&sock, to, std::mem::take(&mut dgram), &mut snap, &log) {
-                stalled = Some((to, d));
+            }
+            match send_batch(&sock, &out) {
+                Ok(k) => pool.extend(out.drain(..k).map(|(_, b)| b)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    snap.udp_backpressure += 1;
+                    break;
+                }
+                Err(e) => {
+                    // The first datagram failed for good (e.g. no route): count it, go on.
+                    snap.udp_send_errors += 1;
+                    let (to, b) = out.pop_front().expect("not empty");
+                    log.emit(Level::Debug, format_args!("UDP send to {to}: {e}"));
+                    pool.push(b);
+                }
             }
         }
+        let stalled = !out.is_empty();
         // Packets up.
         while let Some(p) = tunnel.poll_deliver() {
             // A TUN write takes a whole packet or fails; a short count would be a kernel bug.
@@ -520,13 +541,13 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         let mut fds = [
             libc::pollfd {
                 fd: sock.as_raw_fd(),
-                events: libc::POLLIN | if stalled.is_some() { libc::POLLOUT } else { 0 },
+                events: libc::POLLIN | if stalled { libc::POLLOUT } else { 0 },
                 revents: 0,
             },
             libc::pollfd {
                 fd: tun.as_raw_fd(),
                 // Back-pressure: while a datagram waits for the socket, leave the TUN queue.
-                events: if stalled.is_some() { 0 } else { libc::POLLIN },
+                events: if stalled { 0 } else { libc::POLLIN },
                 revents: 0,
             },
         ];
@@ -547,17 +568,19 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             });
         }
         if fds[0].revents & libc::POLLIN != 0 {
-            for _ in 0..BURST {
-                match sock.recv_from(&mut rbuf) {
-                    Ok((len, from)) => {
-                        tunnel.handle_datagram(clock.now(), from, &mut rbuf[..len]);
+            match recv.recv(&sock) {
+                Ok(n) => {
+                    let t = clock.now();
+                    for i in 0..n {
+                        if let Some((from, d)) = recv.datagram(i) {
+                            tunnel.handle_datagram(t, from, d);
+                        }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) => {
-                        // E.g. ICMP port unreachable reported on the socket: not fatal.
-                        log.emit(Level::Debug, format_args!("UDP receive: {e}"));
-                        break;
-                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    // E.g. ICMP port unreachable reported on the socket: not fatal.
+                    log.emit(Level::Debug, format_args!("UDP receive: {e}"));
                 }
             }
         }
@@ -590,25 +613,158 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     Ok(())
 }
 
-/// Sends one datagram; gives it back if the socket's buffer is full.
-fn send(
-    sock: &UdpSocket,
-    to: SocketAddr,
-    d: Vec<u8>,
-    snap: &mut Snapshot,
-    log: &Log,
-) -> Result<(), Vec<u8>> {
-    match sock.send_to(&d, to) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            snap.udp_backpressure += 1;
-            Err(d)
+/// Largest UDP payload.
+const RECV_LEN: usize = 65_536;
+
+/// Buffers for one recvmmsg(2) call of up to [`BURST`] datagrams.
+struct RecvBatch {
+    bufs: Vec<Vec<u8>>,
+    names: Vec<libc::sockaddr_storage>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+impl RecvBatch {
+    fn new() -> RecvBatch {
+        // SAFETY: sockaddr_storage, iovec and mmsghdr are plain data; zeroed is valid.
+        let z = || unsafe { std::mem::zeroed() };
+        RecvBatch {
+            bufs: (0..BURST).map(|_| vec![0u8; RECV_LEN]).collect(),
+            names: (0..BURST).map(|_| z()).collect(),
+            iovs: (0..BURST).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            hdrs: (0..BURST).map(|_| unsafe { std::mem::zeroed() }).collect(),
         }
-        Err(e) => {
-            snap.udp_send_errors += 1;
-            log.emit(Level::Debug, format_args!("UDP send to {to}: {e}"));
-            Ok(())
+    }
+
+    /// Receives up to BURST datagrams without blocking; returns how many.
+    fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        for i in 0..BURST {
+            self.iovs[i] = libc::iovec {
+                iov_base: self.bufs[i].as_mut_ptr().cast(),
+                iov_len: RECV_LEN,
+            };
+            // SAFETY: zeroed msghdr is valid; the pointers set below outlive the call.
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_iov = &mut self.iovs[i];
+            h.msg_iovlen = 1;
+            self.hdrs[i] = libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            };
         }
+        // SAFETY: BURST headers, each pointing at its own buffer, name and iovec.
+        let n = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                BURST as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Datagram `i` of the last call and its sender.
+    fn datagram(&mut self, i: usize) -> Option<(SocketAddr, &mut [u8])> {
+        let len = self.hdrs[i].msg_len as usize;
+        let from = from_storage(&self.names[i])?;
+        Some((from, &mut self.bufs[i][..len]))
+    }
+}
+
+fn from_storage(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::from((
+                u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                a.sin6_addr.s6_addr.into(),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: plain data; zeroed is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        SocketAddr::V4(v4) => {
+            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in.
+            let s: &mut libc::sockaddr_in =
+                unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in) };
+            s.sin_family = libc::AF_INET as libc::sa_family_t;
+            s.sin_port = v4.port().to_be();
+            s.sin_addr.s_addr = u32::from_be_bytes(v4.ip().octets()).to_be();
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in6.
+            let s: &mut libc::sockaddr_in6 =
+                unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6) };
+            s.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            s.sin6_port = v6.port().to_be();
+            s.sin6_addr.s6_addr = v6.ip().octets();
+            s.sin6_flowinfo = v6.flowinfo();
+            s.sin6_scope_id = v6.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// Sends the first (up to BURST) datagrams of `out` with one sendmmsg(2); returns how many
+/// the socket took. WouldBlock means none (send buffer full); another error concerns the
+/// first datagram.
+fn send_batch(sock: &UdpSocket, out: &VecDeque<(SocketAddr, Vec<u8>)>) -> io::Result<usize> {
+    let n = out.len().min(BURST);
+    let mut names = [(unsafe { std::mem::zeroed::<libc::sockaddr_storage>() }, 0); BURST];
+    // SAFETY: plain data; zeroed is valid.
+    let mut iovs: [libc::iovec; BURST] = unsafe { std::mem::zeroed() };
+    let mut hdrs: [libc::mmsghdr; BURST] = unsafe { std::mem::zeroed() };
+    for (i, (to, d)) in out.iter().take(n).enumerate() {
+        names[i] = to_storage(to);
+        iovs[i] = libc::iovec {
+            iov_base: d.as_ptr() as *mut libc::c_void,
+            iov_len: d.len(),
+        };
+        hdrs[i].msg_hdr.msg_name = (&mut names[i].0 as *mut libc::sockaddr_storage).cast();
+        hdrs[i].msg_hdr.msg_namelen = names[i].1;
+        hdrs[i].msg_hdr.msg_iov = &mut iovs[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: n headers pointing at live names, iovecs and datagram buffers (sendmmsg only
+    // reads the buffers).
+    let k = unsafe {
+        libc::sendmmsg(
+            sock.as_raw_fd(),
+            hdrs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if k < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(k as usize)
     }
 }
 
