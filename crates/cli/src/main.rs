@@ -12,12 +12,13 @@ mod emulate_cmd;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
+mod tunnel_cmd;
 
 use clap::{Parser, Subcommand};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
-#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink VERB --help                       # options of a verb")]
+#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink tunnel a.toml                     # the link layer over an encrypted UDP tunnel\n  mslink VERB --help                       # options of a verb")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,6 +42,10 @@ enum Command {
     /// Run programs across an emulated lossy wireless link between network namespaces, with a
     /// multi-service link at both ends (docs/emulator.md). Needs root.
     Emulate(emulate_cmd::EmulateArgs),
+    /// Carry the multi-service link layer to a peer over an encrypted UDP tunnel (TUN device,
+    /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
+    /// (docs/tunnel.md).
+    Tunnel(tunnel_cmd::TunnelArgs),
 }
 
 /// Runs the `mslink` command line `args` (program name first) and returns its exit status:
@@ -65,6 +70,7 @@ where
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),
+        Command::Tunnel(args) => tunnel_cmd::run(&args),
     };
     match result {
         Ok(()) => 0,

@@ -1,0 +1,93 @@
+//! `mslink tunnel`: the multi-service link layer between two hosts over an encrypted UDP
+//! tunnel (docs/tunnel.md), and its key tools.
+//!
+//! Contract: `mslink tunnel CONFIG.toml` runs one tunnel end in the foreground until SIGINT
+//! or SIGTERM (systemd `Type=simple`), logging to stderr; SIGUSR1 or `--stats-interval` prints
+//! the counters. `genkey` prints a new private key, `pubkey` reads a private key on standard
+//! input and prints its public key, `genpsk` prints a pre-shared key. Configuration errors
+//! name the file, the key and the line.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use mslink_tunnel::config::TunnelConfig;
+use mslink_tunnel::keys::Key;
+use mslink_tunnel::rt::{self, Control, Level, RunOptions};
+use rand::SeedableRng;
+
+/// Options of `mslink tunnel`.
+#[derive(clap::Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  mslink tunnel genkey > a.key && mslink tunnel pubkey < a.key > a.pub\n  mslink tunnel a.toml --stats-interval 10\n  kill -USR1 $(pidof mslink)        # print the counters of a running tunnel\n\nSee docs/tunnel.md for a complete two-namespace example."
+)]
+pub struct TunnelArgs {
+    #[command(subcommand)]
+    cmd: Option<KeyCmd>,
+    /// The tunnel configuration (TOML; docs/tunnel.md).
+    config: Option<PathBuf>,
+    /// Print the counters every SECONDS (also on SIGUSR1).
+    #[arg(long, value_name = "SECONDS")]
+    stats_interval: Option<f64>,
+    /// Least severe log level printed: error, warn, info, debug (every rejected datagram).
+    #[arg(long, default_value = "info")]
+    log_level: Level,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum KeyCmd {
+    /// Print a new X25519 private key (base64).
+    Genkey,
+    /// Read a private key on standard input, print its public key.
+    Pubkey,
+    /// Print a new pre-shared key (base64), for `psk = ...` on both ends.
+    Genpsk,
+}
+
+fn fresh_key() -> Result<Key> {
+    let seed = rt::os_random().context("reading the kernel's random generator")?;
+    Ok(Key::generate(&mut rand_chacha::ChaCha20Rng::from_seed(
+        seed,
+    )))
+}
+
+/// Runs `mslink tunnel`.
+pub fn run(args: &TunnelArgs) -> Result<()> {
+    match args.cmd {
+        Some(KeyCmd::Genkey) | Some(KeyCmd::Genpsk) => {
+            println!("{}", fresh_key()?.to_base64());
+            return Ok(());
+        }
+        Some(KeyCmd::Pubkey) => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading the private key on standard input")?;
+            let k = Key::from_base64(&s).context("the private key on standard input")?;
+            println!("{}", k.public().to_base64());
+            return Ok(());
+        }
+        None => {}
+    }
+    let path = args.config.as_ref().context(
+        "give a configuration file (mslink tunnel CONFIG.toml) or a key command; see --help",
+    )?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let cfg: TunnelConfig = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    cfg.validate()
+        .with_context(|| format!("{}", path.display()))?;
+    let stats_interval = match args.stats_interval {
+        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--stats-interval {s}: expected a positive number of seconds"),
+        None => None,
+    };
+    let opts = RunOptions {
+        stats_interval,
+        log_level: args.log_level,
+        handle_signals: true,
+        label: cfg.tun.name.clone(),
+    };
+    rt::run(&cfg, &opts, &Control::default()).with_context(|| format!("tunnel {}", path.display()))
+}

@@ -1,0 +1,317 @@
+//! The tunnel's TOML configuration: addresses, keys, TUN device, session timers and the link.
+//!
+//! Contract. [`TunnelConfig`] is plain serde data; every table refuses unknown keys (the
+//! error names the key and its line) and every optional key has a default. Both ends carry
+//! the same `[link]` table (framing is derived from it, not negotiated, docs/engine.md).
+//! [`TunnelConfig::validate`] names the offending key. Key files (`*_file`) are read by the
+//! driver, not here (no I/O in this module).
+//!
+//! ```toml
+//! listen = "0.0.0.0:51900"
+//! peer = "192.0.2.2:51900"        # optional on the responder: learned from the first handshake
+//! private_key = "..."             # base64, `mslink tunnel genkey`
+//! peer_public_key = "..."         # base64, `mslink tunnel pubkey`
+//! # psk = "..."                   # instead of the two keys: pre-shared-key mode
+//!
+//! [tun]
+//! name = "mslink0"
+//! address = "10.200.0.1/24"
+//! mtu = 1400
+//!
+//! [session]
+//! keepalive_ms = 10000
+//!
+//! [link]                          # an mslink link configuration (docs/engine.md)
+//! crc = false
+//! [[link.service]]
+//! name = "bulk"
+//! scheme = "selective_repeat"
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use mslink_link::config::LinkConfig;
+
+use crate::keys::Key;
+use crate::wire::{TAG_LEN, TRANSPORT_HEADER_LEN};
+
+/// Timers and limits of the session layer (defaults after WireGuard's protocol constants).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Send an empty keepalive when data arrived but nothing was sent back for this long.
+    pub keepalive_ms: u64,
+    /// Send something at least this often regardless (0: off); keeps NAT mappings open.
+    pub persistent_keepalive_ms: u64,
+    /// Start a new handshake when the session we initiated is this old.
+    pub rekey_after_secs: u64,
+    /// Start a new handshake after sending this many datagrams on one session.
+    pub rekey_after_datagrams: u64,
+    /// Never use a session older than this (must exceed `rekey_after_secs`).
+    pub reject_after_secs: u64,
+    /// Resend a handshake initiation that got no response after this long.
+    pub handshake_retry_ms: u64,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            keepalive_ms: 10_000,
+            persistent_keepalive_ms: 0,
+            rekey_after_secs: 120,
+            rekey_after_datagrams: 1 << 60,
+            reject_after_secs: 180,
+            handshake_retry_ms: 5_000,
+        }
+    }
+}
+
+/// The TUN device the driver creates.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TunConfig {
+    /// Interface name (at most 15 bytes).
+    pub name: String,
+    /// Address with prefix length, e.g. `10.200.0.1/24` (optional: configure it yourself).
+    pub address: Option<String>,
+    /// MTU of the interface; must not exceed the link's `mtu`.
+    pub mtu: usize,
+    /// Length of the kernel's queue in front of the device (packets waiting for the tunnel
+    /// to read them); the kernel's default (500) when absent. A longer queue lets TCP bursts
+    /// wait instead of being dropped there.
+    pub txqueuelen: Option<u32>,
+}
+
+impl Default for TunConfig {
+    fn default() -> Self {
+        TunConfig {
+            name: "mslink0".into(),
+            address: None,
+            mtu: 1400,
+            txqueuelen: None,
+        }
+    }
+}
+
+/// Everything `mslink tunnel CONFIG.toml` reads.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TunnelConfig {
+    /// UDP address to bind.
+    pub listen: SocketAddr,
+    /// The peer's UDP address; absent on a responder that learns it from the peer.
+    pub peer: Option<SocketAddr>,
+    /// Our X25519 private key (base64).
+    pub private_key: Option<Key>,
+    /// A file holding our private key (base64), instead of `private_key`.
+    pub private_key_file: Option<PathBuf>,
+    /// The peer's X25519 public key (base64).
+    pub peer_public_key: Option<Key>,
+    /// Pre-shared key (base64): the Noise NNpsk0 mode instead of key pairs.
+    pub psk: Option<Key>,
+    /// A file holding the pre-shared key, instead of `psk`.
+    pub psk_file: Option<PathBuf>,
+    /// The TUN device.
+    pub tun: TunConfig,
+    /// Session timers.
+    pub session: SessionConfig,
+    /// The multi-service link carried inside the tunnel.
+    pub link: LinkConfig,
+}
+
+impl Default for TunnelConfig {
+    fn default() -> Self {
+        TunnelConfig {
+            listen: SocketAddr::from(([0, 0, 0, 0], 51900)),
+            peer: None,
+            private_key: None,
+            private_key_file: None,
+            peer_public_key: None,
+            psk: None,
+            psk_file: None,
+            tun: TunConfig::default(),
+            session: SessionConfig::default(),
+            link: LinkConfig {
+                // The AEAD tag already rejects every corrupted datagram.
+                crc: false,
+                ..LinkConfig::default()
+            },
+        }
+    }
+}
+
+/// A configuration that cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A key has a value out of range or conflicts with another.
+    #[error("tunnel config key `{key}`: {what}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// What is wrong and what was expected.
+        what: String,
+    },
+    /// The `[link]` table is wrong.
+    #[error("tunnel config table `[link]`: {0}")]
+    Link(#[from] mslink_link::config::LinkConfigError),
+}
+
+fn invalid(key: &'static str, what: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        what: what.into(),
+    }
+}
+
+impl TunnelConfig {
+    /// Bytes a datagram adds around one link frame (header and tag).
+    pub const DATAGRAM_OVERHEAD: usize = TRANSPORT_HEADER_LEN + TAG_LEN;
+
+    /// Checks everything the driver needs, except that key files exist.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let keys = self.private_key.is_some() || self.private_key_file.is_some();
+        let psk = self.psk.is_some() || self.psk_file.is_some();
+        if self.private_key.is_some() && self.private_key_file.is_some() {
+            return Err(invalid(
+                "private_key_file",
+                "give private_key or private_key_file, not both",
+            ));
+        }
+        if self.psk.is_some() && self.psk_file.is_some() {
+            return Err(invalid("psk_file", "give psk or psk_file, not both"));
+        }
+        match (keys, psk) {
+            (true, true) => return Err(invalid(
+                "psk",
+                "choose key pairs (private_key + peer_public_key) or a pre-shared key, not both",
+            )),
+            (false, false) => {
+                return Err(invalid(
+                    "private_key",
+                    "missing: give private_key (or private_key_file) and peer_public_key, or psk",
+                ))
+            }
+            (true, false) if self.peer_public_key.is_none() => {
+                return Err(invalid(
+                    "peer_public_key",
+                    "missing: the peer's public key (base64)",
+                ))
+            }
+            _ => {}
+        }
+        if self.tun.name.is_empty() || self.tun.name.len() > 15 {
+            return Err(invalid(
+                "tun.name",
+                format!("{:?} must be 1-15 bytes", self.tun.name),
+            ));
+        }
+        if let Some(a) = &self.tun.address {
+            parse_cidr(a).map_err(|w| invalid("tun.address", w))?;
+        }
+        if self.tun.mtu < 68 || self.tun.mtu > self.link.mtu {
+            return Err(invalid(
+                "tun.mtu",
+                format!(
+                    "{} must be between 68 and the link mtu ({})",
+                    self.tun.mtu, self.link.mtu
+                ),
+            ));
+        }
+        let s = &self.session;
+        if s.reject_after_secs <= s.rekey_after_secs {
+            return Err(invalid(
+                "session.reject_after_secs",
+                format!(
+                    "{} must exceed rekey_after_secs ({})",
+                    s.reject_after_secs, s.rekey_after_secs
+                ),
+            ));
+        }
+        if s.handshake_retry_ms == 0 || s.rekey_after_datagrams == 0 {
+            return Err(invalid(
+                "session",
+                "handshake_retry_ms and rekey_after_datagrams must be positive",
+            ));
+        }
+        self.link.validate()?;
+        Ok(())
+    }
+}
+
+/// Parses `a.b.c.d/len` (IPv4) or `x::y/len` (IPv6) into address and prefix length.
+pub fn parse_cidr(s: &str) -> Result<(std::net::IpAddr, u8), String> {
+    let (a, p) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} lacks a /prefix length"))?;
+    let addr: std::net::IpAddr = a
+        .parse()
+        .map_err(|_| format!("{a:?} is not an IP address"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len: u8 = p
+        .parse()
+        .ok()
+        .filter(|l| *l <= max)
+        .ok_or_else(|| format!("prefix length {p:?} is not 0-{max}"))?;
+    Ok((addr, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc_example() -> String {
+        let doc = include_str!("config.rs");
+        let start = doc.find("//! ```toml").unwrap();
+        let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
+        doc[start..end]
+            .lines()
+            .skip(1)
+            .map(|l| l.trim_start_matches("//!").trim_start())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn documented_example_parses_once_keys_are_filled_in() {
+        let k = Key([5; 32]).to_base64();
+        let text = doc_example().replace("\"...\"", &format!("\"{k}\""));
+        let c: TunnelConfig = toml::from_str(&text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.tun.mtu, 1400);
+        assert_eq!(c.link.services[0].name, "bulk");
+        assert!(c.peer.is_some());
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let k = Key([5; 32]).to_base64();
+        let bad = |s: &str| {
+            toml::from_str::<TunnelConfig>(s)
+                .map_err(|e| e.to_string())
+                .and_then(|c| c.validate().map_err(|e| e.to_string()))
+                .unwrap_err()
+        };
+        assert!(bad("lisen = '0.0.0.0:1'").contains("lisen"));
+        assert!(bad("[tun]\nnmae = 'x'").contains("nmae"));
+        assert!(bad("private_key = 'abc'").contains("base64"));
+        assert!(bad("").contains("`private_key`"));
+        assert!(bad(&format!("private_key = '{k}'")).contains("`peer_public_key`"));
+        assert!(bad(&format!("psk = '{k}'\nprivate_key = '{k}'")).contains("`psk`"));
+        assert!(bad(&format!("psk = '{k}'\n[tun]\nmtu = 9000")).contains("`tun.mtu`"));
+        assert!(bad(&format!("psk = '{k}'\n[tun]\naddress = '10.0.0.1'")).contains("`tun.address`"));
+        assert!(
+            bad(&format!("psk = '{k}'\n[session]\nreject_after_secs = 1"))
+                .contains("reject_after_secs")
+        );
+        assert!(bad(&format!("psk = '{k}'\n[link]\nseq_bits = 12")).contains("seq_bits"));
+        assert!(bad(&format!("psk = '{k}'\n[link]\nframe_sise = 1")).contains("frame_sise"));
+    }
+
+    #[test]
+    fn cidr() {
+        assert_eq!(parse_cidr("10.0.0.1/24").unwrap().1, 24);
+        assert_eq!(parse_cidr("fd00::1/64").unwrap().1, 64);
+        assert!(parse_cidr("10.0.0.1/33").is_err());
+    }
+}

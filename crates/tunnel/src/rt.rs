@@ -1,0 +1,819 @@
+//! The real-time driver of a tunnel end: TUN device, UDP socket, clock, poll loop, signals.
+//!
+//! Contract. [`run`] owns one [`Tunnel`] and drives it until asked to stop (SIGINT/SIGTERM
+//! when `handle_signals` is set, or [`Control::stop`]); it returns `Ok` on a clean stop and
+//! the TUN device disappears with its descriptor. It is the only part of the crate that reads
+//! a clock, opens files and sockets, or installs signal handlers; it is kept in this one file
+//! so it can move onto the emulator's driver (crates/emu) later. Loop: run due timers, flush
+//! datagrams to the socket and packets to the TUN device, then `ppoll` both descriptors with
+//! a nanosecond timeout up to the tunnel's next deadline; read bursts of up to [`BURST`]
+//! datagrams (one recvmmsg) or packets per wake-up and send datagrams in batches (sendmmsg).
+//! When the socket's send buffer is full the driver keeps the datagrams and stops reading the
+//! TUN device until it drains (back-pressure, no drop).
+//!
+//! Time: `Instant` is nanoseconds since the Unix epoch read once at start, advanced by the
+//! monotonic clock, so handshake timestamps keep growing across restarts (replay protection
+//! of initiations) while timers never jump.
+//!
+//! Logs go to stderr, one line per event with a level; under systemd (`JOURNAL_STREAM` set)
+//! each line starts with its sd-daemon(3) priority prefix so the journal keeps the levels.
+//! SIGUSR1 prints the counters; so does `stats_interval`.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
+
+use mslink_link::link::LinkStats;
+use mslink_link::Instant;
+
+use crate::config::{parse_cidr, TunnelConfig};
+use crate::handshake::Credentials;
+use crate::keys::Key;
+use crate::session::{Tunnel, TunnelStats};
+
+/// Most datagrams or packets read per descriptor per wake-up.
+pub const BURST: usize = 64;
+
+/// How often [`Control::snapshot`] is refreshed.
+pub const SNAPSHOT_EVERY: StdDuration = StdDuration::from_millis(20);
+
+/// Log levels, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Something failed.
+    Error,
+    /// Something is wrong but the tunnel runs on.
+    Warn,
+    /// Session events (handshakes, roaming, expiry) and counters.
+    Info,
+    /// Every rejected datagram.
+    Debug,
+}
+
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "error" => Ok(Level::Error),
+            "warn" => Ok(Level::Warn),
+            "info" => Ok(Level::Info),
+            "debug" => Ok(Level::Debug),
+            _ => Err(format!("{s:?} is not one of error, warn, info, debug")),
+        }
+    }
+}
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Print counters this often.
+    pub stats_interval: Option<StdDuration>,
+    /// Least severe level printed.
+    pub log_level: Level,
+    /// Install SIGINT/SIGTERM (stop) and SIGUSR1 (print counters) handlers. Off in tests,
+    /// where several tunnels share a process.
+    pub handle_signals: bool,
+    /// Name for log lines (e.g. the TUN device).
+    pub label: String,
+}
+
+/// Everything counted by one tunnel end.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Session layer.
+    pub tunnel: TunnelStats,
+    /// The link inside.
+    pub link: LinkStats,
+    /// Packets read from the TUN device.
+    pub tun_reads: u64,
+    /// Packets written to the TUN device.
+    pub tun_writes: u64,
+    /// Writes to the TUN device that failed.
+    pub tun_write_errors: u64,
+    /// Datagrams the socket refused for good (not "try again").
+    pub udp_send_errors: u64,
+    /// Times the send buffer was full and the driver waited.
+    pub udp_backpressure: u64,
+    /// The peer's current address.
+    pub peer: Option<SocketAddr>,
+}
+
+/// A handle to stop a running tunnel and read its counters from another thread.
+#[derive(Clone, Default)]
+pub struct Control {
+    stop: Arc<AtomicBool>,
+    up: Arc<AtomicBool>,
+    snapshot: Arc<Mutex<Snapshot>>,
+}
+
+impl Control {
+    /// Asks the loop to stop (it notices within 100 ms).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+    /// True once the TUN device is configured and the socket bound.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+    /// The latest counters (at most [`SNAPSHOT_EVERY`] old while the loop runs).
+    pub fn snapshot(&self) -> Snapshot {
+        self.snapshot
+            .lock()
+            .expect("no panics while holding it")
+            .clone()
+    }
+}
+
+/// Why a tunnel could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RtError {
+    /// The configuration is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// A key file could not be read or parsed.
+    #[error("key file {path}: {what}")]
+    KeyFile {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        what: String,
+    },
+    /// The link inside could not be built.
+    #[error(transparent)]
+    Tunnel(#[from] crate::session::TunnelError),
+    /// A system call failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RtError {
+    let what = what.into();
+    move |source| RtError::Io { what, source }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static DUMP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only async-signal-safe work: set a flag; ppoll returns EINTR and the loop reads it.
+    if sig == libc::SIGUSR1 {
+        DUMP.store(true, Ordering::SeqCst);
+    } else {
+        STOP.store(true, Ordering::SeqCst);
+    }
+}
+
+fn install_signal_handlers() -> io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGUSR1] {
+        // SAFETY: a zeroed sigaction with a plain handler and no SA_RESTART (so ppoll is
+        // interrupted); the handler only stores to atomics.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Log {
+    level: Level,
+    journal: bool,
+    label: String,
+}
+
+impl Log {
+    fn emit(&self, level: Level, msg: std::fmt::Arguments<'_>) {
+        if level > self.level {
+            return;
+        }
+        let (prefix, name) = match level {
+            Level::Error => ("<3>", "ERROR"),
+            Level::Warn => ("<4>", "WARN"),
+            Level::Info => ("<6>", "INFO"),
+            Level::Debug => ("<7>", "DEBUG"),
+        };
+        let p = if self.journal { prefix } else { "" };
+        // One write per line, so lines of two processes sharing a terminal do not interleave.
+        let line = format!("{p}{name} mslink-tunnel[{}]: {msg}\n", self.label);
+        let _ = io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// Reads the credentials, from the config or the key files it names.
+pub fn credentials(cfg: &TunnelConfig) -> Result<Credentials, RtError> {
+    let from_file = |p: &std::path::Path| -> Result<Key, RtError> {
+        let path = p.display().to_string();
+        let text = std::fs::read_to_string(p).map_err(|e| RtError::KeyFile {
+            path: path.clone(),
+            what: e.to_string(),
+        })?;
+        Key::from_base64(&text).map_err(|e| RtError::KeyFile {
+            path,
+            what: e.to_string(),
+        })
+    };
+    if let Some(psk) = cfg.psk {
+        return Ok(Credentials::Psk { psk });
+    }
+    if let Some(p) = &cfg.psk_file {
+        return Ok(Credentials::Psk { psk: from_file(p)? });
+    }
+    let private = match (&cfg.private_key, &cfg.private_key_file) {
+        (Some(k), _) => *k,
+        (None, Some(p)) => from_file(p)?,
+        (None, None) => unreachable!("validate() requires a key"),
+    };
+    Ok(Credentials::Keys {
+        private,
+        peer_public: cfg.peer_public_key.expect("validate() requires it"),
+    })
+}
+
+/// 32 bytes from the kernel's generator (getrandom(2)).
+pub fn os_random() -> io::Result<[u8; 32]> {
+    let mut b = [0u8; 32];
+    let mut filled = 0;
+    while filled < b.len() {
+        // SAFETY: writes at most the remaining length into our buffer.
+        let n = unsafe { libc::getrandom(b[filled..].as_mut_ptr().cast(), b.len() - filled, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        } else {
+            filled += n as usize;
+        }
+    }
+    Ok(b)
+}
+
+/// Opens TUN device `name` (IFF_TUN | IFF_NO_PI, non-blocking).
+fn open_tun(name: &str) -> io::Result<File> {
+    let path = c"/dev/net/tun";
+    // SAFETY: open(2) on a constant path.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is ours and open.
+    let file = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *d = s as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and writes an ifreq we own.
+    if unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+fn ip(args: &[&str]) -> Result<(), RtError> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(io_err("running `ip` (iproute2)"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(RtError::Io {
+            what: format!("ip {}", args.join(" ")),
+            source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        })
+    }
+}
+
+fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: libc::c_int) {
+    // SAFETY: setsockopt with an int option on our socket; failure only leaves the default.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+struct Clock {
+    epoch_ns: u64,
+    start: StdInstant,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        let epoch_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Clock {
+            epoch_ns,
+            start: StdInstant::now(),
+        }
+    }
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.epoch_ns + self.start.elapsed().as_nanos() as u64)
+    }
+}
+
+/// Formats the counters as a few log lines.
+pub fn format_stats(s: &Snapshot) -> String {
+    let t = &s.tunnel;
+    let r = &t.rejected;
+    let mut out = format!(
+        "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {}; \
+         handshakes initiated {} completed {} answered {}; sessions {} expired {}; keepalives out {} in {}; roams {}; \
+         tun read {} written {} (write errors {}); link refused {}; udp send errors {} waits {}",
+        t.datagrams_received, t.bytes_received, t.datagrams_sent, t.bytes_sent, r.forged, r.replayed,
+        r.truncated, r.garbage, r.unknown_session, t.handshakes_initiated, t.handshakes_completed,
+        t.handshakes_answered, t.sessions_started, t.sessions_expired, t.keepalives_sent,
+        t.keepalives_received, t.roams, s.tun_reads, s.tun_writes, s.tun_write_errors,
+        t.packets_refused, s.udp_send_errors, s.udp_backpressure
+    );
+    for row in &s.link.services {
+        let v = &row.service;
+        out.push_str(&format!(
+            "; service {} ({}) in {} delivered {} retransmissions {} abandoned {}",
+            row.name,
+            row.scheme,
+            row.packets_in,
+            row.packets_delivered,
+            v.retransmissions,
+            v.abandoned
+        ));
+    }
+    out
+}
+
+/// Runs a tunnel end until stopped (see the module contract).
+pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(), RtError> {
+    cfg.validate()?;
+    let log = Log {
+        level: opts.log_level,
+        journal: std::env::var_os("JOURNAL_STREAM").is_some(),
+        label: opts.label.clone(),
+    };
+    let creds = credentials(cfg)?;
+    let seed = os_random().map_err(io_err("getrandom"))?;
+    let mut tunnel = Tunnel::new(&cfg.session, creds, &cfg.link, cfg.peer, seed)?;
+    if opts.handle_signals {
+        install_signal_handlers().map_err(io_err("installing signal handlers"))?;
+    }
+
+    let mut tun = open_tun(&cfg.tun.name).map_err(io_err(format!(
+        "creating TUN device {} (needs CAP_NET_ADMIN and /dev/net/tun)",
+        cfg.tun.name
+    )))?;
+    let name = cfg.tun.name.as_str();
+    ip(&["link", "set", "dev", name, "mtu", &cfg.tun.mtu.to_string()])?;
+    if let Some(q) = cfg.tun.txqueuelen {
+        ip(&["link", "set", "dev", name, "txqueuelen", &q.to_string()])?;
+    }
+    if let Some(a) = &cfg.tun.address {
+        parse_cidr(a).map_err(|w| RtError::Io {
+            what: "tun.address".into(),
+            source: io::Error::other(w),
+        })?;
+        ip(&["addr", "add", a, "dev", name])?;
+    }
+    ip(&["link", "set", "dev", name, "up"])?;
+
+    let sock =
+        UdpSocket::bind(cfg.listen).map_err(io_err(format!("binding UDP {}", cfg.listen)))?;
+    sock.set_nonblocking(true)
+        .map_err(io_err("non-blocking socket"))?;
+    set_buffer(&sock, libc::SO_RCVBUF, 4 << 20);
+    set_buffer(&sock, libc::SO_SNDBUF, 4 << 20);
+    let mode = match creds {
+        Credentials::Keys { .. } => "Noise IK (key pairs)",
+        Credentials::Psk { .. } => "Noise NNpsk0 (pre-shared key)",
+    };
+    log.emit(
+        Level::Info,
+        format_args!(
+            "up: tun {} mtu {}{}, udp {}, peer {}, {}, {} service(s)",
+            name,
+            cfg.tun.mtu,
+            cfg.tun
+                .address
+                .as_deref()
+                .map(|a| format!(" address {a}"))
+                .unwrap_or_default(),
+            sock.local_addr().map_or(cfg.listen, |a| a),
+            cfg.peer
+                .map_or("learned from its first handshake".into(), |p| p.to_string()),
+            mode,
+            cfg.link.services.len()
+        ),
+    );
+
+    control.up.store(true, Ordering::SeqCst);
+    let clock = Clock::new();
+    let mut snap = Snapshot::default();
+    let mut rbuf = vec![0u8; 65_536];
+    let mut recv = RecvBatch::new();
+    // Datagrams made but not yet taken by the socket, and spare buffers.
+    let mut out: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::with_capacity(BURST);
+    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let mut last = tunnel.stats();
+    let mut snap_at = StdInstant::now() - SNAPSHOT_EVERY;
+    let mut next_stats = opts.stats_interval.map(|d| StdInstant::now() + d);
+
+    loop {
+        if control.stop.load(Ordering::Relaxed)
+            || (opts.handle_signals && STOP.load(Ordering::Relaxed))
+        {
+            break;
+        }
+        let now = clock.now();
+        if tunnel.poll_timeout().is_some_and(|t| t <= now) {
+            tunnel.handle_timeout(now);
+        }
+        // Datagrams out in batches (sendmmsg), stopping at a full send buffer.
+        loop {
+            while out.len() < BURST {
+                let mut b = pool.pop().unwrap_or_default();
+                match tunnel.poll_transmit(now, &mut b) {
+                    Some(to) => out.push_back((to, b)),
+                    None => {
+                        pool.push(b);
+                        break;
+                    }
+                }
+            }
+            if out.is_empty() {
+                break;
+            }
+            match send_batch(&sock, &out) {
+                Ok(k) => pool.extend(out.drain(..k).map(|(_, b)| b)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    snap.udp_backpressure += 1;
+                    break;
+                }
+                Err(e) => {
+                    // The first datagram failed for good (e.g. no route): count it, go on.
+                    snap.udp_send_errors += 1;
+                    let (to, b) = out.pop_front().expect("not empty");
+                    log.emit(Level::Debug, format_args!("UDP send to {to}: {e}"));
+                    pool.push(b);
+                }
+            }
+        }
+        let stalled = !out.is_empty();
+        // Packets up.
+        while let Some(p) = tunnel.poll_deliver() {
+            // A TUN write takes a whole packet or fails; a short count would be a kernel bug.
+            match tun.write(&p) {
+                Ok(n) if n == p.len() => snap.tun_writes += 1,
+                Ok(n) => {
+                    snap.tun_write_errors += 1;
+                    log.emit(
+                        Level::Warn,
+                        format_args!("TUN took {n} of {} bytes", p.len()),
+                    );
+                }
+                Err(e) => {
+                    snap.tun_write_errors += 1;
+                    log.emit(Level::Debug, format_args!("TUN write failed: {e}"));
+                }
+            }
+        }
+        // Events and counters.
+        let s = tunnel.stats();
+        report_events(&log, &last, &s, &tunnel);
+        last = s;
+        let due_stats = next_stats.is_some_and(|t| StdInstant::now() >= t);
+        let dump = (opts.handle_signals && DUMP.swap(false, Ordering::SeqCst)) || due_stats;
+        // The full counters (the link's allocate) are gathered every SNAPSHOT_EVERY at most.
+        if dump || snap_at.elapsed() >= SNAPSHOT_EVERY {
+            snap.tunnel = s;
+            snap.link = tunnel.link_stats();
+            snap.peer = tunnel.peer();
+            *control.snapshot.lock().expect("no panics while holding it") = snap.clone();
+            snap_at = StdInstant::now();
+        }
+        if dump {
+            log.emit(Level::Info, format_args!("stats: {}", format_stats(&snap)));
+            if let (Some(t), Some(d)) = (next_stats.as_mut(), opts.stats_interval) {
+                *t += d;
+            }
+        }
+
+        // Wait for input, a writable socket, or the next deadline (at most 100 ms, so a stop
+        // request is seen promptly).
+        let now = clock.now();
+        let mut wait = StdDuration::from_millis(100);
+        if let Some(t) = tunnel.poll_timeout() {
+            wait = wait.min(StdDuration::from_nanos(
+                t.as_nanos().saturating_sub(now.as_nanos()),
+            ));
+        }
+        if let Some(t) = next_stats {
+            wait = wait.min(t.saturating_duration_since(StdInstant::now()));
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: sock.as_raw_fd(),
+                events: libc::POLLIN | if stalled { libc::POLLOUT } else { 0 },
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: tun.as_raw_fd(),
+                // Back-pressure: while a datagram waits for the socket, leave the TUN queue.
+                events: if stalled { 0 } else { libc::POLLIN },
+                revents: 0,
+            },
+        ];
+        let ts = libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: two valid pollfds, a valid timespec, no signal mask change.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(RtError::Io {
+                what: "ppoll".into(),
+                source: e,
+            });
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            match recv.recv(&sock) {
+                Ok(n) => {
+                    let t = clock.now();
+                    for i in 0..n {
+                        if let Some((from, d)) = recv.datagram(i) {
+                            tunnel.handle_datagram(t, from, d);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    // E.g. ICMP port unreachable reported on the socket: not fatal.
+                    log.emit(Level::Debug, format_args!("UDP receive: {e}"));
+                }
+            }
+        }
+        if fds[1].revents & libc::POLLIN != 0 {
+            for _ in 0..BURST {
+                match tun.read(&mut rbuf) {
+                    Ok(len) => {
+                        snap.tun_reads += 1;
+                        let _ = tunnel.handle_packet(clock.now(), &rbuf[..len]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        return Err(RtError::Io {
+                            what: "reading the TUN device".into(),
+                            source: e,
+                        })
+                    }
+                }
+            }
+        }
+    }
+    snap.tunnel = tunnel.stats();
+    snap.link = tunnel.link_stats();
+    snap.peer = tunnel.peer();
+    *control.snapshot.lock().expect("no panics while holding it") = snap.clone();
+    log.emit(
+        Level::Info,
+        format_args!("stopping; stats: {}", format_stats(&snap)),
+    );
+    Ok(())
+}
+
+/// Largest UDP payload.
+const RECV_LEN: usize = 65_536;
+
+/// Buffers for one recvmmsg(2) call of up to [`BURST`] datagrams.
+struct RecvBatch {
+    bufs: Vec<Vec<u8>>,
+    names: Vec<libc::sockaddr_storage>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+impl RecvBatch {
+    fn new() -> RecvBatch {
+        // SAFETY: sockaddr_storage, iovec and mmsghdr are plain data; zeroed is valid.
+        let z = || unsafe { std::mem::zeroed() };
+        RecvBatch {
+            bufs: (0..BURST).map(|_| vec![0u8; RECV_LEN]).collect(),
+            names: (0..BURST).map(|_| z()).collect(),
+            iovs: (0..BURST).map(|_| unsafe { std::mem::zeroed() }).collect(),
+            hdrs: (0..BURST).map(|_| unsafe { std::mem::zeroed() }).collect(),
+        }
+    }
+
+    /// Receives up to BURST datagrams without blocking; returns how many.
+    fn recv(&mut self, sock: &UdpSocket) -> io::Result<usize> {
+        for i in 0..BURST {
+            self.iovs[i] = libc::iovec {
+                iov_base: self.bufs[i].as_mut_ptr().cast(),
+                iov_len: RECV_LEN,
+            };
+            // SAFETY: zeroed msghdr is valid; the pointers set below outlive the call.
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            h.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_iov = &mut self.iovs[i];
+            h.msg_iovlen = 1;
+            self.hdrs[i] = libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            };
+        }
+        // SAFETY: BURST headers, each pointing at its own buffer, name and iovec.
+        let n = unsafe {
+            libc::recvmmsg(
+                sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                BURST as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Datagram `i` of the last call and its sender.
+    fn datagram(&mut self, i: usize) -> Option<(SocketAddr, &mut [u8])> {
+        let len = self.hdrs[i].msg_len as usize;
+        let from = from_storage(&self.names[i])?;
+        Some((from, &mut self.bufs[i][..len]))
+    }
+}
+
+fn from_storage(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            Some(SocketAddr::from((
+                u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                a.sin6_addr.s6_addr.into(),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: plain data; zeroed is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match a {
+        SocketAddr::V4(v4) => {
+            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in.
+            let s: &mut libc::sockaddr_in =
+                unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in) };
+            s.sin_family = libc::AF_INET as libc::sa_family_t;
+            s.sin_port = v4.port().to_be();
+            s.sin_addr.s_addr = u32::from_be_bytes(v4.ip().octets()).to_be();
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in6.
+            let s: &mut libc::sockaddr_in6 =
+                unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6) };
+            s.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            s.sin6_port = v6.port().to_be();
+            s.sin6_addr.s6_addr = v6.ip().octets();
+            s.sin6_flowinfo = v6.flowinfo();
+            s.sin6_scope_id = v6.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// Sends the first (up to BURST) datagrams of `out` with one sendmmsg(2); returns how many
+/// the socket took. WouldBlock means none (send buffer full); another error concerns the
+/// first datagram.
+fn send_batch(sock: &UdpSocket, out: &VecDeque<(SocketAddr, Vec<u8>)>) -> io::Result<usize> {
+    let n = out.len().min(BURST);
+    let mut names = [(unsafe { std::mem::zeroed::<libc::sockaddr_storage>() }, 0); BURST];
+    // SAFETY: plain data; zeroed is valid.
+    let mut iovs: [libc::iovec; BURST] = unsafe { std::mem::zeroed() };
+    let mut hdrs: [libc::mmsghdr; BURST] = unsafe { std::mem::zeroed() };
+    for (i, (to, d)) in out.iter().take(n).enumerate() {
+        names[i] = to_storage(to);
+        iovs[i] = libc::iovec {
+            iov_base: d.as_ptr() as *mut libc::c_void,
+            iov_len: d.len(),
+        };
+        hdrs[i].msg_hdr.msg_name = (&mut names[i].0 as *mut libc::sockaddr_storage).cast();
+        hdrs[i].msg_hdr.msg_namelen = names[i].1;
+        hdrs[i].msg_hdr.msg_iov = &mut iovs[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: n headers pointing at live names, iovecs and datagram buffers (sendmmsg only
+    // reads the buffers).
+    let k = unsafe {
+        libc::sendmmsg(
+            sock.as_raw_fd(),
+            hdrs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if k < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(k as usize)
+    }
+}
+
+fn report_events(log: &Log, a: &TunnelStats, b: &TunnelStats, t: &Tunnel) {
+    let peer = t.peer().map_or("?".into(), |p| p.to_string());
+    if b.handshakes_initiated > a.handshakes_initiated {
+        log.emit(
+            Level::Info,
+            format_args!("handshake initiation sent to {peer}"),
+        );
+    }
+    if b.handshakes_answered > a.handshakes_answered {
+        log.emit(Level::Info, format_args!("handshake answered; peer {peer}"));
+    }
+    if b.handshakes_completed > a.handshakes_completed {
+        log.emit(Level::Info, format_args!("handshake completed with {peer}"));
+    }
+    if b.sessions_started > a.sessions_started {
+        let kind = if b.sessions_started == 1 {
+            "session established"
+        } else {
+            "session rekeyed"
+        };
+        log.emit(
+            Level::Info,
+            format_args!("{kind} (#{})", b.sessions_started),
+        );
+    }
+    if b.sessions_expired > a.sessions_expired {
+        log.emit(
+            Level::Info,
+            format_args!("session expired (idle past reject_after_secs)"),
+        );
+    }
+    if b.roams > a.roams {
+        log.emit(Level::Info, format_args!("peer moved to {peer}"));
+    }
+    let (ra, rb) = (a.rejected, b.rejected);
+    if rb.total() > ra.total() {
+        log.emit(
+            Level::Debug,
+            format_args!(
+                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{}",
+                rb.forged - ra.forged,
+                rb.replayed - ra.replayed,
+                rb.truncated - ra.truncated,
+                rb.garbage - ra.garbage,
+                rb.unknown_session - ra.unknown_session
+            ),
+        );
+    }
+}

@@ -1,0 +1,552 @@
+//! The tunnel's session layer: one end of an authenticated, encrypted UDP tunnel carrying a
+//! [`MultiServiceLink`] end to end (004 §IV: the link layer's classifier, services and
+//! scheduler run unchanged; the tunnel is their MAC).
+//!
+//! Contract. [`Tunnel`] is sans-IO (DESIGN.md rules 1-2): no clock, no socket, no file; `now`
+//! comes in, datagrams and packets go in and out through these calls, in this order per event:
+//!
+//! * `handle_packet(now, ip_packet)`: a packet from the TUN device goes to the link's
+//!   classifier and services; a refusal (too large, queue full) comes back and is counted;
+//! * `handle_datagram(now, from, bytes)`: a UDP payload from address `from`; decrypted in
+//!   place. A datagram that fails parsing or authentication is counted by cause
+//!   ([`Rejected`]) and dropped: it never reaches the link, is never answered, and moves no
+//!   state (replay window, peer address, handshake);
+//! * `handle_timeout(now)` when `now` reaches `poll_timeout()` (link timers, keepalives,
+//!   handshake retries, rekeying, session expiry); a call with nothing due does nothing;
+//! * `poll_transmit(now, buf)` until `None`: clears `buf`, writes one datagram, returns where
+//!   to send it;
+//! * `poll_deliver()` until `None`: IP packets for the TUN device.
+//!
+//! Sessions (after WireGuard's protocol, with Noise IK or NNpsk0 from [`crate::handshake`]):
+//! an end with a peer address and something to send starts a handshake; the responder keeps
+//! the new keys as *next* until the first authentic datagram on them (key confirmation), the
+//! initiator makes them *current* at once and sends a keepalive to confirm them. The last
+//! *previous* session keeps opening datagrams still in flight after a rekey. Rekeying: on
+//! sending, the initiator of a session starts a new handshake when it is `rekey_after_secs`
+//! old (the responder at the midpoint between that and `reject_after_secs`) or has sealed
+//! `rekey_after_datagrams`; an idle tunnel does not rekey; no session is used past `reject_after_secs`. Keepalives: an empty
+//! transport datagram when data arrived and nothing went back for `keepalive_ms`, and every
+//! `persistent_keepalive_ms` if set. Roaming: the peer's address is the source of the latest
+//! authentic datagram. Initiations carry the initiator's timestamp and a responder refuses one
+//! not newer than the last it accepted (a replayed initiation is never answered).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use mslink_link::config::{LinkConfig, LinkConfigError};
+use mslink_link::link::{LinkStats, MultiServiceLink, Refused};
+use mslink_link::timer::Timers;
+use mslink_link::{Duration, Instant};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use crate::config::SessionConfig;
+use crate::crypto::{Keypair, OpenError};
+use crate::handshake::{respond, Credentials, HandshakeError, Initiator, MAX_NOISE_LEN};
+use crate::wire::{Datagram, DatagramRepr, Kind, WireError, TRANSPORT_HEADER_LEN};
+
+/// Datagrams dropped before reaching the link, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Rejected {
+    /// Failed authentication (transport tag, handshake message, unknown static key).
+    pub forged: u64,
+    /// Authentic once, seen again (or older than the replay window; or an initiation whose
+    /// timestamp is not newer than the last accepted).
+    pub replayed: u64,
+    /// Shorter than the fixed part of its kind.
+    pub truncated: u64,
+    /// Unknown kind or version.
+    pub garbage: u64,
+    /// A transport or response datagram for a session index we do not have.
+    pub unknown_session: u64,
+}
+
+impl Rejected {
+    /// All rejected datagrams.
+    pub fn total(&self) -> u64 {
+        self.forged + self.replayed + self.truncated + self.garbage + self.unknown_session
+    }
+}
+
+/// Counters of one tunnel end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TunnelStats {
+    /// UDP datagrams handed to `handle_datagram`.
+    pub datagrams_received: u64,
+    /// Their bytes.
+    pub bytes_received: u64,
+    /// Datagrams produced by `poll_transmit`.
+    pub datagrams_sent: u64,
+    /// Their bytes.
+    pub bytes_sent: u64,
+    /// Datagrams dropped, by cause.
+    pub rejected: Rejected,
+    /// Link frames opened and handed to the link.
+    pub frames_received: u64,
+    /// Link frames sealed and sent.
+    pub frames_sent: u64,
+    /// Empty keepalives sent.
+    pub keepalives_sent: u64,
+    /// Empty keepalives received (authentic).
+    pub keepalives_received: u64,
+    /// Handshake initiations sent (retries included).
+    pub handshakes_initiated: u64,
+    /// Handshakes completed as initiator.
+    pub handshakes_completed: u64,
+    /// Initiations answered as responder.
+    pub handshakes_answered: u64,
+    /// Sessions that became current (either role); the first one is not a rekey.
+    pub sessions_started: u64,
+    /// Sessions dropped for age.
+    pub sessions_expired: u64,
+    /// Times the peer's address changed.
+    pub roams: u64,
+    /// IP packets taken from above.
+    pub packets_in: u64,
+    /// IP packets the link refused (too large, queue full).
+    pub packets_refused: u64,
+    /// IP packets delivered above.
+    pub packets_delivered: u64,
+}
+
+/// A tunnel end that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum TunnelError {
+    /// The link configuration is wrong.
+    #[error(transparent)]
+    Link(#[from] LinkConfigError),
+}
+
+#[derive(Clone, Copy)]
+#[repr(usize)]
+enum T {
+    Retry,
+    Keepalive,
+    Persistent,
+    Expire,
+}
+const TIMERS: usize = 4;
+
+struct Pending {
+    init: Initiator,
+    local_index: u32,
+}
+
+/// One end of the tunnel (see the module contract).
+pub struct Tunnel {
+    cfg: SessionConfig,
+    creds: Credentials,
+    rng: ChaCha20Rng,
+    link: MultiServiceLink,
+    current: Option<Keypair>,
+    previous: Option<Keypair>,
+    next: Option<Keypair>,
+    pending: Option<Pending>,
+    last_stamp: Option<u64>,
+    last_sent_stamp: u64,
+    endpoint: Option<SocketAddr>,
+    control: VecDeque<(SocketAddr, Vec<u8>)>,
+    keepalive_due: bool,
+    timers: Timers<TIMERS>,
+    stats: TunnelStats,
+}
+
+fn ms(x: u64) -> Duration {
+    Duration::from_millis(x)
+}
+
+impl Tunnel {
+    /// One tunnel end. `seed` seeds every random draw (session indices, ephemeral keys): the
+    /// driver passes fresh OS entropy, tests a fixed value. `peer` is the configured peer
+    /// address, if any.
+    pub fn new(
+        cfg: &SessionConfig,
+        creds: Credentials,
+        link: &LinkConfig,
+        peer: Option<SocketAddr>,
+        seed: [u8; 32],
+    ) -> Result<Tunnel, TunnelError> {
+        let mut timers = Timers::default();
+        if cfg.persistent_keepalive_ms > 0 {
+            // Due at once: the first handle_timeout starts the handshake that keeps it alive.
+            timers.set(T::Persistent as usize, Instant::ZERO);
+        }
+        Ok(Tunnel {
+            cfg: cfg.clone(),
+            creds,
+            rng: ChaCha20Rng::from_seed(seed),
+            link: MultiServiceLink::new(link)?,
+            current: None,
+            previous: None,
+            next: None,
+            pending: None,
+            last_stamp: None,
+            last_sent_stamp: 0,
+            endpoint: peer,
+            control: VecDeque::new(),
+            keepalive_due: false,
+            timers,
+            stats: TunnelStats::default(),
+        })
+    }
+
+    /// Counters of the session layer.
+    pub fn stats(&self) -> TunnelStats {
+        self.stats
+    }
+
+    /// Counters of the link carried inside.
+    pub fn link_stats(&self) -> LinkStats {
+        self.link.stats()
+    }
+
+    /// The peer's current address.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.endpoint
+    }
+
+    /// The index the peer uses to reach our current session, if one is established.
+    pub fn session_index(&self) -> Option<u32> {
+        self.current.as_ref().map(|k| k.local_index)
+    }
+
+    /// Takes an IP packet from above.
+    pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
+        self.stats.packets_in += 1;
+        let r = self.link.handle_packet(now, packet);
+        if r.is_err() {
+            self.stats.packets_refused += 1;
+        }
+        self.maybe_initiate(now, false);
+        r
+    }
+
+    /// Takes a UDP payload that came from `from`; `datagram` is decrypted in place.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &mut [u8]) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        let view = match Datagram::new_checked(&*datagram) {
+            Ok(v) => v,
+            Err(WireError::Truncated { .. }) => return self.stats.rejected.truncated += 1,
+            Err(WireError::Unknown { .. }) => return self.stats.rejected.garbage += 1,
+        };
+        match view.kind() {
+            Kind::Transport => {
+                let (receiver, counter) = (view.index(), view.counter());
+                self.on_transport(now, from, receiver, counter, datagram)
+            }
+            Kind::Initiation | Kind::Response => {
+                match DatagramRepr::parse(&view).expect("checked above") {
+                    DatagramRepr::Initiation { sender, noise } => {
+                        let noise = noise.to_vec();
+                        self.on_initiation(now, from, sender, &noise)
+                    }
+                    DatagramRepr::Response {
+                        sender,
+                        receiver,
+                        noise,
+                    } => {
+                        let noise = noise.to_vec();
+                        self.on_response(now, from, sender, receiver, &noise)
+                    }
+                    DatagramRepr::Transport { .. } => unreachable!("kind checked"),
+                }
+            }
+            Kind::Unknown(_) => self.stats.rejected.garbage += 1,
+        }
+    }
+
+    fn roam(&mut self, from: SocketAddr) {
+        if self.endpoint != Some(from) {
+            if self.endpoint.is_some() {
+                self.stats.roams += 1;
+            }
+            self.endpoint = Some(from);
+        }
+    }
+
+    fn fresh_index(&mut self) -> u32 {
+        loop {
+            let i = self.rng.next_u32();
+            let used = [&self.current, &self.previous, &self.next]
+                .iter()
+                .any(|k| k.as_ref().is_some_and(|k| k.local_index == i))
+                || self.pending.as_ref().is_some_and(|p| p.local_index == i);
+            if !used {
+                return i;
+            }
+        }
+    }
+
+    fn seed(&mut self) -> [u8; 32] {
+        let mut s = [0u8; 32];
+        self.rng.fill_bytes(&mut s);
+        s
+    }
+
+    fn on_initiation(&mut self, now: Instant, from: SocketAddr, sender: u32, noise: &[u8]) {
+        let seed = self.seed();
+        let mut msg = [0u8; MAX_NOISE_LEN];
+        let (keys, stamp, n) = match respond(&self.creds, seed, noise, &mut msg) {
+            Ok(x) => x,
+            Err(
+                HandshakeError::Forged | HandshakeError::UnknownPeer | HandshakeError::Malformed,
+            ) => return self.stats.rejected.forged += 1,
+        };
+        if self.last_stamp.is_some_and(|last| stamp <= last) {
+            return self.stats.rejected.replayed += 1;
+        }
+        self.last_stamp = Some(stamp);
+        let local = self.fresh_index();
+        self.next = Some(Keypair::new(&keys, local, sender, now, false));
+        let repr = DatagramRepr::Response {
+            sender: local,
+            receiver: sender,
+            noise: &msg[..n],
+        };
+        let mut d = vec![0; repr.buffer_len()];
+        repr.emit(&mut d);
+        self.control.push_back((from, d));
+        self.stats.handshakes_answered += 1;
+        self.roam(from);
+        self.arm_expiry();
+    }
+
+    fn on_response(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        sender: u32,
+        receiver: u32,
+        noise: &[u8],
+    ) {
+        let Some(p) = self.pending.as_mut().filter(|p| p.local_index == receiver) else {
+            return self.stats.rejected.unknown_session += 1;
+        };
+        let keys = match p.init.finish(noise) {
+            Ok(k) => k,
+            Err(_) => return self.stats.rejected.forged += 1,
+        };
+        self.pending = None;
+        self.timers.clear(T::Retry as usize);
+        let kp = Keypair::new(&keys, receiver, sender, now, true);
+        self.install(kp);
+        self.stats.handshakes_completed += 1;
+        // Key confirmation for the responder, even if no data is waiting.
+        self.keepalive_due = true;
+        self.roam(from);
+    }
+
+    /// Makes `kp` the current session; the current one becomes previous.
+    fn install(&mut self, kp: Keypair) {
+        self.previous = self.current.replace(kp);
+        self.stats.sessions_started += 1;
+        self.arm_expiry();
+    }
+
+    fn arm_expiry(&mut self) {
+        let reject = Duration::from_secs(self.cfg.reject_after_secs);
+        let t = [&self.current, &self.previous, &self.next]
+            .iter()
+            .filter_map(|k| k.as_ref().map(|k| k.created + reject))
+            .min();
+        match t {
+            Some(t) => self.timers.set(T::Expire as usize, t),
+            None => self.timers.clear(T::Expire as usize),
+        }
+    }
+
+    fn on_transport(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        receiver: u32,
+        counter: u64,
+        datagram: &mut [u8],
+    ) {
+        let is = |k: &Option<Keypair>| k.as_ref().is_some_and(|k| k.local_index == receiver);
+        let slot = if is(&self.current) {
+            &mut self.current
+        } else if is(&self.next) {
+            &mut self.next
+        } else if is(&self.previous) {
+            &mut self.previous
+        } else {
+            return self.stats.rejected.unknown_session += 1;
+        };
+        let kp = slot.as_mut().expect("matched above");
+        let (header, sealed) = datagram.split_at_mut(TRANSPORT_HEADER_LEN);
+        let n = match kp.open(counter, header, sealed) {
+            Ok(n) => n,
+            Err(OpenError::Replayed) => return self.stats.rejected.replayed += 1,
+            Err(OpenError::Forged) => return self.stats.rejected.forged += 1,
+        };
+        if is(&self.next) {
+            // Key confirmation (responder): the initiator uses the new session.
+            let kp = self.next.take().expect("matched");
+            if self
+                .current
+                .as_ref()
+                .is_some_and(|c| c.created > kp.created)
+            {
+                self.previous = Some(kp);
+            } else {
+                self.install(kp);
+            }
+        }
+        self.roam(from);
+        if n == 0 {
+            self.stats.keepalives_received += 1;
+        } else {
+            self.stats.frames_received += 1;
+            self.link.handle_frame(now, &sealed[..n]);
+            self.timers
+                .set_if_idle(T::Keepalive as usize, now + ms(self.cfg.keepalive_ms));
+        }
+    }
+
+    /// Whether the current session may still seal datagrams.
+    fn usable(&self, now: Instant) -> bool {
+        self.current.as_ref().is_some_and(|k| {
+            now.saturating_since(k.created) < Duration::from_secs(self.cfg.reject_after_secs)
+        })
+    }
+
+    /// Starts a handshake if one is needed and none is under way: no usable session while
+    /// something waits to be sent, or (`sent` is true just after sealing a datagram) the
+    /// current session is due for rekeying. As in WireGuard, an idle tunnel never rekeys.
+    fn maybe_initiate(&mut self, now: Instant, sent: bool) {
+        if self.pending.is_some() {
+            return;
+        }
+        let Some(to) = self.endpoint else { return };
+        let need = match &self.current {
+            Some(k) if self.usable(now) => {
+                let after = if k.initiator {
+                    self.cfg.rekey_after_secs
+                } else {
+                    // The responder waits longer, so both ends do not rekey at once.
+                    (self.cfg.rekey_after_secs + self.cfg.reject_after_secs) / 2
+                };
+                sent && (now.saturating_since(k.created) >= Duration::from_secs(after)
+                    || k.sent() >= self.cfg.rekey_after_datagrams)
+            }
+            _ => self.link.has_transmit(now) || self.cfg.persistent_keepalive_ms > 0,
+        };
+        if need {
+            self.initiate(now, to);
+        }
+    }
+
+    fn initiate(&mut self, now: Instant, to: SocketAddr) {
+        let seed = self.seed();
+        let local = self.fresh_index();
+        let mut msg = [0u8; MAX_NOISE_LEN];
+        // Strictly increasing even when two handshakes start at the same instant.
+        let stamp = now.as_nanos().max(self.last_sent_stamp.wrapping_add(1));
+        self.last_sent_stamp = stamp;
+        let (init, n) = Initiator::start(&self.creds, seed, stamp, &mut msg);
+        let repr = DatagramRepr::Initiation {
+            sender: local,
+            noise: &msg[..n],
+        };
+        let mut d = vec![0; repr.buffer_len()];
+        repr.emit(&mut d);
+        self.control.push_back((to, d));
+        self.pending = Some(Pending {
+            init,
+            local_index: local,
+        });
+        self.timers
+            .set(T::Retry as usize, now + ms(self.cfg.handshake_retry_ms));
+        self.stats.handshakes_initiated += 1;
+    }
+
+    /// Runs whatever is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.link.handle_timeout(now);
+        if self.timers.expired(T::Expire as usize, now) {
+            let reject = Duration::from_secs(self.cfg.reject_after_secs);
+            for k in [&mut self.current, &mut self.previous, &mut self.next] {
+                if k.as_ref().is_some_and(|k| k.created + reject <= now) {
+                    *k = None;
+                    self.stats.sessions_expired += 1;
+                }
+            }
+            self.arm_expiry();
+        }
+        if self.timers.expired(T::Retry as usize, now) {
+            // No response: forget this attempt; a new one starts below if still needed.
+            self.pending = None;
+        }
+        if self.timers.expired(T::Keepalive as usize, now) && self.current.is_some() {
+            self.keepalive_due = true;
+        }
+        if self.timers.expired(T::Persistent as usize, now) {
+            self.keepalive_due = true;
+        }
+        self.maybe_initiate(now, false);
+    }
+
+    /// The earliest instant `handle_timeout` has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.timers.next(), self.link.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Writes the next datagram into `buf` (cleared first) and returns its destination.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<SocketAddr> {
+        buf.clear();
+        if let Some((to, d)) = self.control.pop_front() {
+            buf.extend_from_slice(&d);
+            self.count_sent(buf.len());
+            return Some(to);
+        }
+        let to = self.endpoint?;
+        if !self.usable(now) {
+            return None;
+        }
+        buf.resize(TRANSPORT_HEADER_LEN, 0);
+        let data = self.link.poll_transmit(now, buf).is_some();
+        if !data && !self.keepalive_due {
+            buf.clear();
+            return None;
+        }
+        let kp = self.current.as_mut().expect("usable");
+        kp.seal(buf);
+        if data {
+            self.stats.frames_sent += 1;
+        } else {
+            self.stats.keepalives_sent += 1;
+        }
+        self.keepalive_due = false;
+        self.timers.clear(T::Keepalive as usize);
+        if self.cfg.persistent_keepalive_ms > 0 {
+            self.timers.set(
+                T::Persistent as usize,
+                now + ms(self.cfg.persistent_keepalive_ms),
+            );
+        }
+        self.count_sent(buf.len());
+        self.maybe_initiate(now, true);
+        Some(to)
+    }
+
+    fn count_sent(&mut self, n: usize) {
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += n as u64;
+    }
+
+    /// The next IP packet for the layer above.
+    pub fn poll_deliver(&mut self) -> Option<Vec<u8>> {
+        let p = self.link.poll_deliver()?;
+        self.stats.packets_delivered += 1;
+        Some(p)
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
