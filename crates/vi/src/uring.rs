@@ -141,7 +141,13 @@ impl UringWire {
     }
 
     fn new(fd: OwnedFd, udp: bool, zc: bool, stage_len: usize) -> io::Result<Self> {
-        let ring = IoUring::new(RING_ENTRIES)?;
+        // Cooperative task running with the TASKRUN flag: completions are not pushed at
+        // us by interrupting the thread; a spinning poller sees IORING_SQ_TASKRUN and enters
+        // the kernel once to collect them (see `reap`).
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .setup_taskrun_flag()
+            .build(RING_ENTRIES)?;
         ring.submitter().register_files(&[fd.as_raw_fd()])?;
         ring.submitter().register_buffers_sparse(FIXED_SLOTS)?;
         let mut stage = vec![0u8; stage_len].into_boxed_slice();
@@ -208,8 +214,13 @@ impl UringWire {
         unsafe { self.ring.submission().push(&e).is_ok() }
     }
 
-    /// Reap every available completion.
+    /// Reap every available completion (entering the kernel only if it flagged pending
+    /// completion work, IORING_SQ_TASKRUN).
     fn reap(&mut self) {
+        if self.ring.completion().is_empty() && self.ring.submission().taskrun() {
+            self.stage_queued();
+            let _ = self.ring.submit();
+        }
         let cqes: Vec<(u64, i32, u32)> = self
             .ring
             .completion()

@@ -24,6 +24,7 @@ use mslink_vi::{
 use serde::Serialize;
 
 mod callcost;
+mod netns;
 mod output;
 
 use callcost::call_costs;
@@ -40,7 +41,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// Options of `mslink bench`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
+    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536\n  mslink bench local --netns --backend uring --quick      # across a veth between two namespaces (root)\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
 )]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -62,8 +63,16 @@ enum Role {
 enum BackendArg {
     /// Shared-memory rings (same host only).
     Shm,
-    /// TCP sockets (the baseline; works across hosts).
+    /// Plain sockets, TCP (the baseline; works across hosts).
+    #[value(alias = "sockets")]
     Tcp,
+    /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
+    Udp,
+    /// io_uring over TCP (fixed buffers, fixed file, batched submission, SEND_ZC).
+    #[value(name = "uring", alias = "uring-tcp")]
+    UringTcp,
+    /// io_uring over UDP.
+    UringUdp,
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
     #[value(skip)]
     Sock,
@@ -74,8 +83,44 @@ impl BackendArg {
         match self {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::Sock => Backend::Tcp,
+            Self::Udp => Backend::Udp,
+            Self::UringTcp => Backend::UringTcp,
+            Self::UringUdp => Backend::UringUdp,
         }
     }
+
+    /// The same API over `t` (`--transport`): sockets and io_uring switch between TCP and
+    /// UDP; shared memory has no transport.
+    fn over(self, t: TransportArg) -> Self {
+        match (self, t) {
+            (Self::Tcp | Self::Udp, TransportArg::Tcp) => Self::Tcp,
+            (Self::Tcp | Self::Udp, TransportArg::Udp) => Self::Udp,
+            (Self::UringTcp | Self::UringUdp, TransportArg::Tcp) => Self::UringTcp,
+            (Self::UringTcp | Self::UringUdp, TransportArg::Udp) => Self::UringUdp,
+            (b, _) => b,
+        }
+    }
+
+    /// The name `--backend` takes (and tables print).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Shm => "shm",
+            Self::Tcp => "tcp",
+            Self::Udp => "udp",
+            Self::UringTcp => "uring",
+            Self::UringUdp => "uring-udp",
+            Self::Sock => "sock",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum TransportArg {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -107,13 +152,27 @@ struct ServerOpts {
     /// Largest message the server accepts (bytes).
     #[arg(long, default_value_t = 1 << 20)]
     max_size: usize,
+    /// io_uring: plain SEND instead of SEND_ZC.
+    #[arg(long)]
+    no_zc: bool,
 }
 
 #[derive(Args, Debug, Clone)]
 struct ClientOpts {
-    /// Backends to measure (`local` may take several: --backend shm --backend tcp).
+    /// Backends to measure (`local` may take several: --backend shm --backend tcp
+    /// --backend uring); `sockets` is another name for `tcp`.
     #[arg(long, value_enum, default_values = ["shm", "tcp"])]
     backend: Vec<BackendArg>,
+    /// Transport of the sockets and io_uring backends (shm ignores it); may be given twice.
+    #[arg(long, value_enum)]
+    transport: Vec<TransportArg>,
+    /// io_uring: plain SEND instead of SEND_ZC (client and, with `local`, server).
+    #[arg(long)]
+    no_zc: bool,
+    /// `local` only: run the server and the client in two fresh network namespaces joined
+    /// by a veth pair (msv<pid>a/b, removed afterwards; needs root).
+    #[arg(long)]
+    netns: bool,
     /// Server address (client only).
     #[arg(long, default_value = "")]
     addr: String,
@@ -181,6 +240,8 @@ struct PingRow {
 struct ThroughputRow {
     backend: BackendArg,
     mode: ModeArg,
+    /// "loopback" or "veth" (`--netns`).
+    path: &'static str,
     size: usize,
     messages: usize,
     seconds: f64,
@@ -191,6 +252,14 @@ struct ThroughputRow {
     server_sys_s: f64,
     /// Client + server CPU seconds per gigabyte moved.
     cpu_s_per_gb: f64,
+    /// Client (sender) user+system CPU nanoseconds per byte moved.
+    client_cpu_ns_per_byte: f64,
+    /// Server (receiver) user+system CPU nanoseconds per byte moved.
+    server_cpu_ns_per_byte: f64,
+    /// io_uring SEND_ZC sends during this point (client side) and how many the kernel copied.
+    zc_sends: u64,
+    /// Of `zc_sends`, those with IORING_NOTIF_USAGE_ZC_COPIED set.
+    zc_copied: u64,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -255,8 +324,12 @@ struct End {
 }
 
 impl End {
-    fn new(backend: Backend, slot: usize, slots: usize) -> Result<Self> {
-        let mut nic = Nic::open(backend, NicConfig::default())?;
+    fn new(backend: Backend, slot: usize, slots: usize, zc: bool) -> Result<Self> {
+        let cfg = NicConfig {
+            send_zc: zc,
+            ..NicConfig::default()
+        };
+        let mut nic = Nic::open(backend, cfg)?;
         let cq = nic.create_cq();
         let vi = nic.create_vi(cq, cq)?;
         let mem = nic.register_mem(vec![0; slot * slots]);
@@ -317,7 +390,7 @@ impl End {
 fn serve(o: &ServerOpts) -> Result<()> {
     // Slots 0..2*WINDOW: receive buffers / echo sources; slot 2*WINDOW: control replies.
     let ctl = 2 * WINDOW;
-    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1)?;
+    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1, !o.no_zc)?;
     let l = e
         .nic
         .listen(&o.addr)
@@ -423,19 +496,30 @@ impl Drop for ServerChild {
     }
 }
 
-fn spawn_server(b: BackendArg, max_size: usize) -> Result<(ServerChild, String)> {
-    let addr = match b {
-        BackendArg::Shm => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
-        BackendArg::Tcp | BackendArg::Sock => "127.0.0.1:0".to_string(),
+fn spawn_server(
+    b: BackendArg,
+    max_size: usize,
+    zc: bool,
+    ns: Option<&str>,
+) -> Result<(ServerChild, String)> {
+    let addr = match (b, ns) {
+        (BackendArg::Shm, _) => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
+        (_, Some(_)) => format!("{}:0", netns::SERVER_IP),
+        _ => "127.0.0.1:0".to_string(),
     };
     let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
-        .args(["bench", "server", "--backend"])
-        .arg(match b {
-            BackendArg::Shm => "shm",
-            BackendArg::Tcp | BackendArg::Sock => "tcp",
-        })
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let mut child = cmd
+        .args(["bench", "server", "--backend", b.name()])
         .args(["--addr", &addr, "--max-size", &max_size.to_string()])
+        .args(if zc { &[][..] } else { &["--no-zc"][..] })
         .stdout(Stdio::piped())
         .spawn()
         .context("start bench server")?;
@@ -472,15 +556,45 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
     };
     let max = sizes.iter().copied().max().unwrap_or(1).max(64);
     let mut rep = Report::default();
+    // Every backend over every requested transport, each once.
+    let transports = if o.transport.is_empty() {
+        vec![TransportArg::Tcp]
+    } else {
+        o.transport.clone()
+    };
+    let mut backends: Vec<BackendArg> = Vec::new();
     for &b in &o.backend {
+        for &t in &transports {
+            if !backends.contains(&b.over(t)) {
+                backends.push(b.over(t));
+            }
+        }
+    }
+    let mut ns = match (local, o.netns) {
+        (Some(()), true) => Some(netns::NetnsPair::create()?),
+        (None, true) => bail!("--netns needs `mslink bench local`"),
+        _ => None,
+    };
+    if let Some(n) = ns.as_mut() {
+        n.enter_client()?;
+    }
+    let path = if ns.is_some() { "veth" } else { "loopback" };
+    for &b in &backends {
+        // A UDP message is one datagram: sizes beyond it are left out for UDP backends.
+        let sizes: Vec<usize> = sizes
+            .iter()
+            .copied()
+            .filter(|&s| s <= b.backend().max_message())
+            .collect();
+        let max = max.min(b.backend().max_message());
         let (_child, addr) = match local {
             Some(()) => {
-                let (c, a) = spawn_server(b, max)?;
+                let (c, a) = spawn_server(b, max, !o.no_zc, ns.as_ref().map(|n| n.a.as_str()))?;
                 (Some(c), a)
             }
             None => (None, o.addr.clone()),
         };
-        let mut e = End::new(b.backend(), max, WINDOW + 1)?;
+        let mut e = End::new(b.backend(), max, WINDOW + 1, !o.no_zc)?;
         for i in 0..WINDOW {
             e.post_recv(i)?;
         }
@@ -504,16 +618,16 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
                 us_per_byte: k,
             });
             for &s in &sizes {
-                rep.throughput.push(
-                    throughput(&mut e, b, m, s, o.volume, o.max_messages)
-                        .with_context(|| format!("throughput {b:?} {m:?} {s} B"))?,
-                );
+                let mut row = throughput(&mut e, b, m, s, o.volume, o.max_messages)
+                    .with_context(|| format!("throughput {b:?} {m:?} {s} B"))?;
+                row.path = path;
+                rep.throughput.push(row);
             }
         }
         control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
         let _ = e.nic.disconnect(e.vi);
     }
-    if local.is_some() && o.backend.contains(&BackendArg::Tcp) {
+    if local.is_some() && backends.contains(&BackendArg::Tcp) {
         // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
         // show what the VI layer adds on the TCP path.
         let mut pts = Vec::new();
@@ -683,6 +797,7 @@ fn throughput(
     let count = (volume / size.max(1)).clamp(64, max_messages.max(64));
     let mode = u64::from(m == ModeArg::Poll);
     control(e, [OP_SINK as u64, size as u64, count as u64, mode], true)?;
+    let zc0 = e.nic.vi_stats(e.vi)?;
     let cpu0 = process_cpu();
     let t0 = Instant::now();
     let (mut credits, mut sent, mut server_cpu) = (WINDOW, 0usize, None);
@@ -710,6 +825,7 @@ fn throughput(
     }
     let secs = t0.elapsed().as_secs_f64();
     let cpu1 = process_cpu();
+    let zc1 = e.nic.vi_stats(e.vi)?;
     let (su, ss) = server_cpu.unwrap_or_default();
     let cu = cpu1.0.saturating_sub(cpu0.0).as_secs_f64();
     let cs = cpu1.1.saturating_sub(cpu0.1).as_secs_f64();
@@ -726,6 +842,11 @@ fn throughput(
         server_user_s: su,
         server_sys_s: ss,
         cpu_s_per_gb: (cu + cs + su + ss) / (bytes / 1e9),
+        client_cpu_ns_per_byte: (cu + cs) * 1e9 / bytes,
+        server_cpu_ns_per_byte: (su + ss) * 1e9 / bytes,
+        zc_sends: zc1.zc_sends.saturating_sub(zc0.zc_sends),
+        zc_copied: zc1.zc_copied.saturating_sub(zc0.zc_copied),
+        path: "loopback",
     })
 }
 
