@@ -226,6 +226,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 struct PingRow {
     backend: BackendArg,
     mode: ModeArg,
+    /// "loopback" or "veth" (`--netns`; the `sock` reference always runs on loopback).
+    path: &'static str,
     size: usize,
     iters: usize,
     p50_us: f64,
@@ -605,8 +607,9 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
             e.mode = m.mode();
             let mut pts = Vec::new();
             for &s in &sizes {
-                let row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
+                let mut row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
                     .with_context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
+                row.path = path;
                 pts.push((s as f64, row.p50_us));
                 rep.pingpong.push(row);
             }
@@ -729,6 +732,7 @@ fn pingpong(
     Ok(PingRow {
         backend: b,
         mode: m,
+        path: "loopback",
         size,
         iters,
         p50_us: percentile(&rtts, 0.5),
@@ -775,6 +779,7 @@ fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingR
     Ok(PingRow {
         backend: BackendArg::Sock,
         mode: ModeArg::Block,
+        path: "loopback",
         size,
         iters,
         p50_us: percentile(&rtts, 0.5),

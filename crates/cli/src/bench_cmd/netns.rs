@@ -7,7 +7,8 @@
 //! `b` with setns(2) and returns to its own namespace before cleanup. Both namespaces are
 //! deleted (which also deletes the veth) when the guard drops — on success and on error —
 //! and by a janitor process that ignores SIGINT/SIGTERM and deletes them once this process
-//! is gone, so Ctrl-C or a kill leaves nothing behind. Needs root (CAP_SYS_ADMIN,
+//! is gone (end of file on a pipe only this process holds), so Ctrl-C or a kill leaves
+//! nothing behind. Needs root (CAP_SYS_ADMIN,
 //! CAP_NET_ADMIN) and iproute2.
 
 use std::fs::File;
@@ -29,6 +30,8 @@ pub(super) struct NetnsPair {
     pub b: String,
     /// This thread's namespace before entering `b`.
     home: Option<File>,
+    /// Write end of the janitor's pipe.
+    _janitor: Option<std::process::ChildStdin>,
 }
 
 fn ip(args: &[&str]) -> Result<()> {
@@ -53,18 +56,25 @@ impl NetnsPair {
         let pid = std::process::id();
         let (a, b) = (format!("msv{pid}a"), format!("msv{pid}b"));
         // The janitor first, so even a failure half-way is cleaned up.
+        // It waits for end of file on a pipe only this process holds (close-on-exec), which
+        // comes when this process exits however it exits (even as an unreaped zombie).
         let script = format!(
-            "trap '' INT TERM HUP; while kill -0 {pid} 2>/dev/null; do sleep 0.2; done; \
+            "trap '' INT TERM HUP; cat >/dev/null; \
              ip netns del {a} 2>/dev/null; ip netns del {b} 2>/dev/null; exit 0"
         );
-        Command::new("sh")
+        let janitor = Command::new("sh")
             .args(["-c", &script])
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .context("start the namespace janitor")?;
-        let me = Self { a, b, home: None };
+        let me = Self {
+            a,
+            b,
+            home: None,
+            _janitor: janitor.stdin,
+        };
         me.setup().context("set up namespaces (needs root)")?;
         Ok(me)
     }

@@ -107,12 +107,13 @@ fn mname(m: ModeArg) -> &'static str {
 fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let mut s =
-        String::from("backend,mode,size,iters,p50_us,p90_us,p99_us,p999_us,max_us,mean_us\n");
+        String::from("backend,mode,path,size,iters,p50_us,p90_us,p99_us,p999_us,max_us,mean_us\n");
     for r in &rep.pingpong {
         s += &format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
             name(r.backend),
             mname(r.mode),
+            r.path,
             r.size,
             r.iters,
             r.p50_us,
