@@ -14,7 +14,8 @@
 //!   linked chain: header `SEND` with `MSG_MORE`, then one `SEND_ZC`/`SEND` per segment with
 //!   `MSG_WAITALL`; a UDP message is one `SENDMSG(_ZC)` of header + segments, so it stays one
 //!   datagram); `flush` — called once at the end of each provider pass — submits everything
-//!   queued (sends and the armed receive) with one `io_uring_enter`. A new send batch goes
+//!   queued (sends and the armed receive) with one `io_uring_enter`. Without zero-copy a
+//!   TCP message is one `SENDMSG` of header + segments (`MSG_WAITALL`). A new send batch goes
 //!   out only once the previous one has completed, so messages on the stream never reorder.
 //! - **SEND_ZC where the kernel offers it** (`NicConfig::send_zc`): a send descriptor
 //!   completes only after the zero-copy notification (the kernel has let go of the pages);
@@ -387,7 +388,11 @@ impl Wire for UringWire {
             .copied()
             .filter(|b| !b.bytes.is_empty())
             .collect();
-        let need = if self.udp { 1 } else { 1 + segs.len() };
+        // One SENDMSG of header + segments for UDP (one datagram) and for TCP without
+        // zero-copy (one operation instead of a chain); a chain of SEND + SEND_ZC per segment
+        // for zero-copy TCP (fixed buffers are named per operation).
+        let one_msg = self.udp || !self.zc;
+        let need = if one_msg { 1 } else { 1 + segs.len() };
         if self.queued.len() + need + 1 > RING_ENTRIES as usize {
             return Ok(false);
         }
@@ -406,7 +411,7 @@ impl Wire for UringWire {
         let ud = seq << 2;
         let fd = types::Fixed(0);
         let mut entries = Vec::with_capacity(need);
-        if self.udp {
+        if one_msg {
             store.iov[0] = libc::iovec {
                 iov_base: store.hdr.as_mut_ptr().cast(),
                 iov_len: HEADER_BYTES,
@@ -424,7 +429,13 @@ impl Wire for UringWire {
                     .ioprio(SEND_ZC_REPORT_USAGE)
                     .build()
             } else {
-                opcode::SendMsg::new(fd, &store.msg).build()
+                opcode::SendMsg::new(fd, &store.msg)
+                    .flags(if self.udp {
+                        0
+                    } else {
+                        libc::MSG_WAITALL as u32
+                    })
+                    .build()
             };
             entries.push(e);
         } else {
