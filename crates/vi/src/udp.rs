@@ -181,6 +181,7 @@ impl Wire for UdpWire {
     fn write(&mut self, bufs: &[&[u8]]) -> Result<usize, WireError> {
         let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
         let want: usize = bufs.iter().map(|b| b.len()).sum();
+        // SAFETY: msghdr is plain old data; all-zero is a valid empty header.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
         msg.msg_iovlen = slices.len() as _;
