@@ -101,3 +101,27 @@ fn udp_unposted_and_truncated_datagrams_reported() {
         assert_eq!(a.nic.vi_stats(a.vi).unwrap().length_errors, 1);
     }
 }
+
+/// A peer whose NIC goes away without a disconnect (as when its process dies: the kernel
+/// closes the socket) leaves the survivor's posted receive with an error completion, not a
+/// hang; further posts are refused.
+#[test]
+fn vanished_tcp_peer_leaves_errors_not_a_hang() {
+    let (mut a, b) = pair(Backend::UringTcp, NicConfig::default(), "gone");
+    let m = a.nic.register_mem(vec![0; 64]);
+    let seg = a.nic.segment(m, 0, 64).unwrap();
+    let id = a.nic.post_recv(a.vi, &Descriptor::single(seg, 5)).unwrap();
+    drop(b);
+    let c = a.nic.cq_wait(a.cq, T, WaitMode::Block).unwrap();
+    assert_eq!(c.id, Some(id));
+    assert!(
+        matches!(c.status, Status::PeerClosed | Status::PeerGone),
+        "{c:?}"
+    );
+    assert!(matches!(
+        a.nic.post_send(a.vi, &Descriptor::single(seg, 0)),
+        Err(VipError::NotConnected)
+    ));
+    // The region is released with the flushed descriptor.
+    assert_eq!(a.nic.deregister_mem(m).unwrap().len(), 64);
+}
