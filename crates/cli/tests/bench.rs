@@ -57,3 +57,78 @@ fn bench_local_quick_produces_every_table() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--netns`: the tool makes two namespaces joined by a veth, runs the server in one and
+/// the client in the other over io_uring and plain sockets, TCP and UDP, and removes both
+/// namespaces afterwards. Needs root (CI runs as root).
+#[test]
+fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
+    let dir = std::env::temp_dir().join(format!("mslink-bench-ns-{}", std::process::id()));
+    let child = Command::new(env!("CARGO_BIN_EXE_mslink"))
+        .args([
+            "bench",
+            "local",
+            "--quick",
+            "--netns",
+            "--backend",
+            "uring",
+            "--backend",
+            "sockets",
+            "--transport",
+            "tcp",
+            "--transport",
+            "udp",
+            "--mode",
+            "block",
+            "--sizes",
+            "64,4096",
+            "--json",
+            "--csv",
+        ])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mslink bench");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for mslink bench");
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    // uring, uring-udp, tcp, udp x 1 mode x 2 sizes, plus the plain-socket reference.
+    let tput = v["throughput"].as_array().unwrap();
+    assert_eq!(tput.len(), 8);
+    assert_eq!(v["pingpong"].as_array().unwrap().len(), 10);
+    let mut names: Vec<&str> = tput
+        .iter()
+        .map(|r| r["backend"].as_str().unwrap())
+        .collect();
+    names.dedup();
+    assert_eq!(names, ["uring-tcp", "uring-udp", "tcp", "udp"]);
+    for r in tput {
+        assert_eq!(r["path"], "veth");
+        assert!(r["mbit_s"].as_f64().unwrap() > 0.0);
+        let zc = r["zc_sends"].as_u64().unwrap();
+        if r["backend"].as_str().unwrap().starts_with("uring") {
+            // SEND_ZC is on by default: every message's payload went zero-copy or was
+            // reported copied.
+            assert!(zc >= r["messages"].as_u64().unwrap(), "{r}");
+            assert!(r["zc_copied"].as_u64().unwrap() <= zc);
+        } else {
+            assert_eq!(zc, 0);
+        }
+    }
+    let text = std::fs::read_to_string(dir.join("throughput.csv")).expect("throughput.csv");
+    assert!(text.lines().nth(1).unwrap().contains(",veth,"));
+    // Both namespaces are gone.
+    let ns = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(!ns.contains(&format!("msv{pid}")), "left behind: {ns}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

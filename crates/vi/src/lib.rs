@@ -1,6 +1,8 @@
 //! mslink-vi: user-level messaging after the Virtual Interface (VI) architecture of
 //! 000 §III.A, with a shared-memory backend (lock-free rings, no system call on the data
-//! path) and a plain-TCP backend as the sockets baseline of 000 §IV.
+//! path), io_uring backends over TCP and UDP (registered memory as fixed buffers, batched
+//! submission as the doorbell, SEND_ZC), and plain TCP and UDP sockets as the baseline of
+//! 000 §IV.
 //!
 //! Contract: the API follows the VI provider library (VipOpenNic, VipRegisterMem,
 //! VipCreateCQ, VipCreateVi, VipConnectRequest/Wait/Accept, VipPostSend, VipPostRecv,
@@ -35,6 +37,8 @@ mod shm;
 mod sys;
 mod syscost;
 mod tcp;
+mod udp;
+mod uring;
 mod wire;
 
 pub use desc::{Completion, DescId, DescState, Descriptor, Status, WorkQueue, MAX_SEGMENTS};
@@ -45,3 +49,5 @@ pub use nic::{
 };
 pub use sys::process_cpu;
 pub use syscost::{socket_call_costs, SocketCallCost};
+pub use udp::MAX_UDP_MESSAGE;
+pub use uring::{DIRECT_MIN, FIXED_SLOTS};

@@ -101,6 +101,16 @@ impl MemTable {
         }
     }
 
+    /// Where a segment's region lives, for backends that register memory with the kernel.
+    pub(crate) fn region_ref(&self, h: MemHandle) -> Option<crate::wire::RegionRef> {
+        let r = self.region(h).ok()?;
+        Some(crate::wire::RegionRef {
+            id: h.0,
+            base: r.buf.as_ptr() as usize,
+            len: r.buf.len(),
+        })
+    }
+
     /// The bytes of a (checked) segment.
     pub(crate) fn seg(&self, s: &Segment) -> &[u8] {
         self.bytes(s.mem)

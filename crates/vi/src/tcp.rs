@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use crate::sys::poll_fd;
-use crate::wire::{Wire, WireError};
+use crate::wire::{RegionRef, Wire, WireError};
 
 /// Reads shorter than this go through the staging buffer (one `read(2)` then serves the
 /// header and a small payload); longer ones go straight into the registered buffer.
@@ -58,7 +58,7 @@ impl Wire for TcpWire {
         }
     }
 
-    fn read(&mut self, out: &mut [u8]) -> Result<usize, WireError> {
+    fn read(&mut self, out: &mut [u8], _region: Option<RegionRef>) -> Result<usize, WireError> {
         if out.is_empty() {
             return Ok(0);
         }

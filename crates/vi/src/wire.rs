@@ -18,12 +18,55 @@ pub(crate) enum WireError {
     Corrupt,
 }
 
-/// A connected, reliable, in-order byte pipe.
+/// Where a buffer handed to a wire lives: a registered memory region (000 §III.A), so a
+/// backend that registers memory with the kernel (io_uring fixed buffers) can name it.
+/// The region outlives any operation on it: it cannot be deregistered while a posted
+/// descriptor references it, and a wire finishes or cancels its operations before it drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RegionRef {
+    /// Region handle number (never reused by a NIC).
+    pub id: u32,
+    /// Start address of the whole region.
+    pub base: usize,
+    /// Length of the whole region.
+    pub len: usize,
+}
+
+/// One piece of a message handed to an asynchronous wire.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WireBuf<'a> {
+    /// The bytes.
+    pub bytes: &'a [u8],
+    /// Their registered region, or `None` for provider memory (the header).
+    pub region: Option<RegionRef>,
+}
+
+/// A connected byte pipe: reliable and in order (TCP, shared memory), or one message per
+/// datagram (UDP: each `write` is one whole message, each datagram is read as one message).
 pub(crate) trait Wire: Send {
     /// Write as much of `bufs` (in order) as possible now; returns bytes taken.
     fn write(&mut self, bufs: &[&[u8]]) -> Result<usize, WireError>;
-    /// Read up to `out.len()` bytes available now; `Ok(0)` when none.
-    fn read(&mut self, out: &mut [u8]) -> Result<usize, WireError>;
+    /// Read up to `out.len()` bytes available now; `Ok(0)` when none. `region` says that
+    /// `out` lies in a registered region (the payload of a posted receive descriptor).
+    fn read(&mut self, out: &mut [u8], region: Option<RegionRef>) -> Result<usize, WireError>;
+    /// Does this wire take whole messages with `submit` and report finished bytes with
+    /// `take_sent` (io_uring), instead of `write`?
+    fn is_async(&self) -> bool {
+        false
+    }
+    /// Queue one whole message (header first) for sending; `Ok(false)` if it cannot be
+    /// taken now. The bytes must stay untouched until `take_sent` has reported them.
+    fn submit(&mut self, _msg: &[WireBuf<'_>]) -> Result<bool, WireError> {
+        Ok(false)
+    }
+    /// Bytes of submitted messages the kernel has finished with, in submission order.
+    fn take_sent(&mut self) -> Result<usize, WireError> {
+        Ok(0)
+    }
+    /// Zero-copy sends so far and how many of them the kernel copied after all.
+    fn zc_counts(&self) -> (u64, u64) {
+        (0, 0)
+    }
     /// Block until input may be available (or output space, if `want_write`), at most
     /// `timeout`. Also detects a dead peer.
     fn wait(&mut self, want_write: bool, timeout: Duration) -> Result<(), WireError>;

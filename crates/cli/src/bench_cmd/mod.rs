@@ -12,7 +12,6 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -24,10 +23,13 @@ use mslink_vi::{
 use serde::Serialize;
 
 mod callcost;
+mod netns;
 mod output;
+mod server;
 
 use callcost::call_costs;
 use output::report;
+use server::{serve, spawn_server};
 
 /// Receives the server keeps posted; the client may have this many messages in flight.
 const WINDOW: usize = 16;
@@ -40,7 +42,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// Options of `mslink bench`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
+    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536\n  mslink bench local --netns --backend uring --quick      # across a veth between two namespaces (root)\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
 )]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -62,8 +64,16 @@ enum Role {
 enum BackendArg {
     /// Shared-memory rings (same host only).
     Shm,
-    /// TCP sockets (the baseline; works across hosts).
+    /// Plain sockets, TCP (the baseline; works across hosts).
+    #[value(alias = "sockets")]
     Tcp,
+    /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
+    Udp,
+    /// io_uring over TCP (fixed buffers, fixed file, batched submission, SEND_ZC).
+    #[value(name = "uring", alias = "uring-tcp")]
+    UringTcp,
+    /// io_uring over UDP.
+    UringUdp,
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
     #[value(skip)]
     Sock,
@@ -74,8 +84,44 @@ impl BackendArg {
         match self {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::Sock => Backend::Tcp,
+            Self::Udp => Backend::Udp,
+            Self::UringTcp => Backend::UringTcp,
+            Self::UringUdp => Backend::UringUdp,
         }
     }
+
+    /// The same API over `t` (`--transport`): sockets and io_uring switch between TCP and
+    /// UDP; shared memory has no transport.
+    fn over(self, t: TransportArg) -> Self {
+        match (self, t) {
+            (Self::Tcp | Self::Udp, TransportArg::Tcp) => Self::Tcp,
+            (Self::Tcp | Self::Udp, TransportArg::Udp) => Self::Udp,
+            (Self::UringTcp | Self::UringUdp, TransportArg::Tcp) => Self::UringTcp,
+            (Self::UringTcp | Self::UringUdp, TransportArg::Udp) => Self::UringUdp,
+            (b, _) => b,
+        }
+    }
+
+    /// The name `--backend` takes (and tables print).
+    fn name(self) -> &'static str {
+        match self {
+            Self::Shm => "shm",
+            Self::Tcp => "tcp",
+            Self::Udp => "udp",
+            Self::UringTcp => "uring",
+            Self::UringUdp => "uring-udp",
+            Self::Sock => "sock",
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum TransportArg {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -107,13 +153,27 @@ struct ServerOpts {
     /// Largest message the server accepts (bytes).
     #[arg(long, default_value_t = 1 << 20)]
     max_size: usize,
+    /// io_uring: plain SEND instead of SEND_ZC.
+    #[arg(long)]
+    no_zc: bool,
 }
 
 #[derive(Args, Debug, Clone)]
 struct ClientOpts {
-    /// Backends to measure (`local` may take several: --backend shm --backend tcp).
+    /// Backends to measure (`local` may take several: --backend shm --backend tcp
+    /// --backend uring); `sockets` is another name for `tcp`.
     #[arg(long, value_enum, default_values = ["shm", "tcp"])]
     backend: Vec<BackendArg>,
+    /// Transport of the sockets and io_uring backends (shm ignores it); may be given twice.
+    #[arg(long, value_enum)]
+    transport: Vec<TransportArg>,
+    /// io_uring: plain SEND instead of SEND_ZC (client and, with `local`, server).
+    #[arg(long)]
+    no_zc: bool,
+    /// `local` only: run the server and the client in two fresh network namespaces joined
+    /// by a veth pair (msv<pid>a/b, removed afterwards; needs root).
+    #[arg(long)]
+    netns: bool,
     /// Server address (client only).
     #[arg(long, default_value = "")]
     addr: String,
@@ -167,6 +227,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 struct PingRow {
     backend: BackendArg,
     mode: ModeArg,
+    /// "loopback" or "veth" (`--netns`; the `sock` reference always runs on loopback).
+    path: &'static str,
     size: usize,
     iters: usize,
     p50_us: f64,
@@ -181,6 +243,8 @@ struct PingRow {
 struct ThroughputRow {
     backend: BackendArg,
     mode: ModeArg,
+    /// "loopback" or "veth" (`--netns`).
+    path: &'static str,
     size: usize,
     messages: usize,
     seconds: f64,
@@ -191,6 +255,14 @@ struct ThroughputRow {
     server_sys_s: f64,
     /// Client + server CPU seconds per gigabyte moved.
     cpu_s_per_gb: f64,
+    /// Client (sender) user+system CPU nanoseconds per byte moved.
+    client_cpu_ns_per_byte: f64,
+    /// Server (receiver) user+system CPU nanoseconds per byte moved.
+    server_cpu_ns_per_byte: f64,
+    /// io_uring SEND_ZC sends during this point (client side) and how many the kernel copied.
+    zc_sends: u64,
+    /// Of `zc_sends`, those with IORING_NOTIF_USAGE_ZC_COPIED set.
+    zc_copied: u64,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -255,8 +327,12 @@ struct End {
 }
 
 impl End {
-    fn new(backend: Backend, slot: usize, slots: usize) -> Result<Self> {
-        let mut nic = Nic::open(backend, NicConfig::default())?;
+    fn new(backend: Backend, slot: usize, slots: usize, zc: bool) -> Result<Self> {
+        let cfg = NicConfig {
+            send_zc: zc,
+            ..NicConfig::default()
+        };
+        let mut nic = Nic::open(backend, cfg)?;
         let cq = nic.create_cq();
         let vi = nic.create_vi(cq, cq)?;
         let mem = nic.register_mem(vec![0; slot * slots]);
@@ -312,150 +388,7 @@ impl End {
     }
 }
 
-// ---------------------------------------------------------------- server
-
-fn serve(o: &ServerOpts) -> Result<()> {
-    // Slots 0..2*WINDOW: receive buffers / echo sources; slot 2*WINDOW: control replies.
-    let ctl = 2 * WINDOW;
-    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1)?;
-    let l = e
-        .nic
-        .listen(&o.addr)
-        .with_context(|| format!("listen on {}", o.addr))?;
-    println!("listening on {}", e.nic.listener_addr(l)?);
-    std::io::stdout().flush()?;
-    let mut free: Vec<usize> = (WINDOW..ctl).collect();
-    for i in 0..WINDOW {
-        e.post_recv(i)?;
-    }
-    e.nic
-        .accept(l, e.vi, Duration::from_secs(60))
-        .context("accept")?;
-    loop {
-        let c = e.wait()?;
-        if c.queue == WorkQueue::Send {
-            let s = (c.tag & !TAG_SEND) as usize;
-            if s < ctl {
-                free.push(s);
-            }
-            continue;
-        }
-        let slot = c.tag as usize;
-        let [op, size, count, mode] = e.words(slot)?;
-        if op as u32 == OP_QUIT {
-            break;
-        }
-        e.post_recv(free.pop().context("no free slot")?)?;
-        free.push(slot);
-        e.mode = if mode == 1 {
-            WaitMode::Poll
-        } else {
-            WaitMode::Block
-        };
-        match op as u32 {
-            OP_PINGPONG => {
-                e.send(ctl, 8, 0)?; // ack
-                let mut left = count;
-                while left > 0 {
-                    let c = e.wait()?;
-                    let s = (c.tag & !TAG_SEND) as usize;
-                    if c.queue == WorkQueue::Send {
-                        if s < ctl {
-                            free.push(s);
-                        }
-                        continue;
-                    }
-                    e.post_recv(free.pop().context("no free slot")?)?;
-                    e.send(s, c.len, 0)?;
-                    left -= 1;
-                }
-            }
-            OP_SINK => {
-                let cpu0 = process_cpu();
-                e.send(ctl, 8, 0)?; // ack: the client now holds WINDOW credits
-                let (mut got, mut since_credit) = (0u64, 0u64);
-                while got < count {
-                    let c = e.wait()?;
-                    let s = (c.tag & !TAG_SEND) as usize;
-                    if c.queue == WorkQueue::Send {
-                        if s < ctl {
-                            free.push(s);
-                        }
-                        continue;
-                    }
-                    if c.len as u64 != size {
-                        bail!("sink got {} bytes, expected {size}", c.len);
-                    }
-                    e.post_recv(s)?;
-                    got += 1;
-                    since_credit += 1;
-                    if since_credit == WINDOW as u64 / 2 && got < count {
-                        e.send(ctl, 8, since_credit as u32)?;
-                        since_credit = 0;
-                    }
-                }
-                let cpu1 = process_cpu();
-                let us = |a: Duration, b: Duration| (b.saturating_sub(a)).as_micros() as u64;
-                e.put_words(ctl, &[us(cpu0.0, cpu1.0), us(cpu0.1, cpu1.1)])?;
-                e.send(ctl, 16, u32::MAX)?;
-            }
-            x => bail!("unknown bench op {x}"),
-        }
-    }
-    let _ = e.nic.disconnect(e.vi);
-    Ok(())
-}
-
 // ---------------------------------------------------------------- client
-
-struct ServerChild(Child);
-
-impl Drop for ServerChild {
-    fn drop(&mut self) {
-        // Reap the child; it exits on OP_QUIT, or is killed if the run failed.
-        if let Ok(None) = self.0.try_wait() {
-            std::thread::sleep(Duration::from_millis(50));
-            if let Ok(None) = self.0.try_wait() {
-                let _ = self.0.kill();
-            }
-        }
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_server(b: BackendArg, max_size: usize) -> Result<(ServerChild, String)> {
-    let addr = match b {
-        BackendArg::Shm => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
-        BackendArg::Tcp | BackendArg::Sock => "127.0.0.1:0".to_string(),
-    };
-    // Under the Python package the process is the interpreter; its `mslink` script names itself.
-    let exe = match std::env::var_os("MSLINK_EXE") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => std::env::current_exe()?,
-    };
-    let mut child = Command::new(exe)
-        .args(["bench", "server", "--backend"])
-        .arg(match b {
-            BackendArg::Shm => "shm",
-            BackendArg::Tcp | BackendArg::Sock => "tcp",
-        })
-        .args(["--addr", &addr, "--max-size", &max_size.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("start bench server")?;
-    let mut out = child.stdout.take().context("server stdout")?;
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while out.read(&mut byte)? == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line)?;
-    let at = line
-        .strip_prefix("listening on ")
-        .with_context(|| format!("server said {line:?}"))?
-        .to_string();
-    Ok((ServerChild(child), at))
-}
 
 fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
     let mut o = o.clone();
@@ -476,15 +409,45 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
     };
     let max = sizes.iter().copied().max().unwrap_or(1).max(64);
     let mut rep = Report::default();
+    // Every backend over every requested transport, each once.
+    let transports = if o.transport.is_empty() {
+        vec![TransportArg::Tcp]
+    } else {
+        o.transport.clone()
+    };
+    let mut backends: Vec<BackendArg> = Vec::new();
     for &b in &o.backend {
+        for &t in &transports {
+            if !backends.contains(&b.over(t)) {
+                backends.push(b.over(t));
+            }
+        }
+    }
+    let mut ns = match (local, o.netns) {
+        (Some(()), true) => Some(netns::NetnsPair::create()?),
+        (None, true) => bail!("--netns needs `mslink bench local`"),
+        _ => None,
+    };
+    if let Some(n) = ns.as_mut() {
+        n.enter_client()?;
+    }
+    let path = if ns.is_some() { "veth" } else { "loopback" };
+    for &b in &backends {
+        // A UDP message is one datagram: sizes beyond it are left out for UDP backends.
+        let sizes: Vec<usize> = sizes
+            .iter()
+            .copied()
+            .filter(|&s| s <= b.backend().max_message())
+            .collect();
+        let max = max.min(b.backend().max_message());
         let (_child, addr) = match local {
             Some(()) => {
-                let (c, a) = spawn_server(b, max)?;
+                let (c, a) = spawn_server(b, max, !o.no_zc, ns.as_ref().map(|n| n.a.as_str()))?;
                 (Some(c), a)
             }
             None => (None, o.addr.clone()),
         };
-        let mut e = End::new(b.backend(), max, WINDOW + 1)?;
+        let mut e = End::new(b.backend(), max, WINDOW + 1, !o.no_zc)?;
         for i in 0..WINDOW {
             e.post_recv(i)?;
         }
@@ -495,8 +458,9 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
             e.mode = m.mode();
             let mut pts = Vec::new();
             for &s in &sizes {
-                let row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
+                let mut row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
                     .with_context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
+                row.path = path;
                 pts.push((s as f64, row.p50_us));
                 rep.pingpong.push(row);
             }
@@ -508,16 +472,16 @@ fn client_all(o: &ClientOpts, local: Option<()>) -> Result<Report> {
                 us_per_byte: k,
             });
             for &s in &sizes {
-                rep.throughput.push(
-                    throughput(&mut e, b, m, s, o.volume, o.max_messages)
-                        .with_context(|| format!("throughput {b:?} {m:?} {s} B"))?,
-                );
+                let mut row = throughput(&mut e, b, m, s, o.volume, o.max_messages)
+                    .with_context(|| format!("throughput {b:?} {m:?} {s} B"))?;
+                row.path = path;
+                rep.throughput.push(row);
             }
         }
         control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
         let _ = e.nic.disconnect(e.vi);
     }
-    if local.is_some() && o.backend.contains(&BackendArg::Tcp) {
+    if local.is_some() && backends.contains(&BackendArg::Tcp) {
         // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
         // show what the VI layer adds on the TCP path.
         let mut pts = Vec::new();
@@ -619,6 +583,7 @@ fn pingpong(
     Ok(PingRow {
         backend: b,
         mode: m,
+        path: "loopback",
         size,
         iters,
         p50_us: percentile(&rtts, 0.5),
@@ -665,6 +630,7 @@ fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingR
     Ok(PingRow {
         backend: BackendArg::Sock,
         mode: ModeArg::Block,
+        path: "loopback",
         size,
         iters,
         p50_us: percentile(&rtts, 0.5),
@@ -687,6 +653,7 @@ fn throughput(
     let count = (volume / size.max(1)).clamp(64, max_messages.max(64));
     let mode = u64::from(m == ModeArg::Poll);
     control(e, [OP_SINK as u64, size as u64, count as u64, mode], true)?;
+    let zc0 = e.nic.vi_stats(e.vi)?;
     let cpu0 = process_cpu();
     let t0 = Instant::now();
     let (mut credits, mut sent, mut server_cpu) = (WINDOW, 0usize, None);
@@ -714,6 +681,7 @@ fn throughput(
     }
     let secs = t0.elapsed().as_secs_f64();
     let cpu1 = process_cpu();
+    let zc1 = e.nic.vi_stats(e.vi)?;
     let (su, ss) = server_cpu.unwrap_or_default();
     let cu = cpu1.0.saturating_sub(cpu0.0).as_secs_f64();
     let cs = cpu1.1.saturating_sub(cpu0.1).as_secs_f64();
@@ -730,6 +698,11 @@ fn throughput(
         server_user_s: su,
         server_sys_s: ss,
         cpu_s_per_gb: (cu + cs + su + ss) / (bytes / 1e9),
+        client_cpu_ns_per_byte: (cu + cs) * 1e9 / bytes,
+        server_cpu_ns_per_byte: (su + ss) * 1e9 / bytes,
+        zc_sends: zc1.zc_sends.saturating_sub(zc0.zc_sends),
+        zc_copied: zc1.zc_copied.saturating_sub(zc0.zc_copied),
+        path: "loopback",
     })
 }
 

@@ -19,12 +19,12 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     }
     println!("Ping-pong round trip (µs) — 000 Figs. 5 and 7");
     println!(
-        "{:<5} {:<6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<9} {:<6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "back", "mode", "size", "p50", "p90", "p99", "p99.9", "max"
     );
     for r in &rep.pingpong {
         println!(
-            "{:<5} {:<6} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            "{:<9} {:<6} {:>8} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
             name(r.backend),
             mname(r.mode),
             r.size,
@@ -38,7 +38,7 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     println!("\nFitted round trip (p50), like 000's Linux line \"10 + 0.01·size\":");
     for f in &rep.rtt_fit {
         println!(
-            "  {:<4} {:<6} RTT ≈ {:.3} µs + {:.6} µs/byte × size",
+            "  {:<9} {:<6} RTT ≈ {:.3} µs + {:.6} µs/byte × size",
             name(f.backend),
             mname(f.mode),
             f.fixed_us,
@@ -47,21 +47,39 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     }
     println!("\nThroughput and CPU per process (getrusage) — 000 Figs. 4 and 6");
     println!(
-        "{:<5} {:<6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10}",
-        "back", "mode", "size", "Mbit/s", "cli usr", "cli sys", "srv usr", "srv sys", "CPU s/GB"
+        "{:<9} {:<6} {:<8} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>11}",
+        "back",
+        "mode",
+        "path",
+        "size",
+        "Mbit/s",
+        "cli usr",
+        "cli sys",
+        "srv usr",
+        "srv sys",
+        "cli ns/B",
+        "srv ns/B",
+        "zc copied"
     );
     for r in &rep.throughput {
         println!(
-            "{:<5} {:<6} {:>8} {:>10.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>10.3}",
+            "{:<9} {:<6} {:<8} {:>8} {:>10.1} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>9.3} {:>11}",
             name(r.backend),
             mname(r.mode),
+            r.path,
             r.size,
             r.mbit_s,
             r.client_user_s,
             r.client_sys_s,
             r.server_user_s,
             r.server_sys_s,
-            r.cpu_s_per_gb
+            r.client_cpu_ns_per_byte,
+            r.server_cpu_ns_per_byte,
+            if r.zc_sends > 0 {
+                format!("{}/{}", r.zc_copied, r.zc_sends)
+            } else {
+                "-".to_string()
+            }
         );
     }
     println!("\nPer-call cost (µs, mean) — 000 Tables 1 and 2");
@@ -76,11 +94,7 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
 }
 
 fn name(b: BackendArg) -> &'static str {
-    match b {
-        BackendArg::Shm => "shm",
-        BackendArg::Tcp => "tcp",
-        BackendArg::Sock => "sock",
-    }
+    b.name()
 }
 
 fn mname(m: ModeArg) -> &'static str {
@@ -93,12 +107,13 @@ fn mname(m: ModeArg) -> &'static str {
 fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let mut s =
-        String::from("backend,mode,size,iters,p50_us,p90_us,p99_us,p999_us,max_us,mean_us\n");
+        String::from("backend,mode,path,size,iters,p50_us,p90_us,p99_us,p999_us,max_us,mean_us\n");
     for r in &rep.pingpong {
         s += &format!(
-            "{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{}\n",
             name(r.backend),
             mname(r.mode),
+            r.path,
             r.size,
             r.iters,
             r.p50_us,
@@ -110,12 +125,13 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
         );
     }
     std::fs::write(dir.join("pingpong.csv"), s)?;
-    let mut s = String::from("backend,mode,size,messages,seconds,mbit_s,client_user_s,client_sys_s,server_user_s,server_sys_s,cpu_s_per_gb\n");
+    let mut s = String::from("backend,mode,path,size,messages,seconds,mbit_s,client_user_s,client_sys_s,server_user_s,server_sys_s,cpu_s_per_gb,client_cpu_ns_per_byte,server_cpu_ns_per_byte,zc_sends,zc_copied\n");
     for r in &rep.throughput {
         s += &format!(
-            "{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             name(r.backend),
             mname(r.mode),
+            r.path,
             r.size,
             r.messages,
             r.seconds,
@@ -124,7 +140,11 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
             r.client_sys_s,
             r.server_user_s,
             r.server_sys_s,
-            r.cpu_s_per_gb
+            r.cpu_s_per_gb,
+            r.client_cpu_ns_per_byte,
+            r.server_cpu_ns_per_byte,
+            r.zc_sends,
+            r.zc_copied
         );
     }
     std::fs::write(dir.join("throughput.csv"), s)?;

@@ -13,7 +13,7 @@
 //! posted, so no waiter hangs.
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener;
@@ -26,7 +26,7 @@ use crate::desc::{Completion, DescId, DescState, Descriptor, Status, WorkQueue};
 use crate::error::VipError;
 use crate::mem::{MemHandle, MemTable, Segment};
 use crate::wire::{Wire, WireError};
-use crate::{shm, sys, tcp};
+use crate::{shm, sys, tcp, udp, uring};
 
 mod progress;
 
@@ -42,6 +42,30 @@ pub enum Backend {
     SharedMemory,
     /// One TCP connection per VI (the sockets baseline); address is `host:port`.
     Tcp,
+    /// One connected UDP socket per VI, one datagram per message (plain sockets); address
+    /// is `host:port`; messages of at most [`crate::MAX_UDP_MESSAGE`] bytes.
+    Udp,
+    /// io_uring over one TCP connection per VI: fixed buffers, fixed file, batched
+    /// submission, SEND_ZC (see `uring.rs`).
+    UringTcp,
+    /// io_uring over one connected UDP socket per VI.
+    UringUdp,
+}
+
+impl Backend {
+    /// Does this backend carry messages as UDP datagrams?
+    pub fn is_udp(self) -> bool {
+        matches!(self, Self::Udp | Self::UringUdp)
+    }
+
+    /// Longest message a descriptor may carry on this backend.
+    pub fn max_message(self) -> usize {
+        if self.is_udp() {
+            crate::udp::MAX_UDP_MESSAGE
+        } else {
+            u32::MAX as usize
+        }
+    }
 }
 
 /// NIC settings.
@@ -53,6 +77,9 @@ pub struct NicConfig {
     /// If true, posting only queues the descriptor; `Nic::doorbell` starts the transfer
     /// (lets a consumer batch several posts behind one doorbell).
     pub deferred_doorbell: bool,
+    /// io_uring backends: send with `SEND_ZC`/`SENDMSG_ZC` (the kernel may still copy, and
+    /// says so); if false, plain `SEND`/`SENDMSG`.
+    pub send_zc: bool,
 }
 
 impl Default for NicConfig {
@@ -60,6 +87,7 @@ impl Default for NicConfig {
         Self {
             ring_bytes: 1 << 20,
             deferred_doorbell: false,
+            send_zc: true,
         }
     }
 }
@@ -104,6 +132,10 @@ pub struct ViStats {
     pub length_errors: u64,
     /// Descriptors completed with an error by disconnect or connection loss.
     pub flushed: u64,
+    /// io_uring: zero-copy sends whose notification arrived.
+    pub zc_sends: u64,
+    /// io_uring: of those, sends the kernel copied after all (IORING_NOTIF_USAGE_ZC_COPIED).
+    pub zc_copied: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +151,8 @@ struct Posted {
     desc: Descriptor,
     /// Bytes moved so far (send: including the header).
     done: usize,
+    /// Handed to an asynchronous (io_uring) wire, which now owns its bytes until done.
+    handed: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -161,6 +195,7 @@ struct Cq {
 enum Listener {
     Unix(UnixListener, PathBuf),
     Tcp(TcpListener),
+    Udp(UdpSocket),
 }
 
 impl Drop for Listener {
@@ -319,7 +354,8 @@ impl Nic {
                 let l = UnixListener::bind(&path)?;
                 Listener::Unix(l, path)
             }
-            Backend::Tcp => Listener::Tcp(TcpListener::bind(addr)?),
+            Backend::Tcp | Backend::UringTcp => Listener::Tcp(TcpListener::bind(addr)?),
+            Backend::Udp | Backend::UringUdp => Listener::Udp(UdpSocket::bind(addr)?),
         };
         self.listeners.push(Some(l));
         Ok(ListenerHandle((self.listeners.len() - 1) as u32))
@@ -330,6 +366,7 @@ impl Nic {
         Ok(match get(&self.listeners, l.0)? {
             Listener::Unix(_, p) => p.display().to_string(),
             Listener::Tcp(t) => t.local_addr()?.to_string(),
+            Listener::Udp(u) => u.local_addr()?.to_string(),
         })
     }
 
@@ -365,6 +402,7 @@ impl Nic {
         timeout: Duration,
     ) -> Result<(), VipError> {
         self.check_idle(vi)?;
+        let (backend, zc) = (self.backend, self.cfg.send_zc);
         let wire: Box<dyn Wire> = match get(&self.listeners, l.0)? {
             Listener::Unix(u, _) => Box::new(shm::accept(u, timeout)?),
             Listener::Tcp(t) => {
@@ -373,7 +411,19 @@ impl Nic {
                     return Err(VipError::Timeout);
                 }
                 let (s, _) = t.accept()?;
-                Box::new(tcp::TcpWire::new(s)?)
+                if backend == Backend::UringTcp {
+                    Box::new(uring::UringWire::tcp(s, zc)?)
+                } else {
+                    Box::new(tcp::TcpWire::new(s)?)
+                }
+            }
+            Listener::Udp(u) => {
+                let s = udp::accept(u, timeout)?;
+                if backend == Backend::UringUdp {
+                    Box::new(uring::UringWire::udp(s, zc)?)
+                } else {
+                    Box::new(udp::UdpWire::new(s)?)
+                }
             }
         };
         self.attach(vi, wire)
@@ -384,13 +434,25 @@ impl Nic {
         self.check_idle(vi)?;
         let wire: Box<dyn Wire> = match self.backend {
             Backend::SharedMemory => Box::new(shm::connect(addr, self.cfg.ring_bytes, timeout)?),
-            Backend::Tcp => {
+            b => {
                 let sa: SocketAddr = addr
                     .parse()
-                    .map_err(|_| VipError::Backend("TCP address must be ip:port"))?;
-                Box::new(tcp::TcpWire::new(TcpStream::connect_timeout(
-                    &sa, timeout,
-                )?)?)
+                    .map_err(|_| VipError::Backend("address must be ip:port"))?;
+                let zc = self.cfg.send_zc;
+                match b {
+                    Backend::Udp => Box::new(udp::UdpWire::new(udp::connect(sa, timeout)?)?),
+                    Backend::UringUdp => {
+                        Box::new(uring::UringWire::udp(udp::connect(sa, timeout)?, zc)?)
+                    }
+                    _ => {
+                        let s = TcpStream::connect_timeout(&sa, timeout)?;
+                        if b == Backend::UringTcp {
+                            Box::new(uring::UringWire::tcp(s, zc)?)
+                        } else {
+                            Box::new(tcp::TcpWire::new(s)?)
+                        }
+                    }
+                }
             }
         };
         self.attach(vi, wire)
@@ -400,7 +462,7 @@ impl Nic {
         for s in desc.segments() {
             self.mem.check(s)?;
         }
-        if desc.total_len() > u32::MAX as usize {
+        if desc.total_len() > self.backend.max_message() {
             return Err(VipError::TooLong);
         }
         let v = get_mut(&mut self.vis, vi.0)?;
@@ -414,6 +476,7 @@ impl Nic {
             id,
             desc: *desc,
             done: 0,
+            handed: false,
         };
         match wq {
             WorkQueue::Send => v.sq.push_back(p),
@@ -456,6 +519,7 @@ impl Nic {
         };
         if let Some(p) = q.iter().find(|p| p.id == id) {
             let started = p.done > 0
+                || p.handed
                 || (wq == WorkQueue::Recv
                     && q.front().map(|f| f.id) == Some(id)
                     && matches!(v.rx, Rx::Payload { deliver: true, .. }));
@@ -479,7 +543,12 @@ impl Nic {
 
     /// Counters of a VI.
     pub fn vi_stats(&self, vi: ViHandle) -> Result<ViStats, VipError> {
-        Ok(get(&self.vis, vi.0)?.stats)
+        let v = get(&self.vis, vi.0)?;
+        let mut st = v.stats;
+        if let Some(w) = &v.wire {
+            (st.zc_sends, st.zc_copied) = w.zc_counts();
+        }
+        Ok(st)
     }
 
     /// Is the VI connected and healthy?

@@ -10,7 +10,7 @@
 
 use super::{push_cq, Conn, Nic, Posted, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE};
 use crate::desc::{Completion, Status, WorkQueue, MAX_SEGMENTS};
-use crate::wire::WireError;
+use crate::wire::{WireBuf, WireError};
 
 /// The completion of posted descriptor `p`.
 fn completed(
@@ -50,6 +50,14 @@ fn without_descriptor(
         len,
         immediate,
     }
+}
+
+/// The wire header of a send descriptor: payload length and immediate data, little-endian.
+fn header(p: &Posted) -> [u8; HEADER_BYTES] {
+    let mut hdr = [0u8; HEADER_BYTES];
+    hdr[..4].copy_from_slice(&(p.desc.total_len() as u32).to_le_bytes());
+    hdr[4..].copy_from_slice(&p.desc.immediate.to_le_bytes());
+    hdr
 }
 
 impl Nic {
@@ -115,12 +123,60 @@ impl Nic {
         let Some(wire) = v.wire.as_mut() else {
             return Ok(());
         };
+        if wire.is_async() {
+            // Doorbell of a completion-based backend (io_uring): hand every descriptor not
+            // yet handed over to the wire as one batch (submitted by `flush`), then
+            // complete, in posting order, those whose bytes the kernel has finished with.
+            for p in v.sq.iter_mut().filter(|p| !p.handed) {
+                let hdr = header(p);
+                let mut bufs = [WireBuf {
+                    bytes: &[],
+                    region: None,
+                }; MAX_SEGMENTS + 1];
+                bufs[0].bytes = &hdr;
+                for (k, s) in p.desc.segments().iter().enumerate() {
+                    bufs[k + 1] = WireBuf {
+                        bytes: mem.seg(s),
+                        region: mem.region_ref(s.mem),
+                    };
+                }
+                if !wire.submit(&bufs[..p.desc.segments().len() + 1])? {
+                    break;
+                }
+                p.handed = true;
+            }
+            let mut n = wire.take_sent()?;
+            while n > 0 {
+                let Some(p) = v.sq.front_mut() else { break };
+                let total = p.desc.total_len();
+                let k = n.min(total + HEADER_BYTES - p.done);
+                p.done += k;
+                n -= k;
+                if p.done < total + HEADER_BYTES {
+                    break;
+                }
+                let p = v.sq.pop_front().expect("front exists");
+                mem.pin(p.desc.segments(), false);
+                v.stats.sent_msgs += 1;
+                v.stats.sent_bytes += total as u64;
+                push_cq(
+                    cqs,
+                    v.send_cq,
+                    completed(
+                        vi,
+                        WorkQueue::Send,
+                        &p,
+                        Status::Success,
+                        total,
+                        p.desc.immediate,
+                    ),
+                );
+            }
+        }
         // Send side: gather header + segments from where the front descriptor stopped.
-        while let Some(p) = v.sq.front_mut() {
+        while let Some(p) = v.sq.front_mut().filter(|_| !wire.is_async()) {
             let total = p.desc.total_len();
-            let mut hdr = [0u8; HEADER_BYTES];
-            hdr[..4].copy_from_slice(&(total as u32).to_le_bytes());
-            hdr[4..].copy_from_slice(&p.desc.immediate.to_le_bytes());
+            let hdr = header(p);
             let mut bufs: [&[u8]; MAX_SEGMENTS + 1] = [&[]; MAX_SEGMENTS + 1];
             let mut k = 0;
             let mut skip = p.done;
@@ -167,7 +223,7 @@ impl Nic {
         loop {
             match &mut v.rx {
                 Rx::Header { buf, got } => {
-                    let n = wire.read(&mut buf[*got..])?;
+                    let n = wire.read(&mut buf[*got..], None)?;
                     *got += n;
                     if *got < HEADER_BYTES {
                         return Ok(());
@@ -230,9 +286,10 @@ impl Nic {
                                     skip -= s.len;
                                     continue;
                                 }
+                                let region = mem.region_ref(s.mem);
                                 let b = mem.seg_mut(s);
                                 let end = b.len().min(skip + want);
-                                n = wire.read(&mut b[skip..end])?;
+                                n = wire.read(&mut b[skip..end], region)?;
                                 break;
                             }
                             p.done += n;
@@ -240,7 +297,7 @@ impl Nic {
                         } else {
                             let mut scratch = [0u8; 4096];
                             let m = want.min(scratch.len());
-                            wire.read(&mut scratch[..m])?
+                            wire.read(&mut scratch[..m], None)?
                         };
                         *got += n;
                         if n == 0 {

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::sys::{poll_fd, SharedMap};
-use crate::wire::{Wire, WireError};
+use crate::wire::{RegionRef, Wire, WireError};
 use ring::{mapping_len, Endpoint};
 
 const SHM_PREFIX: &str = "/dev/shm/mslink-vi-";
@@ -152,7 +152,7 @@ impl Wire for ShmWire {
         self.ep.write(bufs).or_else(Self::corrupt)
     }
 
-    fn read(&mut self, out: &mut [u8]) -> Result<usize, WireError> {
+    fn read(&mut self, out: &mut [u8], _region: Option<RegionRef>) -> Result<usize, WireError> {
         let n = self.ep.read(out).or_else(Self::corrupt)?;
         if n == 0 && !out.is_empty() && self.ep.peer_closed() {
             // The closed flag is set after the peer's last write: re-check, then report.

@@ -16,13 +16,22 @@ pub struct End {
     pub vi: ViHandle,
 }
 
+/// Every backend: the API contract holds on each.
+pub const ALL: [Backend; 5] = [
+    Backend::SharedMemory,
+    Backend::Tcp,
+    Backend::Udp,
+    Backend::UringTcp,
+    Backend::UringUdp,
+];
+
 /// A unique address for `name` on `backend`.
 pub fn addr(backend: Backend, name: &str) -> String {
     match backend {
         Backend::SharedMemory => {
             format!("/tmp/mslink-vi-test-{}-{name}.sock", std::process::id())
         }
-        Backend::Tcp => "127.0.0.1:0".to_string(),
+        _ => "127.0.0.1:0".to_string(),
     }
 }
 
