@@ -16,6 +16,7 @@ pub mod gilbert_elliott;
 pub mod independent;
 pub mod outcome;
 pub mod pattern;
+pub mod ramp;
 pub mod trace;
 
 pub use config::{ErrorModelConfig, ModelError};
