@@ -5,6 +5,7 @@
 
 mod bench_cmd;
 mod demo;
+mod plot;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
