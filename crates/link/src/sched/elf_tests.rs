@@ -238,6 +238,41 @@ proptest! {
     }
 }
 
+proptest! {
+    #[test]
+    fn lag_compensated_elf_keeps_the_invariants_and_bounds_lags(
+        flows in proptest::collection::vec(flow_strategy(), 5),
+        ops in proptest::collection::vec(op_strategy(5, 1500), 0..400),
+        limit in prop_oneof![Just(f64::INFINITY), 1_000.0f64..1e5],
+    ) {
+        // Any mix of enqueues, dequeues and reports: work-conserving, deterministic, finite
+        // positive weights, idle flows' lags within the limit.
+        let c = ElfConfig { lag_compensation: true, lag_limit_bytes: limit, ..config(flows) };
+        check_deterministic(|| Box::new(Elf::new(5, &c).unwrap()), 5, &ops);
+        let mut s = Elf::new(5, &c).unwrap();
+        let t = Instant::ZERO;
+        for op in &ops {
+            match *op {
+                Op::Enqueue(q, len) => s.enqueue(t, q, len),
+                Op::Dequeue => { s.dequeue(t); }
+                Op::Report(q, d) => s.report(t, q, d),
+                _ => {}
+            }
+        }
+        for q in 0..5 {
+            let a = s.air_share(q);
+            prop_assert!(a.is_finite() && a > 0.0, "queue {}: air share {}", q, a);
+            let l = s.lag(q).unwrap();
+            prop_assert!(l.is_finite(), "queue {}: lag {}", q, l);
+            if s.fifos[q].is_empty() {
+                // A frozen lag is clamped whenever it is set; a backlogged flow's grows
+                // with the clock between its own events and is clamped at the next one.
+                prop_assert!(l.abs() <= limit, "queue {}: lag {} over {}", q, l, limit);
+            }
+        }
+    }
+}
+
 #[test]
 fn weights_stay_finite_as_errors_approach_one() {
     let f = |reserved_bps, error_rate| ElfFlowConfig {
