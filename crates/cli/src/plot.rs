@@ -51,6 +51,11 @@ struct Line {
     points: Vec<(f64, f64, f64)>,
 }
 
+/// Values over repetitions, per x (as `f64` bits, ordered) and series name.
+type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
+/// A flow metric for the sweep charts.
+type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
+
 /// A chart, independent of the backend.
 struct Chart {
     title: String,
@@ -179,8 +184,7 @@ fn rate_unit(max_bps: f64) -> (&'static str, f64) {
 
 fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
     // point -> flow (in first-seen order) -> time -> values over repetitions.
-    let mut per_point: BTreeMap<usize, (Vec<String>, BTreeMap<String, BTreeMap<u64, Vec<f64>>>)> =
-        BTreeMap::new();
+    let mut per_point: BTreeMap<usize, (Vec<String>, Series)> = BTreeMap::new();
     for (point, r) in &input.runs {
         if *point >= MAX_TIMESERIES_CHARTS {
             continue;
@@ -283,7 +287,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
             v.trim().parse().unwrap_or(0.0)
         }
     };
-    let metrics: [(&str, &str, fn(&mslink_sim::world::FlowResult) -> f64); 3] = [
+    let metrics: [(&str, &str, Metric); 3] = [
         ("throughput", "throughput", |f| f.throughput_bps),
         ("loss_rate", "residual loss rate", |f| f.loss_rate),
         ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
@@ -292,7 +296,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
     for (stem, y_name, metric) in metrics {
         // Series (flow, other keys) in first-seen order -> x -> values over repetitions.
         let mut order: Vec<String> = Vec::new();
-        let mut series: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+        let mut series = Series::new();
         for (point, r) in &input.runs {
             let others: Vec<String> = input.points[*point]
                 .iter()

@@ -397,7 +397,7 @@ impl Elf {
         weights.resum();
         let lags = if config.lag_compensation {
             let limit = config.lag_limit_bytes;
-            if !(limit > 0.0) {
+            if limit.is_nan() || limit <= 0.0 {
                 return Err(SchedConfigError::BadValue {
                     field: "lag_limit_bytes".into(),
                     value: limit,
