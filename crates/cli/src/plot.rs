@@ -158,6 +158,36 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (23, 190, 207),
 ];
 
+/// Axis labels for categorical sweep values: a service table's scheme, else the value cut to
+/// 16 characters; numbered when that leaves two alike.
+fn category_labels(values: &[String]) -> Vec<String> {
+    let short: Vec<String> = values
+        .iter()
+        .map(|v| {
+            let full = short_value(v);
+            if v.trim().starts_with('{') {
+                // A table: its first word is the scheme (or first setting).
+                truncate(full.split(' ').next().unwrap_or(&full), 16)
+            } else {
+                truncate(&full, 16)
+            }
+        })
+        .collect();
+    let unique = short
+        .iter()
+        .enumerate()
+        .all(|(i, a)| !short[..i].contains(a));
+    if unique {
+        short
+    } else {
+        short
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{i}: {s}"))
+            .collect()
+    }
+}
+
 /// Last dotted component of a key (`segment.1.error.mean_bytes` -> `mean_bytes`).
 fn short_key(k: &str) -> &str {
     k.rsplit('.')
@@ -363,8 +393,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
                 x_label: short_key(&input.keys[xi]).to_string(),
                 y_label,
                 lines,
-                categories: categorical
-                    .then(|| categories.iter().map(|c| short_value(c)).collect()),
+                categories: categorical.then(|| category_labels(&categories)),
                 error_bars: true,
             },
         ));
@@ -483,4 +512,39 @@ where
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legend_and_axis_names_are_short() {
+        let t = r#"{ name = "cbr", scheme = "karn_rlp", max_retransmissions = 1 }"#;
+        assert_eq!(short_value(t), "karn_rlp max_retransmissions=1");
+        assert_eq!(short_value("131072"), "131072");
+        assert_eq!(short_key("segment.1.error.mean_bytes"), "mean_bytes");
+        assert_eq!(short_key("segment.1.link.service.0"), "service");
+        let raw = r#"{ name = "cbr", scheme = "raw" }"#.to_string();
+        let karn = t.to_string();
+        assert_eq!(
+            category_labels(&[raw.clone(), karn.clone()]),
+            ["raw", "karn_rlp"]
+        );
+        // Two karn_rlp settings would look alike: numbered.
+        let karn3 = karn.replace("= 1", "= 3");
+        assert_eq!(
+            category_labels(&[raw, karn, karn3]),
+            ["0: raw", "1: karn_rlp", "2: karn_rlp"]
+        );
+    }
+
+    #[test]
+    fn error_bars_are_the_sample_standard_deviation() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32 / 7.
+        let (m, s) = mean_std(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(m, 5.0);
+        assert!((s - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_std(&[3.0]), (3.0, 0.0));
+    }
 }
