@@ -12,12 +12,15 @@
 //! Other models: `{ model = "independent", loss = 0.05 }`,
 //! `{ model = "gilbert_elliott", p = 0.01, r = 0.2, loss_good = 0.0, loss_bad = 1.0 }`,
 //! `{ model = "pattern", good = 400, bad = 100 }`, `{ model = "trace", file = "walls.trace" }`,
-//! `{ model = "stack", layers = [ ... ] }`, `{ model = "perfect" }`.
+//! `{ model = "ramp", start_s = 50, rise_s = 400 }` (003 Fig. 12: loss rising from 10% to 90%
+//! and back, clean before and after), `{ model = "stack", layers = [ ... ] }`,
+//! `{ model = "perfect" }`.
 
 use crate::exponential::{Effect, Exponential};
 use crate::gilbert_elliott::{GeParams, GilbertElliott};
 use crate::independent::Independent;
 use crate::pattern::Pattern;
+use crate::ramp::{Ramp, RampShape};
 use crate::trace::{Replay, Trace};
 use crate::{ErrorModel, Stack};
 
@@ -57,6 +60,26 @@ pub enum ErrorModelConfig {
         #[serde(default)]
         offset: u64,
     },
+    /// Independent loss whose probability ramps up from `low` to `high` and back down in time,
+    /// with no loss before and after (003 §7, Fig. 12).
+    Ramp {
+        /// Seconds without loss before the ramp.
+        start_s: f64,
+        /// Seconds of the rise from `low` to `high`.
+        rise_s: f64,
+        /// Seconds of the fall back to `low` (default: `rise_s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fall_s: Option<f64>,
+        /// Loss probability at the ends of the ramp (default 0.1, 003 Fig. 12).
+        #[serde(default = "ramp_low")]
+        low: f64,
+        /// Loss probability at the peak (default 0.9, 003 Fig. 12).
+        #[serde(default = "ramp_high")]
+        high: f64,
+        /// Seconds after which the pattern repeats (default 0: once).
+        #[serde(default)]
+        period_s: f64,
+    },
     /// Replay of a per-frame outcome trace file.
     Trace {
         /// Path of the trace (resolved by the caller's loader).
@@ -67,6 +90,25 @@ pub enum ErrorModelConfig {
         /// The layers, in order.
         layers: Vec<ErrorModelConfig>,
     },
+}
+
+fn ramp_low() -> f64 {
+    0.1
+}
+
+fn ramp_high() -> f64 {
+    0.9
+}
+
+fn seconds(key: &str, v: f64) -> Result<mslink_link::Duration, ModelError> {
+    if v >= 0.0 && v.is_finite() {
+        Ok(mslink_link::Duration::from_secs_f64(v))
+    } else {
+        Err(ModelError {
+            key: key.into(),
+            what: format!("{v} is not a duration in seconds (finite, >= 0)"),
+        })
+    }
 }
 
 /// A model configuration that cannot be built.
@@ -138,6 +180,34 @@ impl ErrorModelConfig {
             ErrorModelConfig::Pattern { good, bad, offset } => {
                 Box::new(Pattern::new(*good, *bad, *offset))
             }
+            ErrorModelConfig::Ramp {
+                start_s,
+                rise_s,
+                fall_s,
+                low,
+                high,
+                period_s,
+            } => {
+                let shape = RampShape {
+                    start: seconds("start_s", *start_s)?,
+                    rise: seconds("rise_s", *rise_s)?,
+                    fall: seconds("fall_s", fall_s.unwrap_or(*rise_s))?,
+                    low: probability("low", *low)?,
+                    high: probability("high", *high)?,
+                    period: seconds("period_s", *period_s)?,
+                };
+                let span = shape.start + shape.rise + shape.fall;
+                if shape.period > mslink_link::Duration::ZERO && shape.period < span {
+                    return Err(ModelError {
+                        key: "period_s".into(),
+                        what: format!(
+                            "{period_s} is shorter than start_s + rise_s + fall_s = {}",
+                            span.as_secs_f64()
+                        ),
+                    });
+                }
+                Box::new(Ramp::new(shape))
+            }
             ErrorModelConfig::Trace { file } => {
                 let text = load(file).map_err(|e| ModelError {
                     key: "file".into(),
@@ -178,6 +248,8 @@ mod tests {
             "model = 'gilbert_elliott'\np = 0.01\nr = 0.2\nloss_good = 0.0\nloss_bad = 1.0",
             "model = 'pattern'\ngood = 400\nbad = 100",
             "model = 'perfect'",
+            "model = 'ramp'\nstart_s = 50\nrise_s = 400",
+            "model = 'ramp'\nstart_s = 1\nrise_s = 2\nfall_s = 3\nlow = 0.2\nhigh = 0.5\nperiod_s = 10",
             "model = 'stack'\nlayers = [{ model = 'independent', loss = 0.1 }, { model = 'pattern', good = 1, bad = 0 }]",
         ] {
             let c: ErrorModelConfig = toml::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -203,6 +275,10 @@ mod tests {
         assert!(bad("model = 'exponential'\nmean_bits = -3.0").contains("`mean_bits`"));
         assert!(bad("model = 'gilbert_elliott'\np = 2.0\nr = 0.1").contains("`p`"));
         assert!(bad("model = 'warp'").contains("warp"));
+        assert!(bad("model = 'ramp'\nstart_s = 1\nrise_s = -2").contains("`rise_s`"));
+        assert!(bad("model = 'ramp'\nstart_s = 1\nrise_s = 2\nhigh = 1.2").contains("`high`"));
+        assert!(bad("model = 'ramp'\nstart_s = 1\nrise_s = 2\nperiod_s = 2").contains("`period_s`"));
+        assert!(bad("model = 'ramp'\nrise_s = 2").contains("start_s"));
         assert_eq!(bad("model = 'trace'\nfile = 'walls.trace'"), "error model key `file`: walls.trace: line 2: unknown entry \"los\"; expected ok, loss, trunc N or bits P ...");
         let c: ErrorModelConfig = toml::from_str("model = 'trace'\nfile = 'x'").unwrap();
         assert!(c

@@ -21,6 +21,7 @@ pub mod mahimahi;
 pub mod medium;
 pub mod outcome;
 pub mod pattern;
+pub mod ramp;
 pub mod streams;
 pub mod trace;
 

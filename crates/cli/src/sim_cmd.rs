@@ -17,7 +17,7 @@ use mslink_sim::{RunResult, Scenario};
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
 )]
 pub struct SimArgs {
     /// The scenario file (TOML).
@@ -41,6 +41,10 @@ pub struct SimArgs {
     /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
     #[arg(long)]
     pub pcap: bool,
+    /// Do not draw OUT/plots/*.png and *.svg (throughput against time; metrics against the
+    /// swept parameter).
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 type PcapFiles = std::collections::BTreeMap<
@@ -329,6 +333,17 @@ fn write_results(
             "runs": results.len(),
         }))?,
     )?;
+    if !args.no_plots {
+        crate::plot::write_plots(
+            out,
+            &crate::plot::PlotInput {
+                scenario: name,
+                keys,
+                points,
+                runs: jobs.iter().map(|j| j.point).zip(results).collect(),
+            },
+        )?;
+    }
     if !args.quiet {
         eprintln!(
             "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",

@@ -228,6 +228,7 @@ fn elf_run(
             })
             .collect(),
         estimator,
+        ..Default::default()
     };
     let mut s = SchedulerConfig::Elf(cfg).build(flows.len()).unwrap();
     let mut lengths = ChaCha8Rng::seed_from_u64(seed);

@@ -28,11 +28,29 @@
 //! `1 - `[`E_EPSILON`] so `A_i` stays finite even with an infinite power factor, and the
 //! best-effort aggregate never drops below [`BE_FLOOR`] in the scheduler, so best-effort flows
 //! are still served when reservations overbook a lossy link (the closed form gives them 0).
+//!
+//! Lag compensation (003 §7, Fig. 12; off by default). Eq. (1) shares air time by the *current*
+//! error rates, so service a flow lost in an error burst (in its effort region, or while the
+//! estimate trailed the errors) is never made up. 003's Fig. 12 shows the scheduler making it
+//! up afterwards: "the video flow receives throughput beyond its reservation so it can clear
+//! its lag, but its power factor still limits its link time so that the FTP flows are not
+//! starved. Likewise, the ill-fated FTP1 flow receives more throughput than FTP2 so it can
+//! achieve long-term fairness". With `lag_compensation`, each flow's lag (service owed minus
+//! delivered; owed is the reservation for a guaranteed flow and the weighted share of what the
+//! best-effort flows deliver for a best-effort flow, see `elf_lag.rs`) is tracked, and a flow
+//! more than one frame behind is scheduled with its full power `P_i * W_i` instead of eq. (1)
+//! until it has caught up: its catch-up is bounded by the same power factor that bounds its
+//! effort in errors, and the best-effort aggregate `A_BE = 1 - sum_G A_i` shrinks accordingly.
+//! (A flow with an infinite power factor keeps eq. (1): it has no bound to catch up within.)
+//! Lags are clamped to `[-lag_limit_bytes, lag_limit_bytes]` (ours), so neither an error burst
+//! nor a period of extra service is remembered without bound. With constant error rates the
+//! lags stay within a few frames and long-run shares are eq. (1)'s (003 Tables 2-3).
 
 use super::error_estimate::{ErrorEstimator, Estimates};
 use super::scfq::ScfqLevel;
 use super::{check_count, check_positive, check_queues, QueueId, SchedConfigError, Scheduler};
 use crate::time::Instant;
+use lag::Lags;
 use std::collections::VecDeque;
 
 /// Largest error rate used in eq. (1) is `1 - E_EPSILON`: keeps `A_i` finite as `E_i -> 1`.
@@ -41,6 +59,9 @@ pub const E_EPSILON: f64 = 1e-6;
 pub const BE_FLOOR: f64 = 1e-6;
 /// Default power factor: 003 §6.5 and §7 give best-effort flows 110-120%; we take 120%.
 pub const DEFAULT_POWER_FACTOR: f64 = 1.2;
+/// Default bound on a flow's lag (ours; 003 gives none): 1 MB, ten seconds of an 800 kbit/s
+/// cell such as 003 §7's.
+pub const DEFAULT_LAG_LIMIT_BYTES: f64 = 1e6;
 /// The running weight sums are recomputed from scratch after this many updates (bounds
 /// floating-point drift).
 const RESUM_EVERY: u32 = 4096;
@@ -161,7 +182,7 @@ impl Default for ElfFlowConfig {
 }
 
 /// ELF settings.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ElfConfig {
     /// Error-free link rate `B` in bit/s; needed when a flow has a reservation.
@@ -170,6 +191,23 @@ pub struct ElfConfig {
     pub flows: Vec<ElfFlowConfig>,
     /// How error rates are estimated from outcome reports.
     pub estimator: ErrorEstimator,
+    /// Lag compensation (003 §7, Fig. 12): a flow behind its owed service is scheduled with
+    /// its full power `P_i * W_i` until it catches up. Off by default.
+    pub lag_compensation: bool,
+    /// Bound on each flow's lag (and lead), bytes (positive).
+    pub lag_limit_bytes: f64,
+}
+
+impl Default for ElfConfig {
+    fn default() -> Self {
+        ElfConfig {
+            link_rate_bps: 0.0,
+            flows: Vec::new(),
+            estimator: ErrorEstimator::default(),
+            lag_compensation: false,
+            lag_limit_bytes: DEFAULT_LAG_LIMIT_BYTES,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -182,8 +220,22 @@ struct FlowState {
     fixed: bool,
     /// Current `E_i`.
     error: f64,
-    /// Current eq. (1) weight.
+    /// Lagging (lag compensation): scheduled with its full power.
+    boosted: bool,
+    /// Current weight: eq. (1), or `P_i * W_i` while boosted.
     adj: f64,
+}
+
+impl FlowState {
+    /// Eq. (1)'s weight, or the full power `P_i * W_i` for a lagging flow (003 §7).
+    fn effective(&self) -> f64 {
+        let a = adjusted_weight(self.weight, self.power, self.error);
+        if self.boosted && self.power.is_finite() {
+            a.max(self.power * self.weight)
+        } else {
+            a
+        }
+    }
 }
 
 /// Flow weights with running sums (incremental recomputation).
@@ -234,12 +286,13 @@ impl Weights {
         }
     }
 
-    /// Sets `E_q`; true if the flow's weight changed.
+    /// Sets `E_q` and whether `q` is lagging; true if the flow's weight changed.
     #[inline]
-    fn set_error(&mut self, q: QueueId, e: f64) -> bool {
+    fn set(&mut self, q: QueueId, e: f64, boosted: bool) -> bool {
         let f = &mut self.flows[q];
         f.error = e;
-        let adj = adjusted_weight(f.weight, f.power, e);
+        f.boosted = boosted;
+        let adj = f.effective();
         let delta = adj - f.adj;
         if delta == 0.0 {
             return false;
@@ -271,6 +324,8 @@ pub struct Elf {
     committed: QueueId,
     weights: Weights,
     estimates: Estimates,
+    /// Lag bookkeeping, when lag compensation is on.
+    lags: Option<Lags>,
 }
 
 impl Elf {
@@ -321,6 +376,7 @@ impl Elf {
                 guaranteed: f.reserved_bps.is_some(),
                 fixed: f.error_rate.is_some(),
                 error,
+                boosted: false,
                 adj: adjusted_weight(weight, f.power_factor, error),
             });
         }
@@ -339,6 +395,22 @@ impl Elf {
             updates: 0,
         };
         weights.resum();
+        let lags = if config.lag_compensation {
+            let limit = config.lag_limit_bytes;
+            if limit.is_nan() || limit <= 0.0 {
+                return Err(SchedConfigError::BadValue {
+                    field: "lag_limit_bytes".into(),
+                    value: limit,
+                    expected: "a positive number of bytes (inf allowed)",
+                });
+            }
+            Some(Lags::new(
+                weights.flows.iter().map(|f| (f.weight, f.guaranteed)),
+                limit,
+            ))
+        } else {
+            None
+        };
         Ok(Elf {
             fifos: vec![VecDeque::new(); queues],
             frames: 0,
@@ -347,12 +419,24 @@ impl Elf {
             committed: 0,
             weights,
             estimates: Estimates::new(&config.estimator, queues),
+            lags,
         })
     }
 
     /// Current error-rate estimate (or fixed value) `E_q`.
     pub fn error_rate(&self, q: QueueId) -> f64 {
         self.weights.flows[q].error
+    }
+
+    /// Lag of queue `q` in bytes (service owed minus delivered; positive: behind), or `None`
+    /// without lag compensation.
+    pub fn lag(&self, q: QueueId) -> Option<f64> {
+        self.lags.as_ref().map(|l| l.lag(q))
+    }
+
+    /// True while queue `q` is scheduled with its full power to make up its lag.
+    pub fn is_lagging(&self, q: QueueId) -> bool {
+        self.weights.flows[q].boosted
     }
 
     /// The weight queue `q` is scheduled with now (see [`ElfShare::adjusted_weight`]).
@@ -364,6 +448,25 @@ impl Elf {
     pub fn air_share(&self, q: QueueId) -> f64 {
         let total: f64 = (0..self.fifos.len()).map(|i| self.weights.rate(i)).sum();
         self.weights.rate(q) / total
+    }
+
+    /// Re-evaluates whether `q` is lagging (lag compensation) with error rate `e`, and
+    /// re-stamps waiting heads if its weight moved.
+    fn reweigh(&mut self, q: QueueId, e: f64) {
+        let boosted = self.lags.as_ref().is_some_and(|l| l.lagging(q));
+        if !self.weights.set(q, e, boosted) {
+            return;
+        }
+        let adj = self.weights.flows[q].adj;
+        if self.weights.flows[q].guaranteed {
+            self.top.rerate(q, adj);
+            // A_BE = 1 - sum_G A_i moved too.
+            let agg = self.agg();
+            let a_be = self.weights.a_be();
+            self.top.rerate(agg, a_be);
+        } else {
+            self.inner.rerate(q, adj);
+        }
     }
 
     /// Top-level entry of the best-effort aggregate.
@@ -400,6 +503,11 @@ impl Scheduler for Elf {
         if self.fifos[q].len() > 1 {
             return;
         }
+        if let Some(lags) = &mut self.lags {
+            lags.backlogged(q);
+            let e = self.weights.flows[q].error;
+            self.reweigh(q, e);
+        }
         let f = &self.weights.flows[q];
         if f.guaranteed {
             self.top.set_head(q, len, f.adj);
@@ -425,9 +533,12 @@ impl Scheduler for Elf {
         let aggregate = e == self.agg();
         let q = if aggregate { self.committed } else { e };
         let fifo = &mut self.fifos[q];
-        fifo.pop_front();
+        let len = fifo.pop_front().expect("a served entry has a head frame");
         let next = fifo.front().copied();
         self.frames -= 1;
+        if let Some(lags) = &mut self.lags {
+            lags.sent(q, len, next.is_none());
+        }
         let adj = self.weights.flows[q].adj;
         let level = if aggregate {
             self.inner.serve(q);
@@ -448,26 +559,21 @@ impl Scheduler for Elf {
         self.frames
     }
     fn report(&mut self, _now: Instant, q: QueueId, delivered: bool) {
-        if self.weights.flows[q].fixed {
-            return;
+        if let Some(lags) = &mut self.lags {
+            lags.report(q, delivered);
         }
-        let e = self.estimates.record(q, delivered);
-        if !self.weights.set_error(q, e) {
-            return;
-        }
-        let adj = self.weights.flows[q].adj;
-        if self.weights.flows[q].guaranteed {
-            self.top.rerate(q, adj);
-            // A_BE = 1 - sum_G A_i moved too.
-            let agg = self.agg();
-            let a_be = self.weights.a_be();
-            self.top.rerate(agg, a_be);
+        let e = if self.weights.flows[q].fixed {
+            self.weights.flows[q].error
         } else {
-            self.inner.rerate(q, adj);
-        }
+            self.estimates.record(q, delivered)
+        };
+        self.reweigh(q, e);
     }
 }
 
 #[cfg(test)]
 #[path = "elf_tests.rs"]
 mod tests;
+
+#[path = "elf_lag.rs"]
+mod lag;

@@ -39,6 +39,7 @@ fn config(flows: Vec<ElfFlowConfig>) -> ElfConfig {
         link_rate_bps: 1e6,
         flows,
         estimator: ErrorEstimator::Window { outcomes: 16 },
+        ..Default::default()
     }
 }
 
@@ -237,6 +238,41 @@ proptest! {
     }
 }
 
+proptest! {
+    #[test]
+    fn lag_compensated_elf_keeps_the_invariants_and_bounds_lags(
+        flows in proptest::collection::vec(flow_strategy(), 5),
+        ops in proptest::collection::vec(op_strategy(5, 1500), 0..400),
+        limit in prop_oneof![Just(f64::INFINITY), 1_000.0f64..1e5],
+    ) {
+        // Any mix of enqueues, dequeues and reports: work-conserving, deterministic, finite
+        // positive weights, idle flows' lags within the limit.
+        let c = ElfConfig { lag_compensation: true, lag_limit_bytes: limit, ..config(flows) };
+        check_deterministic(|| Box::new(Elf::new(5, &c).unwrap()), 5, &ops);
+        let mut s = Elf::new(5, &c).unwrap();
+        let t = Instant::ZERO;
+        for op in &ops {
+            match *op {
+                Op::Enqueue(q, len) => s.enqueue(t, q, len),
+                Op::Dequeue => { s.dequeue(t); }
+                Op::Report(q, d) => s.report(t, q, d),
+                _ => {}
+            }
+        }
+        for q in 0..5 {
+            let a = s.air_share(q);
+            prop_assert!(a.is_finite() && a > 0.0, "queue {}: air share {}", q, a);
+            let l = s.lag(q).unwrap();
+            prop_assert!(l.is_finite(), "queue {}: lag {}", q, l);
+            if s.fifos[q].is_empty() {
+                // A frozen lag is clamped whenever it is set; a backlogged flow's grows
+                // with the clock between its own events and is clamped at the next one.
+                prop_assert!(l.abs() <= limit, "queue {}: lag {} over {}", q, l, limit);
+            }
+        }
+    }
+}
+
 #[test]
 fn weights_stay_finite_as_errors_approach_one() {
     let f = |reserved_bps, error_rate| ElfFlowConfig {
@@ -287,6 +323,7 @@ fn best_effort_recovers_promptly_after_an_error_burst() {
             ElfFlowConfig::default(),
         ],
         estimator: ErrorEstimator::Ewma { alpha: 0.05 },
+        ..Default::default()
     };
     let mut s = Elf::new(2, &c).unwrap();
     let t = Instant::ZERO;
@@ -458,6 +495,7 @@ fn config_reads_flows_and_estimator() {
             },
         ],
         estimator: ErrorEstimator::Window { outcomes: 500 },
+        ..Default::default()
     };
     assert_eq!(c, super::super::SchedulerConfig::Elf(want));
     let e = de::<ElfConfig>(&[(
@@ -465,4 +503,188 @@ fn config_reads_flows_and_estimator() {
         Val::Seq(vec![Val::M(vec![("wieght", Val::F(1.0))])]),
     )]);
     assert!(e.unwrap_err().contains("wieght"));
+}
+
+/// Drives `s` with every queue holding one 1000-byte frame (a backlogged cell, 003 §7) for
+/// `slots` slots; `lost(slot, q)` says which transmissions fail. Returns frames delivered per
+/// queue.
+fn drive(s: &mut Elf, slots: u64, mut lost: impl FnMut(u64, usize) -> bool) -> Vec<u64> {
+    let t = Instant::ZERO;
+    for q in 0..s.queues() {
+        if s.fifos[q].is_empty() {
+            s.enqueue(t, q, 1000);
+        }
+    }
+    let mut got = vec![0; s.queues()];
+    for i in 0..slots {
+        let q = s.dequeue(t).unwrap();
+        let ok = !lost(i, q);
+        s.report(t, q, ok);
+        got[q] += u64::from(ok);
+        s.enqueue(t, q, 1000);
+    }
+    got
+}
+
+fn lag_config(flows: Vec<ElfFlowConfig>, lag: bool) -> ElfConfig {
+    ElfConfig {
+        link_rate_bps: 800_000.0,
+        flows,
+        estimator: ErrorEstimator::Window { outcomes: 50 },
+        lag_compensation: lag,
+        lag_limit_bytes: f64::INFINITY,
+    }
+}
+
+#[test]
+fn lag_compensation_makes_up_a_reservation_within_the_power_factor() {
+    // 003 §7, Fig. 12: after an error burst a reserved flow "receives throughput beyond its
+    // reservation so it can clear its lag, but its power factor still limits its link time".
+    // Video reserves W = 0.4 of the link with P = 1.5 (crossover 1/3), one best-effort flow.
+    let flows = vec![
+        ElfFlowConfig {
+            reserved_bps: Some(320_000.0),
+            power_factor: 1.5,
+            ..Default::default()
+        },
+        ElfFlowConfig::default(),
+    ];
+    // Burst: 3 of every 5 video frames lost (E = 0.6, effort region) for 10,000 slots.
+    let burst = |_: u64, q: usize| q == 0;
+    let mut lossy = 0u64;
+    let mut burst_pattern = |i: u64, q: usize| {
+        if burst(i, q) {
+            lossy += 1;
+            lossy % 5 < 3
+        } else {
+            false
+        }
+    };
+    for lag in [false, true] {
+        let mut s = Elf::new(2, &lag_config(flows.clone(), lag)).unwrap();
+        let during = drive(&mut s, 10_000, &mut burst_pattern);
+        // Effort region: video holds P * W = 0.6 of the air (A_BE = 0.4), delivers 40% of it.
+        assert!(
+            (during[0] as f64 / 10_000.0 - 0.6 * 0.4).abs() < 0.01,
+            "{during:?}"
+        );
+        // Clean again. The first 60 slots flush the estimator's 50-outcome window.
+        drive(&mut s, 60, |_, _| false);
+        let after = drive(&mut s, 1_000, |_, _| false);
+        let share = after[0] as f64 / 1_000.0;
+        if lag {
+            // Owed 0.4 of 10,000 slots, got 2,400: 1,600 frames behind, made up at
+            // 0.6 - 0.4 = 0.2 frame per slot, so the first 1,000 slots run at P * W.
+            assert!((share - 0.6).abs() < 0.01, "lagging share {share}");
+            assert!(s.is_lagging(0));
+            // Another 10,000 clean slots clear the rest; then the reservation again.
+            drive(&mut s, 10_000, |_, _| false);
+            assert!(!s.is_lagging(0));
+            let lag0 = s.lag(0).unwrap();
+            assert!(lag0.abs() <= 2_000.0, "lag {lag0} bytes");
+            let settled = drive(&mut s, 1_000, |_, _| false);
+            assert!((settled[0] as f64 / 1_000.0 - 0.4).abs() < 0.01);
+        } else {
+            assert!(
+                (share - 0.4).abs() < 0.01,
+                "share without compensation {share}"
+            );
+            assert_eq!(s.lag(0), None);
+        }
+    }
+}
+
+#[test]
+fn lag_compensation_restores_long_term_best_effort_fairness() {
+    // 003 §7, Fig. 12: "FTP1 receives more throughput than FTP2 so it can achieve long-term
+    // fairness with FTP2 ... this short-term unfairness is limited by its power factor".
+    let flows = vec![ElfFlowConfig::default(), ElfFlowConfig::default()];
+    let mut s = Elf::new(2, &lag_config(flows, true)).unwrap();
+    // FTP1 loses every other frame (E = 0.5 > crossover 1/6): it holds 1.2 / 2.2 of the air.
+    let mut n = 0u64;
+    let during = drive(&mut s, 22_000, |_, q| {
+        n += u64::from(q == 0);
+        q == 0 && n % 2 == 0
+    });
+    assert!(
+        (during[0] as f64 - 22_000.0 * 1.2 / 2.2 * 0.5).abs() < 100.0,
+        "{during:?}"
+    );
+    assert!(
+        (during[1] as f64 - 22_000.0 / 2.2).abs() < 100.0,
+        "{during:?}"
+    );
+    // Clean: FTP1 is lagging and gets P : 1 = 1.2 : 1 of the air until the counts match.
+    let after = drive(&mut s, 2_200, |_, _| false);
+    assert!((after[0] as f64 - 1_200.0).abs() < 20.0, "{after:?}");
+    // FTP2 is ahead by 10,000 - 6,000 = 4,000 frames; catching up at 200 per 2,200 slots
+    // takes 44,000 slots. After 60,000 slots the totals are equal within a few frames.
+    let rest = drive(&mut s, 60_000 - 2_200, |_, _| false);
+    let total = [
+        during[0] + after[0] + rest[0],
+        during[1] + after[1] + rest[1],
+    ];
+    assert!(total[0].abs_diff(total[1]) <= 3, "{total:?}");
+    assert!(!s.is_lagging(0));
+}
+
+#[test]
+fn lag_stays_within_its_limit() {
+    let mut c = lag_config(vec![ElfFlowConfig::default(); 2], true);
+    c.lag_limit_bytes = 50_000.0;
+    let mut s = Elf::new(2, &c).unwrap();
+    drive(&mut s, 20_000, |_, q| q == 0);
+    for q in 0..2 {
+        let l = s.lag(q).unwrap();
+        assert!(l.abs() <= 50_000.0 + 1_000.0, "queue {q}: lag {l}");
+    }
+    // Behind by the limit (50 frames). Clean, it gets 1.2 / 2.2 of the slots against the
+    // 1 / 2 it is owed, gaining 0.2 / 4.4 frame per slot: 1,100 slots, plus about 100 for the
+    // estimator's window to forget the losses.
+    drive(&mut s, 1_300, |_, _| false);
+    assert!(s.lag(0).unwrap() < 2_000.0);
+    c.lag_limit_bytes = 0.0;
+    let e = Elf::new(2, &c).unwrap_err();
+    assert!(e.to_string().contains("lag_limit_bytes"), "{e}");
+}
+
+#[test]
+fn lag_compensation_keeps_eq1_shares_under_constant_errors() {
+    // 003 Table 3's setup (W = 1/8 reserved at each station, 50% loss at station B, every
+    // P = 2): with constant errors the lags stay small, so long-run throughput is the
+    // closed form's whether or not lag compensation is on.
+    let flows: Vec<ElfFlowConfig> = [Some(100_000.0), None, Some(100_000.0), None]
+        .into_iter()
+        .map(|r| ElfFlowConfig {
+            reserved_bps: r,
+            power_factor: 2.0,
+            ..Default::default()
+        })
+        .collect();
+    let want = allocate(
+        800_000.0,
+        &flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ElfFlow {
+                reserved_bps: f.reserved_bps,
+                weight: 1.0,
+                power_factor: 2.0,
+                error_rate: if i >= 2 { 0.5 } else { 0.0 },
+            })
+            .collect::<Vec<_>>(),
+    );
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut s = Elf::new(4, &lag_config(flows, true)).unwrap();
+    let slots = 200_000u64;
+    let got = drive(&mut s, slots, |_, q| q >= 2 && rng.gen_bool(0.5));
+    for (q, w) in want.iter().enumerate() {
+        let bps = got[q] as f64 * 8_000.0 / (slots as f64 / 100.0);
+        assert!(
+            (bps - w.throughput_bps).abs() < 0.02 * w.throughput_bps,
+            "queue {q}: {bps} vs {}",
+            w.throughput_bps
+        );
+    }
 }

@@ -1,0 +1,550 @@
+//! Plots of `mslink sim` results as PNG and SVG (DESIGN.md, "Outputs"), drawn with plotters so
+//! the CLI needs no Python.
+//!
+//! Contract. [`write_plots`] turns the results of one `mslink sim` invocation into files under
+//! `DIR/plots/` and returns their paths:
+//!
+//! * `timeseries_p<point>.png|svg`, for each sweep point whose runs have a moving-window series:
+//!   throughput of every flow against time, averaged over the repetitions (003 Figs. 11-12);
+//! * `sweep_<metric>.png|svg` when the scenario has more than one sweep point, for `throughput`,
+//!   `loss_rate` and `delay_mean`: the metric of every flow (and every combination of the other
+//!   sweep keys) against the swept parameter, mean over repetitions with ±1 standard deviation
+//!   error bars (004 Figs. 2, 7-10). The x axis is the first sweep key whose values are all
+//!   numbers (and differ); without one, the first key that varies, as categories.
+//!
+//! Output is a pure function of the results: the same results give byte-identical files (no
+//! timestamps, no system fonts: text is drawn with the embedded DejaVu Sans subset of
+//! `assets/`). Many flows are capped at [`MAX_LINES`] lines per chart, named in the title.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use mslink_sim::RunResult;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Most lines drawn in one chart (the rest are left out and the title says so).
+pub const MAX_LINES: usize = 12;
+/// Most sweep points that get a time-series chart each.
+pub const MAX_TIMESERIES_CHARTS: usize = 64;
+/// Image size in pixels (PNG) or user units (SVG).
+const SIZE: (u32, u32) = (960, 600);
+/// The embedded font (see `assets/README.md` for its origin and license).
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-ascii.ttf");
+
+/// What the plots are drawn from.
+pub struct PlotInput<'a> {
+    /// Scenario name (chart titles).
+    pub scenario: &'a str,
+    /// Sweep keys, in the order of each point's values.
+    pub keys: &'a [String],
+    /// Sweep points: `(key, value)` per key.
+    pub points: &'a [Vec<(String, String)>],
+    /// Every run with its sweep point.
+    pub runs: Vec<(usize, &'a RunResult)>,
+}
+
+/// One line of a chart: `(x, mean, standard deviation)` points in x order.
+struct Line {
+    label: String,
+    points: Vec<(f64, f64, f64)>,
+}
+
+/// Values over repetitions, per x (as `f64` bits, ordered) and series name.
+type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
+/// A flow metric for the sweep charts.
+type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
+
+/// A chart, independent of the backend.
+struct Chart {
+    title: String,
+    x_label: String,
+    y_label: String,
+    lines: Vec<Line>,
+    /// Category names when x is categorical (x = index).
+    categories: Option<Vec<String>>,
+    error_bars: bool,
+}
+
+fn register_font() -> Result<()> {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!("the embedded plot font does not parse"))
+    }
+}
+
+/// Writes every plot of `input` under `dir/plots`; returns the files written.
+pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>> {
+    register_font()?;
+    let out = dir.join("plots");
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut files = Vec::new();
+    for (point, chart) in timeseries_charts(input) {
+        files.extend(save(&out, &format!("timeseries_p{point}"), &chart)?);
+    }
+    if input.points.len() > 1 {
+        for (stem, chart) in sweep_charts(input) {
+            files.extend(save(&out, &stem, &chart)?);
+        }
+    }
+    Ok(files)
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (mean, 0.0);
+    }
+    // Sample standard deviation across repetitions.
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+/// `key=value` of a sweep point, shortened for a legend: inline tables show their fields
+/// other than `name`.
+fn short_value(v: &str) -> String {
+    let v = v.trim();
+    if v.starts_with('{') {
+        if let Ok(t) = toml::from_str::<toml::Table>(&format!("v = {v}")) {
+            if let Some(toml::Value::Table(t)) = t.get("v") {
+                // The scheme (what tells services apart) first, then the other settings.
+                let mut parts: Vec<String> = t
+                    .get("scheme")
+                    .and_then(|x| x.as_str())
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect();
+                parts.extend(
+                    t.iter()
+                        .filter(|(k, _)| !matches!(k.as_str(), "name" | "scheme"))
+                        .map(|(k, x)| match x {
+                            toml::Value::String(s) => format!("{k}={s}"),
+                            other => format!("{k}={other}"),
+                        }),
+                );
+                return truncate(&parts.join(" "), 48);
+            }
+        }
+    }
+    truncate(v.trim_matches('"'), 32)
+}
+
+fn truncate(v: &str, n: usize) -> String {
+    if v.chars().count() > n {
+        format!("{}...", v.chars().take(n - 3).collect::<String>())
+    } else {
+        v.to_string()
+    }
+}
+
+/// Line colours: a ten-colour qualitative palette (Tableau 10), repeated.
+const PALETTE: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+];
+
+/// Axis labels for categorical sweep values: a service table's scheme, else the value cut to
+/// 16 characters; numbered when that leaves two alike.
+fn category_labels(values: &[String]) -> Vec<String> {
+    let short: Vec<String> = values
+        .iter()
+        .map(|v| {
+            let full = short_value(v);
+            if v.trim().starts_with('{') {
+                // A table: its first word is the scheme (or first setting).
+                truncate(full.split(' ').next().unwrap_or(&full), 16)
+            } else {
+                truncate(&full, 16)
+            }
+        })
+        .collect();
+    let unique = short
+        .iter()
+        .enumerate()
+        .all(|(i, a)| !short[..i].contains(a));
+    if unique {
+        short
+    } else {
+        short
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{i}: {s}"))
+            .collect()
+    }
+}
+
+/// Last dotted component of a key (`segment.1.error.mean_bytes` -> `mean_bytes`).
+fn short_key(k: &str) -> &str {
+    k.rsplit('.')
+        .find(|p| p.parse::<usize>().is_err())
+        .unwrap_or(k)
+}
+
+fn describe_point(point: &[(String, String)]) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{}={}", short_key(k), short_value(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Throughput axis unit for a largest value in bit/s.
+fn rate_unit(max_bps: f64) -> (&'static str, f64) {
+    if max_bps >= 1e7 {
+        ("Mbit/s", 1e6)
+    } else {
+        ("kbit/s", 1e3)
+    }
+}
+
+fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
+    // point -> flow (in first-seen order) -> time -> values over repetitions.
+    let mut per_point: BTreeMap<usize, (Vec<String>, Series)> = BTreeMap::new();
+    for (point, r) in &input.runs {
+        if *point >= MAX_TIMESERIES_CHARTS {
+            continue;
+        }
+        let (order, flows) = per_point.entry(*point).or_default();
+        for p in &r.timeseries {
+            if !flows.contains_key(&p.flow) {
+                order.push(p.flow.clone());
+            }
+            flows
+                .entry(p.flow.clone())
+                .or_default()
+                .entry(p.time_s.to_bits())
+                .or_default()
+                .push(p.throughput_bps);
+        }
+    }
+    let mut charts = Vec::new();
+    for (point, (order, flows)) in per_point {
+        if order.is_empty() {
+            continue;
+        }
+        let max = flows
+            .values()
+            .flat_map(|t| t.values().flatten())
+            .fold(0.0f64, |a, &b| a.max(b));
+        let (unit, scale) = rate_unit(max);
+        let shown = order.len().min(MAX_LINES);
+        let lines = order
+            .iter()
+            .take(shown)
+            .map(|f| {
+                let mut pts: Vec<(f64, f64, f64)> = flows[f]
+                    .iter()
+                    .map(|(t, v)| {
+                        let (m, s) = mean_std(v);
+                        (f64::from_bits(*t), m / scale, s / scale)
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Line {
+                    label: f.clone(),
+                    points: pts,
+                }
+            })
+            .collect();
+        let mut title = format!("{}: moving-window throughput", input.scenario);
+        if input.points.len() > 1 {
+            title.push_str(&format!(" ({})", describe_point(&input.points[point])));
+        }
+        if shown < order.len() {
+            title.push_str(&format!(" [first {shown} of {} flows]", order.len()));
+        }
+        charts.push((
+            point,
+            Chart {
+                title,
+                x_label: "time (s)".into(),
+                y_label: format!("throughput ({unit})"),
+                lines,
+                categories: None,
+                error_bars: false,
+            },
+        ));
+    }
+    charts
+}
+
+fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
+    let varies = |i: usize| {
+        let first = &input.points[0][i].1;
+        input.points.iter().any(|p| &p[i].1 != first)
+    };
+    let numeric = |i: usize| {
+        input
+            .points
+            .iter()
+            .all(|p| p[i].1.trim().parse::<f64>().is_ok_and(f64::is_finite))
+    };
+    let Some(xi) = (0..input.keys.len())
+        .find(|&i| varies(i) && numeric(i))
+        .or_else(|| (0..input.keys.len()).find(|&i| varies(i)))
+    else {
+        return Vec::new();
+    };
+    let categorical = !numeric(xi);
+    let mut categories: Vec<String> = Vec::new();
+    if categorical {
+        for p in input.points {
+            if !categories.contains(&p[xi].1) {
+                categories.push(p[xi].1.clone());
+            }
+        }
+    }
+    let x_of = |point: usize| -> f64 {
+        let v = &input.points[point][xi].1;
+        if categorical {
+            categories.iter().position(|c| c == v).unwrap_or(0) as f64
+        } else {
+            v.trim().parse().unwrap_or(0.0)
+        }
+    };
+    let metrics: [(&str, &str, Metric); 3] = [
+        ("throughput", "throughput", |f| f.throughput_bps),
+        ("loss_rate", "residual loss rate", |f| f.loss_rate),
+        ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
+    ];
+    let mut charts = Vec::new();
+    for (stem, y_name, metric) in metrics {
+        // Series (flow, other keys) in first-seen order -> x -> values over repetitions.
+        let mut order: Vec<String> = Vec::new();
+        let mut series = Series::new();
+        for (point, r) in &input.runs {
+            let others: Vec<String> = input.points[*point]
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != xi)
+                .map(|(_, (_, v))| short_value(v))
+                .collect();
+            for f in &r.flows {
+                let mut label = f.flow.clone();
+                if !others.is_empty() {
+                    label = format!("{label} {}", others.join(" "));
+                }
+                if !series.contains_key(&label) {
+                    order.push(label.clone());
+                }
+                series
+                    .entry(label)
+                    .or_default()
+                    .entry(x_of(*point).to_bits())
+                    .or_default()
+                    .push(metric(f));
+            }
+        }
+        let (y_label, scale) = if stem == "throughput" {
+            let max = series
+                .values()
+                .flat_map(|s| s.values().flatten())
+                .fold(0.0f64, |a, &b| a.max(b));
+            let (unit, scale) = rate_unit(max);
+            (format!("{y_name} ({unit})"), scale)
+        } else {
+            (y_name.to_string(), 1.0)
+        };
+        let shown = order.len().min(MAX_LINES);
+        let lines = order
+            .iter()
+            .take(shown)
+            .map(|l| {
+                let mut pts: Vec<(f64, f64, f64)> = series[l]
+                    .iter()
+                    .map(|(x, v)| {
+                        let (m, s) = mean_std(v);
+                        (f64::from_bits(*x), m / scale, s / scale)
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Line {
+                    label: l.clone(),
+                    points: pts,
+                }
+            })
+            .collect();
+        let mut title = format!(
+            "{}: {y_name} (mean, ±1 std over repetitions)",
+            input.scenario
+        );
+        if shown < order.len() {
+            title.push_str(&format!(" [first {shown} of {}]", order.len()));
+        }
+        charts.push((
+            format!("sweep_{stem}"),
+            Chart {
+                title,
+                x_label: short_key(&input.keys[xi]).to_string(),
+                y_label,
+                lines,
+                categories: categorical.then(|| category_labels(&categories)),
+                error_bars: true,
+            },
+        ));
+    }
+    charts
+}
+
+/// Writes `stem.png` and `stem.svg`.
+fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
+    let (w, h) = SIZE;
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        draw(&root, chart)?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {stem}.png: {e}"))?;
+    }
+    let png_path = dir.join(format!("{stem}.png"));
+    let mut png_bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Best);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&rgb)?;
+    }
+    std::fs::write(&png_path, &png_bytes)
+        .with_context(|| format!("writing {}", png_path.display()))?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        draw(&root, chart)?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {stem}.svg: {e}"))?;
+    }
+    let svg_path = dir.join(format!("{stem}.svg"));
+    std::fs::write(&svg_path, svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    Ok(vec![png_path, svg_path])
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting {}: {e}", chart.title);
+    root.fill(&WHITE).map_err(e)?;
+    let all = chart.lines.iter().flat_map(|l| l.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, m, s) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(if chart.error_bars { m + s } else { m });
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if chart.categories.is_some() {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    } else if x1 <= x0 {
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
+    }
+    let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+    let mut cc = ChartBuilder::on(root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, 0.0..y1)
+        .map_err(e)?;
+    let cats = chart.categories.clone();
+    let n_cats = cats.as_ref().map_or(0, Vec::len);
+    let x_fmt = move |x: &f64| match &cats {
+        Some(c) => {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < c.len() {
+                c[i as usize].clone()
+            } else {
+                String::new()
+            }
+        }
+        None => format!("{x}"),
+    };
+    let mut mesh = cc.configure_mesh();
+    mesh.x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .x_label_formatter(&x_fmt)
+        .label_style(("sans-serif", 13));
+    if n_cats > 0 {
+        mesh.x_labels(n_cats + 2);
+    }
+    mesh.draw().map_err(e)?;
+    for (i, line) in chart.lines.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        let color = RGBColor(r, g, b).to_rgba();
+        let style = ShapeStyle::from(color).stroke_width(2);
+        cc.draw_series(LineSeries::new(
+            line.points.iter().map(|&(x, m, _)| (x, m)),
+            style,
+        ))
+        .map_err(e)?
+        .label(line.label.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        if chart.error_bars {
+            cc.draw_series(line.points.iter().map(|&(x, m, s)| {
+                ErrorBar::new_vertical(x, (m - s).max(0.0), m, m + s, color.filled(), 8)
+            }))
+            .map_err(e)?;
+        }
+    }
+    cc.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 13))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn legend_and_axis_names_are_short() {
+        let t = r#"{ name = "cbr", scheme = "karn_rlp", max_retransmissions = 1 }"#;
+        assert_eq!(short_value(t), "karn_rlp max_retransmissions=1");
+        assert_eq!(short_value("131072"), "131072");
+        assert_eq!(short_key("segment.1.error.mean_bytes"), "mean_bytes");
+        assert_eq!(short_key("segment.1.link.service.0"), "service");
+        let raw = r#"{ name = "cbr", scheme = "raw" }"#.to_string();
+        let karn = t.to_string();
+        assert_eq!(
+            category_labels(&[raw.clone(), karn.clone()]),
+            ["raw", "karn_rlp"]
+        );
+        // Two karn_rlp settings would look alike: numbered.
+        let karn3 = karn.replace("= 1", "= 3");
+        assert_eq!(
+            category_labels(&[raw, karn, karn3]),
+            ["0: raw", "1: karn_rlp", "2: karn_rlp"]
+        );
+    }
+
+    #[test]
+    fn error_bars_are_the_sample_standard_deviation() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32 / 7.
+        let (m, s) = mean_std(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(m, 5.0);
+        assert!((s - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_std(&[3.0]), (3.0, 0.0));
+    }
+}
