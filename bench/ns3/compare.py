@@ -26,8 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [
-    ("1 flow, 5 Mbit/s", 1, 5.0, "scenarios/bench/tcp_bulk_1.toml"),
-    ("10 flows, 50 Mbit/s", 10, 50.0, "scenarios/bench/tcp_bulk_10.toml"),
+    ("1 flow, 5 Mbit/s", 1, 5.0, "scenarios/bench/tcp_newreno_100mb.toml"),
+    ("10 flows, 50 Mbit/s", 10, 50.0, "scenarios/bench/tcp_newreno_10x100mb.toml"),
 ]
 
 
@@ -80,7 +80,7 @@ def main() -> int:
         res = work / f"ms-{flows}"
         _, ms_cpu, ms_rss = timed([
             args.mslink, "sim", str(ROOT / scenario), "--out", str(res), "--reps", "1",
-            "--no-plots", "--set", f"flow.size_bytes={size}",
+            "--no-plots", "--jobs", "1", "--set", f"flow.0.size_bytes={size}",
         ])
         summary = json.loads((res / "summary.json").read_text())
         ms_pkts = summary_link_packets(summary)

@@ -5,6 +5,8 @@
 //
 //   tcp_bulk --flows=1 --rateMbps=5 --bytes=100000000 --loss=0.015
 //
+// Socket buffers are 128 KiB at both ends, as in the mslink scenarios.
+//
 // Prints one line: flows, link packets (data + ACK transmissions on the link), simulated
 // seconds to the last byte, and goodput.
 
@@ -44,8 +46,8 @@ int main(int argc, char* argv[]) {
   RngSeedManager::SetRun(seed);
   Config::SetDefault("ns3::TcpL4Protocol::SocketType", TypeIdValue(TcpNewReno::GetTypeId()));
   Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(segment));
-  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(1 << 20));
-  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(1 << 20));
+  Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(131072));
+  Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(131072));
   Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(false));
 
   NodeContainer nodes;
