@@ -53,6 +53,11 @@ pub struct HostConfig {
     pub per_packet_us: f64,
     /// Host processing per byte, ns.
     pub per_byte_ns: f64,
+    /// An XCP router on this host's interface believing the link carries this many bit/s
+    /// (001 §II: XCP with a static "estimated bandwidth"; the router is the sending host).
+    /// XCP flows' congestion headers are set here as packets enter the subsystem, with the
+    /// bytes waiting in it as the router's queue.
+    pub xcp_capacity_bps: Option<f64>,
 }
 
 impl Default for HostConfig {
@@ -62,6 +67,7 @@ impl Default for HostConfig {
             device: DeviceModel::SingleSlot,
             per_packet_us: 0.0,
             per_byte_ns: 0.0,
+            xcp_capacity_bps: None,
         }
     }
 }
@@ -79,6 +85,13 @@ impl HostConfig {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("`{k}` must be a number >= 0, got {v}"));
+            }
+        }
+        if let Some(c) = self.xcp_capacity_bps {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(format!(
+                    "`xcp_capacity_bps` must be a positive rate, got {c}"
+                ));
             }
         }
         if let DeviceModel::DropTail { limit: 0 } = self.device {
@@ -129,6 +142,8 @@ pub struct NetworkSubsystem {
     device_busy: bool,
     /// Packets ready for the device, for `poll_to_device`.
     ready: VecDeque<Vec<u8>>,
+    /// Bytes of the packets inside (not yet handed to the device).
+    bytes_inside: usize,
     stats: HostStats,
 }
 
@@ -143,6 +158,7 @@ impl NetworkSubsystem {
             ifq: VecDeque::new(),
             device_busy: false,
             ready: VecDeque::new(),
+            bytes_inside: 0,
             stats: HostStats::default(),
         }
     }
@@ -161,6 +177,11 @@ impl NetworkSubsystem {
             + self.ready.len()
     }
 
+    /// Bytes of the packets inside.
+    pub fn backlog_bytes(&self) -> usize {
+        self.bytes_inside
+    }
+
     fn note_backlog(&mut self) {
         self.stats.max_backlog = self.stats.max_backlog.max(self.backlog() as u64);
     }
@@ -169,6 +190,7 @@ impl NetworkSubsystem {
     /// queue full is handed back (and counted) so the caller can account for it.
     pub fn handle_packet(&mut self, now: Instant, packet: Vec<u8>) {
         self.stats.packets_in += 1;
+        self.bytes_inside += packet.len();
         match self.config.device {
             DeviceModel::SingleSlot => {
                 self.waiting.push_back(packet);
@@ -216,6 +238,7 @@ impl NetworkSubsystem {
         if let Some(p) = self.ifq.pop_front() {
             self.device_busy = true;
             self.stats.to_device += 1;
+            self.bytes_inside -= p.len();
             self.ready.push_back(p);
         }
     }
@@ -228,6 +251,7 @@ impl NetworkSubsystem {
                     let (_, p) = self.in_overhead.take().expect("checked");
                     self.device_busy = true;
                     self.stats.to_device += 1;
+                    self.bytes_inside -= p.len();
                     self.ready.push_back(p);
                 }
             }
@@ -236,6 +260,7 @@ impl NetworkSubsystem {
                     let (_, p) = self.delay_line.pop_front().expect("checked");
                     if self.ifq.len() >= limit {
                         self.stats.ifq_drops += 1;
+                        self.bytes_inside -= p.len();
                     } else {
                         self.ifq.push_back(p);
                     }

@@ -527,16 +527,18 @@ impl Scenario {
         for (j, seg) in self.segments[lo..hi].iter().enumerate() {
             if seg.kind == SegmentKind::Wireless {
                 let mtu = seg.link_config().mtu;
-                let need = f.tcp.mss as usize + crate::tcp::HEADERS as usize;
+                // XCP's congestion header is a 16-byte TCP option (with its two NOPs).
+                let headers = crate::tcp::HEADERS as usize + if f.tcp.xcp { 16 } else { 0 };
+                let need = f.tcp.mss as usize + headers;
                 if need > mtu {
                     return Err(invalid(
                         k("tcp.mss"),
                         format!(
-                            "segments of {} bytes plus 40 bytes of IPv4/TCP headers exceed the mtu {} of segment[{}]; use mss <= {}",
+                            "segments of {} bytes plus {headers} bytes of IPv4/TCP headers exceed the mtu {} of segment[{}]; use mss <= {}",
                             f.tcp.mss,
                             mtu,
                             lo + j,
-                            mtu.saturating_sub(40)
+                            mtu.saturating_sub(headers)
                         ),
                     ));
                 }

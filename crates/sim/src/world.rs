@@ -152,6 +152,8 @@ struct World<'a, 'c> {
     hosts: Vec<Option<crate::host::NetworkSubsystem>>,
     /// Pending host timer per node, to avoid scheduling duplicates.
     host_armed: Vec<Option<Instant>>,
+    /// XCP router on a host's interface (`xcp_capacity_bps`), by node.
+    xcp: Vec<Option<crate::xcp::XcpRouter>>,
 }
 
 /// Runs repetition `rep` of `sc` (validate it first). `load` returns the text of a trace file.
@@ -263,6 +265,17 @@ pub fn run_with_capture(
             })
             .collect(),
         host_armed: vec![None; sc.segments.len() + 1],
+        xcp: (0..=sc.segments.len())
+            .map(|n| {
+                let h = sc.hosts.iter().find(|h| h.node == n)?;
+                let c = h.config.xcp_capacity_bps?;
+                let cfg = crate::xcp::XcpRouterConfig {
+                    capacity_bps: c,
+                    ..Default::default()
+                };
+                Some(crate::xcp::XcpRouter::new(&cfg, Instant::ZERO))
+            })
+            .collect(),
     };
     for i in 0..w.flows.len() {
         let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
@@ -371,6 +384,17 @@ impl World<'_, '_> {
         match self.hosts[node].as_mut() {
             None => self.at_node(now, node, p),
             Some(h) => {
+                let mut p = p;
+                if let Some(r) = self.xcp[node].as_mut() {
+                    // 001: the sending host is the XCP router of its own interface.
+                    if let Ok(Some(x)) = crate::tcp::segment::parse(&p).map(|w| w.xcp) {
+                        if x.cwnd > 0 {
+                            r.catch_up(now);
+                            let fb = r.on_wire(p.len(), h.backlog_bytes(), x);
+                            crate::tcp::segment::set_xcp_feedback(&mut p, fb);
+                        }
+                    }
+                }
                 h.handle_packet(now, p);
                 self.host_pump(now, node);
             }

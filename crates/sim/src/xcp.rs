@@ -204,6 +204,94 @@ pub fn apply_feedback(cwnd_bytes: f64, feedback_bytes: f64, mss: usize) -> f64 {
     (cwnd_bytes + feedback_bytes).max(mss as f64)
 }
 
+/// The window of an XCP sender (Katabi et al. §3.2, §3.4) behind the simulator's TCP: it
+/// asks routers for at most one segment more per segment sent (slow start's pace, so a path
+/// without an XCP router still works), takes `cwnd + feedback` from each echoed header, and on
+/// a loss halves the window as TCP does (XCP leaves loss recovery to TCP's machinery).
+#[derive(Clone, Debug)]
+pub struct XcpWindow {
+    cwnd: f64,
+    mss: f64,
+}
+
+impl XcpWindow {
+    /// Starts with `initial_window` segments.
+    pub fn new(initial_window: u32, mss: u64) -> Self {
+        XcpWindow {
+            cwnd: f64::from(initial_window) * mss as f64,
+            mss: mss as f64,
+        }
+    }
+}
+
+impl crate::tcp::cc::CongestionControl for XcpWindow {
+    fn cwnd(&self) -> u64 {
+        self.cwnd as u64
+    }
+    fn ssthresh(&self) -> u64 {
+        u64::MAX / 4
+    }
+    fn on_ack(&mut self, ack: &crate::tcp::cc::AckInfo) {
+        if let Some(fb) = ack.xcp_feedback {
+            self.cwnd = apply_feedback(self.cwnd, f64::from(fb), self.mss as usize);
+        }
+    }
+    fn on_loss(&mut self, _flight: u64, _mss: u64) {
+        self.cwnd = (self.cwnd / 2.0).max(self.mss);
+    }
+    fn on_timeout(&mut self, _flight: u64, _mss: u64) {
+        self.cwnd = self.mss;
+    }
+    fn set_cwnd(&mut self, cwnd: u64) {
+        self.cwnd = cwnd as f64;
+    }
+    fn name(&self) -> &'static str {
+        "xcp"
+    }
+    fn xcp_request(
+        &self,
+        srtt: Option<Duration>,
+        mss: u64,
+    ) -> Option<crate::tcp::segment::XcpField> {
+        Some(crate::tcp::segment::XcpField {
+            cwnd: self.cwnd.min(u32::MAX as f64) as u32,
+            rtt_us: srtt.map_or(0, |r| {
+                (r.as_nanos() / 1_000).min(u64::from(u32::MAX)) as u32
+            }),
+            feedback: mss.min(i32::MAX as u64) as i32,
+        })
+    }
+}
+
+impl XcpRouter {
+    /// Runs every control interval that ended by `now` (drivers that see the router only when
+    /// packets pass call this first).
+    pub fn catch_up(&mut self, now: Instant) {
+        while self.interval_end <= now {
+            let end = self.interval_end;
+            self.on_timeout(end);
+        }
+    }
+
+    /// Sees a packet's wire congestion header: lowers its feedback and returns the new value.
+    pub fn on_wire(
+        &mut self,
+        len: usize,
+        queue_bytes: usize,
+        x: crate::tcp::segment::XcpField,
+    ) -> i32 {
+        let mut h = XcpHeader {
+            cwnd_bytes: f64::from(x.cwnd),
+            rtt: Duration::from_micros(u64::from(x.rtt_us)),
+            feedback_bytes: f64::from(x.feedback),
+        };
+        self.on_packet(len, queue_bytes, &mut h);
+        h.feedback_bytes
+            .clamp(i32::MIN as f64, i32::MAX as f64)
+            .floor() as i32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +420,34 @@ mod tests {
         );
         let jain = total * total / (3.0 * cwnd.iter().map(|w| w * w).sum::<f64>());
         assert!(jain > 0.95, "Jain index {jain}, windows {cwnd:?}");
+    }
+
+    #[test]
+    fn the_sender_window_follows_echoed_feedback_and_halves_on_loss() {
+        use crate::tcp::cc::{AckInfo, CongestionControl};
+        let mut w = XcpWindow::new(2, 1000);
+        let ack = |fb| AckInfo {
+            now: Instant::ZERO,
+            acked: 1000,
+            flight: 2000,
+            mss: 1000,
+            rtt: None,
+            xcp_feedback: fb,
+        };
+        w.on_ack(&ack(Some(500)));
+        assert_eq!(w.cwnd(), 2500);
+        w.on_ack(&ack(None));
+        assert_eq!(w.cwnd(), 2500, "an ACK without feedback leaves the window");
+        w.on_ack(&ack(Some(-10_000)));
+        assert_eq!(w.cwnd(), 1000, "never below one segment");
+        w.set_cwnd(8000);
+        w.on_loss(8000, 1000);
+        assert_eq!(w.cwnd(), 4000);
+        let req = w
+            .xcp_request(Some(Duration::from_micros(2500)), 1000)
+            .unwrap();
+        assert_eq!((req.cwnd, req.rtt_us, req.feedback), (4000, 2500, 1000));
+        w.on_timeout(4000, 1000);
+        assert_eq!(w.cwnd(), 1000);
     }
 }

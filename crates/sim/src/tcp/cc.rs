@@ -24,6 +24,8 @@ pub struct AckInfo {
     pub mss: u64,
     /// An RTT sample taken from this ACK, if any (Karn's rule applied).
     pub rtt: Option<Duration>,
+    /// The XCP feedback the receiver echoed on this ACK, bytes (XCP flows only).
+    pub xcp_feedback: Option<i32>,
 }
 
 /// A congestion window controller.
@@ -43,6 +45,11 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn set_cwnd(&mut self, cwnd: u64);
     /// A short name for results.
     fn name(&self) -> &'static str;
+    /// The XCP congestion header to put on a data segment, given the sender's smoothed RTT;
+    /// `None` for window controllers that routers do not steer.
+    fn xcp_request(&self, _srtt: Option<Duration>, _mss: u64) -> Option<super::segment::XcpField> {
+        None
+    }
 }
 
 /// RFC 5681 additive increase, multiplicative decrease.
@@ -115,6 +122,7 @@ mod tests {
             flight: 0,
             mss: 1000,
             rtt: None,
+            xcp_feedback: None,
         }
     }
 

@@ -93,6 +93,11 @@ pub struct TcpConfig {
     pub delayed_ack: bool,
     /// Longest delay of a delayed ACK, seconds (RFC 1122: under 0.5 s).
     pub delayed_ack_s: f64,
+    /// XCP (Katabi et al. 2002, as 001 uses it): the window follows the feedback routers
+    /// write into each segment's congestion header (a `[[host]]` with `xcp_capacity_bps`, or
+    /// none: then the sender grows by at most one segment per ACK). Loss recovery stays
+    /// `variant`'s.
+    pub xcp: bool,
 }
 
 impl Default for TcpConfig {
@@ -110,6 +115,7 @@ impl Default for TcpConfig {
             recv_buffer_bytes: 65_536,
             delayed_ack: false,
             delayed_ack_s: 0.2,
+            xcp: false,
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct Receiver {
     unacked: u32,
     ack_now: bool,
     deadline: Option<Instant>,
+    /// XCP feedback of the data segments not yet acknowledged, summed (Katabi et al. §3.2:
+    /// the receiver copies it into the ACK).
+    xcp_feedback: Option<i32>,
     stats: ReceiverStats,
 }
 
@@ -77,6 +80,7 @@ impl Receiver {
             unacked: 0,
             ack_now: false,
             deadline: None,
+            xcp_feedback: None,
             stats: ReceiverStats::default(),
         }
     }
@@ -102,6 +106,10 @@ impl Receiver {
             return;
         }
         self.stats.segments += 1;
+        if let Some(x) = s.xcp {
+            let sum = self.xcp_feedback.unwrap_or(0).saturating_add(x.feedback);
+            self.xcp_feedback = Some(sum);
+        }
         let (start, end) = (s.seq, s.end());
         if start >= self.rcv_nxt + self.buffer || end > self.rcv_nxt + self.buffer {
             self.stats.beyond_window += 1;
@@ -184,6 +192,13 @@ impl Receiver {
             ack: self.rcv_nxt,
             flags: ACK,
             window: self.buffer,
+            xcp: self
+                .xcp_feedback
+                .take()
+                .map(|feedback| super::segment::XcpField {
+                    feedback,
+                    ..Default::default()
+                }),
             ..Segment::default()
         };
         if self.sack && !self.ooo.is_empty() {

@@ -15,6 +15,24 @@ use std::fmt;
 /// §3); the same count Linux and ns-2 send.
 pub const MAX_SACK_BLOCKS: usize = 3;
 
+/// TCP option kind of the XCP congestion header (RFC 4727's experimental kind 253).
+pub const XCP_KIND: u8 = 253;
+/// Length of the XCP option: kind, length, cwnd, rtt, feedback.
+pub const XCP_LEN: usize = 14;
+
+/// The XCP congestion header (Katabi et al. 2002 §3.2) as carried in a TCP option: the
+/// sender's window (bytes) and RTT (µs), and the feedback (bytes) routers lower and the
+/// receiver echoes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XcpField {
+    /// The sender's congestion window, bytes.
+    pub cwnd: u32,
+    /// The sender's RTT estimate, µs (0: none yet).
+    pub rtt_us: u32,
+    /// Desired window change, bytes.
+    pub feedback: i32,
+}
+
 /// The ACK flag.
 pub const ACK: u8 = 0x10;
 /// The PSH flag.
@@ -37,6 +55,8 @@ pub struct Segment {
     pub sack: [(u64, u64); MAX_SACK_BLOCKS],
     /// How many of `sack` are used.
     pub sack_len: u8,
+    /// The XCP congestion header, on XCP flows.
+    pub xcp: Option<XcpField>,
 }
 
 impl Segment {
@@ -109,6 +129,8 @@ pub struct WireSegment {
     pub sack: [(u32, u32); MAX_SACK_BLOCKS],
     /// How many SACK blocks.
     pub sack_len: u8,
+    /// The XCP option, if present.
+    pub xcp: Option<XcpField>,
 }
 
 /// The 64-bit value whose low 32 bits are `w` closest to `near`.
@@ -137,6 +159,7 @@ impl WireSegment {
             flags: self.flags,
             window: (self.window as u64) << shift,
             sack_len: self.sack_len,
+            xcp: self.xcp,
             ..Segment::default()
         };
         for (i, &(a, b)) in self.sack_blocks().iter().enumerate() {
@@ -153,6 +176,11 @@ impl WireSegment {
 
 /// TCP header bytes of `s` (20 plus options padded to 4).
 pub fn tcp_header_len(s: &Segment) -> usize {
+    sack_options_end(s) + if s.xcp.is_some() { 2 + XCP_LEN } else { 0 }
+}
+
+/// Where the SACK option (if any) ends in the TCP header.
+fn sack_options_end(s: &Segment) -> usize {
     if s.sack_len == 0 {
         20
     } else {
@@ -204,6 +232,17 @@ pub fn emit(s: &Segment, e: &Endpoints, out: &mut Vec<u8>) {
             t[o + 4..o + 8].copy_from_slice(&(b as u32).to_be_bytes());
         }
     }
+    if let Some(x) = s.xcp {
+        // Two NOPs keep the 14-byte option's fields 32-bit aligned.
+        let o = sack_options_end(s);
+        t[o] = 1;
+        t[o + 1] = 1;
+        t[o + 2] = XCP_KIND;
+        t[o + 3] = XCP_LEN as u8;
+        t[o + 4..o + 8].copy_from_slice(&x.cwnd.to_be_bytes());
+        t[o + 8..o + 12].copy_from_slice(&x.rtt_us.to_be_bytes());
+        t[o + 12..o + 16].copy_from_slice(&x.feedback.to_be_bytes());
+    }
     // Pseudo-header (RFC 9293 §3.1): addresses, protocol, TCP length. The payload is zeros.
     let mut acc = sum16(&e.src, 0);
     acc = sum16(&e.dst, acc);
@@ -252,6 +291,13 @@ pub fn parse(p: &[u8]) -> Result<WireSegment, ParseError> {
                 if l < 2 || o + l > th {
                     return Err(ParseError::BadHeader);
                 }
+                if kind == XCP_KIND && l == XCP_LEN {
+                    w.xcp = Some(XcpField {
+                        cwnd: be32(o + 2),
+                        rtt_us: be32(o + 6),
+                        feedback: be32(o + 10) as i32,
+                    });
+                }
                 if kind == 5 {
                     if (l - 2) % 8 != 0 {
                         return Err(ParseError::BadHeader);
@@ -267,6 +313,39 @@ pub fn parse(p: &[u8]) -> Result<WireSegment, ParseError> {
         }
     }
     Ok(w)
+}
+
+/// Rewrites the feedback of the XCP option in the IPv4/TCP packet `p` (as a router does,
+/// Katabi et al. §3.5) and fixes the TCP checksum. False if `p` carries no XCP option.
+pub fn set_xcp_feedback(p: &mut [u8], feedback: i32) -> bool {
+    if parse(p).map(|w| w.xcp.is_none()).unwrap_or(true) {
+        return false;
+    }
+    let total = u16::from_be_bytes([p[2], p[3]]) as usize;
+    let th = (p[32] >> 4) as usize * 4;
+    let mut o = 40;
+    while o < 20 + th {
+        match p[o] {
+            0 => return false,
+            1 => o += 1,
+            kind => {
+                let l = p[o + 1] as usize;
+                if kind == XCP_KIND && l == XCP_LEN {
+                    p[o + 10..o + 14].copy_from_slice(&feedback.to_be_bytes());
+                    break;
+                }
+                o += l.max(2);
+            }
+        }
+    }
+    p[36] = 0;
+    p[37] = 0;
+    let mut acc = sum16(&p[12..20], 0);
+    acc += 6 + (total - 20) as u32;
+    acc = sum16(&p[20..total], acc);
+    let c = !fold(acc);
+    p[36..38].copy_from_slice(&c.to_be_bytes());
+    true
 }
 
 fn sum16(b: &[u8], mut acc: u32) -> u32 {
@@ -413,5 +492,47 @@ mod tests {
             let near = (x as i64 + d).max(0) as u64;
             prop_assert_eq!(unwrap(x as u32, near), x);
         }
+    }
+
+    #[test]
+    fn xcp_option_round_trips_and_a_router_rewrite_keeps_the_checksum_valid() {
+        let e = Endpoints {
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            sport: 40000,
+            dport: 5001,
+            dscp: 0,
+            shift: 0,
+        };
+        let s = Segment {
+            seq: 1000,
+            len: 100,
+            ack: 1,
+            flags: ACK,
+            window: 65535,
+            xcp: Some(XcpField {
+                cwnd: 14_600,
+                rtt_us: 2_500,
+                feedback: 1_460,
+            }),
+            ..Segment::default()
+        };
+        let mut p = Vec::new();
+        emit(&s, &e, &mut p);
+        assert_eq!(p.len(), packet_len(&s));
+        assert_eq!(parse(&p).unwrap().xcp, s.xcp);
+        assert!(set_xcp_feedback(&mut p, -300));
+        assert_eq!(parse(&p).unwrap().xcp.unwrap().feedback, -300);
+        // etherparse recomputes the checksum independently.
+        let ip = etherparse::Ipv4HeaderSlice::from_slice(&p[..20]).unwrap();
+        let tcp = etherparse::TcpHeaderSlice::from_slice(&p[20..]).unwrap();
+        let want = tcp
+            .to_header()
+            .calc_checksum_ipv4_raw(ip.source(), ip.destination(), &p[20 + tcp.slice().len()..])
+            .unwrap();
+        assert_eq!(tcp.checksum(), want);
+        let mut plain = Vec::new();
+        emit(&Segment { xcp: None, ..s }, &e, &mut plain);
+        assert!(!set_xcp_feedback(&mut plain, 5));
     }
 }

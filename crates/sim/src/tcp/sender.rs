@@ -74,6 +74,10 @@ impl Sender {
     /// A sender of `total` bytes with the window controller of RFC 5681.
     pub fn new(cfg: &TcpConfig, total: u64) -> Self {
         let mss = cfg.mss as u64;
+        if cfg.xcp {
+            let w = crate::xcp::XcpWindow::new(cfg.initial_window, mss);
+            return Self::with_cc(cfg, total, Box::new(w));
+        }
         Self::with_cc(cfg, total, Box::new(Aimd::new(cfg.initial_window, mss)))
     }
 
@@ -180,13 +184,13 @@ impl Sender {
             self.sb.update(&blocks[..a.sack_blocks().len()]);
         }
         if a.ack > self.snd_una {
-            self.new_ack(now, a.ack);
+            self.new_ack(now, a.ack, a.xcp.map(|x| x.feedback));
         } else if self.flight() > 0 && a.len == 0 {
             self.dup_ack(a);
         }
     }
 
-    fn new_ack(&mut self, now: Instant, ack: u64) {
+    fn new_ack(&mut self, now: Instant, ack: u64, xcp_feedback: Option<i32>) {
         let acked = ack - self.snd_una;
         let flight = self.flight();
         let mut rtt = None;
@@ -245,6 +249,7 @@ impl Sender {
                 flight,
                 mss: self.mss,
                 rtt,
+                xcp_feedback,
             });
         }
         // RFC 6298 (5.2)/(5.3).
@@ -379,6 +384,7 @@ impl Sender {
             ack: 1,
             flags: ACK | if end == self.total { PSH } else { 0 },
             window: 65_535,
+            xcp: self.cc.xcp_request(self.rto.srtt(), self.mss),
             ..Segment::default()
         }
     }
