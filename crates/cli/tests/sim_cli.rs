@@ -148,16 +148,7 @@ fn malformed_trace_line_is_reported_with_file_and_line() {
 /// `./dev test` installs tshark and sets MSLINK_REQUIRE_TSHARK=1, so CI cannot skip this.
 #[test]
 fn tshark_dissects_simulator_pcaps() {
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("MSLINK_REQUIRE_TSHARK").is_none(),
-            "tshark is required (./dev test installs it)"
-        );
-        eprintln!("tshark not installed: skipping (./dev test installs it)");
+    if !mslink_link::testkit::tshark_present() {
         return;
     }
     let out = tmp("pcap");

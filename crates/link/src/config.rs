@@ -255,15 +255,7 @@ mod tests {
 
     #[test]
     fn documented_example_parses_and_validates() {
-        let doc = include_str!("config.rs");
-        let start = doc.find("//! ```toml").unwrap();
-        let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
-        let toml_text: String = doc[start..end]
-            .lines()
-            .skip(1)
-            .map(|l| l.trim_start_matches("//!").trim_start())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let toml_text = crate::testkit::doc_toml_example(include_str!("config.rs"));
         let c: LinkConfig = toml::from_str(&toml_text).unwrap();
         c.validate().unwrap();
         assert_eq!(c.service_names(), vec!["best_effort", "tcp"]);

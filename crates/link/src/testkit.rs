@@ -440,6 +440,65 @@ impl Pair {
     }
 }
 
+/// Whether `tshark` runs here. When it does not, tests that need it skip with a note on
+/// stderr — unless `MSLINK_REQUIRE_TSHARK` is set (as `./dev test` and CI do), which makes a
+/// missing tshark a failure, so no check is skipped silently there.
+pub fn tshark_present() -> bool {
+    let have = std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(
+            std::env::var_os("MSLINK_REQUIRE_TSHARK").is_none(),
+            "tshark is required (./dev test installs it)"
+        );
+        eprintln!("tshark not installed: skipping (./dev test installs it)");
+    }
+    have
+}
+
+/// A classic pcap file (microsecond timestamps) of `packets` with link type `linktype`
+/// (1: Ethernet, 101: raw IP).
+pub fn classic_pcap(linktype: u32, packets: &[(Instant, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&0i32.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&65535u32.to_le_bytes());
+    out.extend_from_slice(&linktype.to_le_bytes());
+    for (t, p) in packets {
+        let us = t.as_nanos() / 1000;
+        out.extend_from_slice(&((us / 1_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&((us % 1_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// The first ```` ```toml ```` block of a module's `//!` documentation, given the module's
+/// source text (`include_str!`), so tests can check that documented examples still parse.
+pub fn doc_toml_example(module_source: &str) -> String {
+    let start = module_source
+        .find("//! ```toml")
+        .expect("the module documents a ```toml example");
+    let end = module_source[start + 10..]
+        .find("//! ```")
+        .expect("the example is closed")
+        + start
+        + 10;
+    module_source[start..end]
+        .lines()
+        .skip(1)
+        .map(|l| l.trim_start_matches("//!").trim_start())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,38 +34,9 @@ variant = "sack"
 mss = 954
 "#;
 
-fn pcap(packets: &[(Instant, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&101u32.to_le_bytes()); // LINKTYPE_RAW: IPv4 packets
-    for (t, p) in packets {
-        let us = t.as_nanos() / 1000;
-        out.extend_from_slice(&((us / 1_000_000) as u32).to_le_bytes());
-        out.extend_from_slice(&((us % 1_000_000) as u32).to_le_bytes());
-        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        out.extend_from_slice(p);
-    }
-    out
-}
-
 #[test]
 fn tshark_dissects_simulated_tcp() {
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("MSLINK_REQUIRE_TSHARK").is_none(),
-            "tshark is required (./dev test installs it)"
-        );
-        eprintln!("tshark not installed: skipping (./dev test installs it)");
+    if !mslink_link::testkit::tshark_present() {
         return;
     }
     let sc = Scenario::parse(SCENARIO).unwrap();
@@ -82,7 +53,7 @@ fn tshark_dissects_simulated_tcp() {
     let dir = std::env::temp_dir().join(format!("mslink-tcp-tshark-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("tcp.pcap");
-    std::fs::write(&file, pcap(&packets)).unwrap();
+    std::fs::write(&file, mslink_link::testkit::classic_pcap(101, &packets)).unwrap();
     let o = Command::new("tshark")
         .arg("-r")
         .arg(&file)

@@ -1,7 +1,7 @@
 //! tshark dissects a capture of the LLM stack's frames as ordinary Ethernet/IPv4/UDP with good
 //! checksums (issue 7, "Done when"). The capture is a classic pcap file the test writes itself
 //! into a directory it makes and removes. Needs `tshark` on the PATH; without it the test says so
-//! on stderr and checks nothing else.
+//! on stderr and checks nothing else, unless `MSLINK_REQUIRE_TSHARK` is set (CI).
 
 use std::io::Write;
 use std::process::Command;
@@ -9,30 +9,19 @@ use std::process::Command;
 use mslink_link::Instant;
 use mslink_stack::{Architecture, Participants, Stack, StackConfig};
 
-/// Classic pcap (microsecond timestamps, LINKTYPE_ETHERNET) of `frames`.
+/// Classic pcap (LINKTYPE_ETHERNET) of `frames`, one second apart.
 fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    for (i, f) in frames.iter().enumerate() {
-        out.extend_from_slice(&(i as u32).to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
-        out.extend_from_slice(f);
-    }
-    out
+    let timed: Vec<(Instant, Vec<u8>)> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (Instant::from_secs(i as u64), f.clone()))
+        .collect();
+    mslink_link::testkit::classic_pcap(1, &timed)
 }
 
 #[test]
 fn tshark_dissects_our_frames() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!("tshark not found: dissection not checked");
+    if !mslink_link::testkit::tshark_present() {
         return;
     }
     let mut frames = Vec::new();

@@ -261,15 +261,7 @@ mod tests {
     use super::*;
 
     fn doc_example() -> String {
-        let doc = include_str!("config.rs");
-        let start = doc.find("//! ```toml").unwrap();
-        let end = doc[start + 10..].find("//! ```").unwrap() + start + 10;
-        doc[start..end]
-            .lines()
-            .skip(1)
-            .map(|l| l.trim_start_matches("//!").trim_start())
-            .collect::<Vec<_>>()
-            .join("\n")
+        mslink_link::testkit::doc_toml_example(include_str!("config.rs"))
     }
 
     #[test]
