@@ -12,6 +12,31 @@ use super::{push_cq, Conn, Nic, Posted, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE}
 use crate::desc::{Completion, Status, WorkQueue, MAX_SEGMENTS};
 use crate::wire::{WireBuf, WireError};
 
+/// Send descriptor `p`, taken off its queue, has all its bytes on the wire: unpin its
+/// memory, count it, and complete it successfully.
+fn finish_send(
+    p: &Posted,
+    mem: &mut crate::mem::MemTable,
+    stats: &mut crate::ViStats,
+    cqs: &mut [Option<super::Cq>],
+    send_cq: crate::CqHandle,
+    vi: ViHandle,
+) {
+    let total = p.desc.total_len();
+    mem.pin(p.desc.segments(), false);
+    stats.sent_msgs += 1;
+    stats.sent_bytes += total as u64;
+    let c = completed(
+        vi,
+        WorkQueue::Send,
+        p,
+        Status::Success,
+        total,
+        p.desc.immediate,
+    );
+    push_cq(cqs, send_cq, c);
+}
+
 /// The completion of posted descriptor `p`.
 fn completed(
     vi: ViHandle,
@@ -156,21 +181,7 @@ impl Nic {
                     break;
                 }
                 let p = v.sq.pop_front().expect("front exists");
-                mem.pin(p.desc.segments(), false);
-                v.stats.sent_msgs += 1;
-                v.stats.sent_bytes += total as u64;
-                push_cq(
-                    cqs,
-                    v.send_cq,
-                    completed(
-                        vi,
-                        WorkQueue::Send,
-                        &p,
-                        Status::Success,
-                        total,
-                        p.desc.immediate,
-                    ),
-                );
+                finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
             }
         }
         // Send side: gather header + segments from where the front descriptor stopped.
@@ -203,21 +214,7 @@ impl Nic {
                 break;
             }
             let p = v.sq.pop_front().expect("front exists");
-            mem.pin(p.desc.segments(), false);
-            v.stats.sent_msgs += 1;
-            v.stats.sent_bytes += total as u64;
-            push_cq(
-                cqs,
-                v.send_cq,
-                completed(
-                    vi,
-                    WorkQueue::Send,
-                    &p,
-                    Status::Success,
-                    total,
-                    p.desc.immediate,
-                ),
-            );
+            finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
         }
         // Receive side.
         loop {
