@@ -27,8 +27,10 @@ use crate::event::EventQueue;
 use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 
+mod ends;
 mod ftp;
 mod results;
+mod www;
 
 pub use results::{DirectionResult, FlowResult, RunResult, SegmentResult, TimePoint};
 
@@ -51,7 +53,7 @@ enum Ev {
         seg: usize,
         end: usize,
     },
-    /// A timer of TCP flow `flow`: its sender (side 0) or receiver (side 1).
+    /// A timer of TCP flow `flow` (FTP or WWW): its sender (side 0) or receiver (side 1).
     Tcp {
         flow: usize,
         side: usize,
@@ -140,6 +142,8 @@ struct World<'a, 'c> {
     tcp: Vec<Option<ftp::TcpFlow>>,
     /// TCP flows whose last byte has not arrived yet.
     tcp_left: usize,
+    /// WWW browsing flows, by flow index (`None` for the others); see [`www`].
+    www: Vec<Option<www::WwwFlow>>,
     /// Packet buffers for reuse.
     pool: Vec<Vec<u8>>,
 }
@@ -193,9 +197,10 @@ pub fn run_with_capture(
                 busy: [false; 2],
             }),
             SegmentKind::Wireless => {
-                let cfg = s.link_config();
-                let end = || {
-                    MultiServiceLink::new(&cfg).map_err(|e| ScenarioError::Invalid {
+                // The wireless host's end takes the mobile role of TCP-aware agents (Snoop).
+                let cfgs = ends::end_configs(&s.link_config(), i, sc.segments.len());
+                let end = |e: usize| {
+                    MultiServiceLink::new(&cfgs[e]).map_err(|e| ScenarioError::Invalid {
                         key: format!("segment[{i}].link"),
                         what: e.to_string(),
                     })
@@ -213,7 +218,7 @@ pub fn run_with_capture(
                 Seg::Wireless(Box::new(Wireless {
                     rate,
                     delay,
-                    ends: [end()?, end()?],
+                    ends: [end(0)?, end(1)?],
                     models: [fwd, rev],
                     rngs: [
                         stream(seed, &format!("segment{i}.dir0.error")),
@@ -241,6 +246,7 @@ pub fn run_with_capture(
         buf: Vec::new(),
         tcp: Vec::new(),
         tcp_left: 0,
+        www: Vec::new(),
         pool: Vec::new(),
     };
     for i in 0..w.flows.len() {
@@ -262,6 +268,10 @@ pub fn run_with_capture(
             Some((t, _)) => start + secs(t.sample(&mut rng)),
             None => Instant::MAX,
         };
+        w.www.push((f.app == AppKind::Www).then(|| {
+            let r = stream(seed, &format!("flow.{i}.{name}.www"));
+            www::WwwFlow::new(i, f, r, start, stop)
+        }));
         w.sources.push(Source {
             from: f.from,
             to: f.to,
@@ -299,8 +309,13 @@ pub fn run_with_capture(
         w.q.schedule(start, Ev::Send(i));
     }
     w.tcp_left = w.tcp.iter().flatten().count();
-    // A run of transfers only ends when the last one has (or at the time limit).
-    let only_tcp = w.tcp_left == w.flows.len();
+    // A run of transfers only ends when the last one has (or at the time limit); so does a
+    // run of transfers next to WWW browsing and continuous media (004 §V: "the run ended
+    // when the file transfer completed").
+    let only_tcp = w.tcp_left > 0
+        && w.flows
+            .iter()
+            .all(|(_, f)| matches!(f.app, AppKind::Ftp | AppKind::Www | AppKind::Cbr));
     let mut end = Instant::ZERO + duration + secs(sc.sim.drain_s);
     while let Some((now, ev)) = w.q.pop_until(end) {
         w.handle(now, ev);
@@ -330,6 +345,7 @@ impl World<'_, '_> {
                 }
                 self.after_end(now, seg, end);
             }
+            Ev::Tcp { flow, side } if self.www[flow].is_some() => self.www_timer(now, flow, side),
             Ev::Tcp { flow, side } => self.tcp_timer(now, flow, side),
         }
     }
@@ -371,6 +387,10 @@ impl World<'_, '_> {
     fn send(&mut self, now: Instant, i: usize) {
         if self.tcp[i].is_some() {
             self.tcp_drive(now, i);
+            return;
+        }
+        if self.www[i].is_some() {
+            self.www_start(now, i);
             return;
         }
         let s = &mut self.sources[i];

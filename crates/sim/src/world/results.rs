@@ -50,6 +50,8 @@ pub struct FlowResult {
     pub completed: bool,
     /// TCP: segments that reached an end they did not belong to, or did not parse.
     pub malformed: u64,
+    /// WWW: transactions completed within the run (0 for other applications).
+    pub transactions: u64,
 }
 
 /// Counters of one direction of one segment.
@@ -120,6 +122,8 @@ impl World<'_, '_> {
         let mut p = Vec::new();
         if let Some(t) = &self.tcp[i] {
             p = t.probe();
+        } else if let Some(w) = &self.www[i] {
+            p = w.probe();
         } else {
             packet::build(
                 &mut p,
@@ -172,6 +176,11 @@ impl World<'_, '_> {
                 self.push_series(&mut timeseries, &flows[i].flow, s);
                 continue;
             }
+            if let Some(w) = &self.www[i] {
+                flows.push(w.result(name, self.service_names(i), end));
+                self.push_series(&mut timeseries, &flows[i].flow, s);
+                continue;
+            }
             let sent = self.sent[i];
             let n = s.received.max(1) as f64;
             let mean = s.sum / n;
@@ -197,6 +206,7 @@ impl World<'_, '_> {
                     AppKind::Spray => "spray",
                     AppKind::Ping => "ping",
                     AppKind::Ftp => "ftp",
+                    AppKind::Www => "www",
                 }
                 .into(),
                 transport: "udp".into(),
