@@ -1,0 +1,116 @@
+//! 004 Figs. 5-6 (WWW browsing over one and two WLAN links) and the multi-service runs of
+//! 004 §V (Figs. 13-14), run from the scenario files themselves with shorter runs and a few
+//! repetitions; the relations the paper reports, with generous margins.
+
+use std::collections::BTreeMap;
+
+use mslink_sim::world::FlowResult;
+use mslink_sim::{run, Scenario};
+
+/// The flows of `sc` with `sets` applied, for each of `reps` repetitions.
+fn runs(sc: &Scenario, sets: &[(String, String)], reps: u32) -> Vec<Vec<FlowResult>> {
+    let s = sc.with_overrides(sets).unwrap();
+    s.validate().unwrap();
+    (0..reps)
+        .map(|r| run(&s, r, &mut |_| Err("no traces".into())).unwrap().flows)
+        .collect()
+}
+
+/// Mean throughput of the flow named `flow` over the runs.
+fn mean(runs: &[Vec<FlowResult>], flow: &str) -> f64 {
+    let x: Vec<f64> = runs
+        .iter()
+        .map(|fs| fs.iter().find(|f| f.flow == flow).unwrap().throughput_bps)
+        .collect();
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+const RAW: &str = r#"{ name = "tcp", scheme = "raw" }"#;
+const GBN: &str = r#"{ name = "tcp", scheme = "go_back_n", timeout_ms = 20 }"#;
+const SR: &str =
+    r#"{ name = "tcp", scheme = "selective_repeat", timeout_ms = 20, nack_interval_ms = 15 }"#;
+const KARN: &str = r#"{ name = "tcp", scheme = "karn_rlp", max_retransmissions = 3, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#;
+const SNOOP: &str = r#"{ name = "tcp", scheme = "snoop" }"#;
+const SCHEMES: [(&str, &str); 5] = [
+    ("raw", RAW),
+    ("gbn", GBN),
+    ("sr", SR),
+    ("karn", KARN),
+    ("snoop", SNOOP),
+];
+/// 004 Table I WLAN: frame loss and the mean error interval (bytes) that gives it.
+const WLAN_LOSS: [(&str, &str); 4] = [
+    ("0.8%", "131072"),
+    ("1.5%", "65536"),
+    ("3%", "32768"),
+    ("5.9%", "16384"),
+];
+
+/// (loss, scheme) -> mean WWW throughput over `reps` runs of `secs` seconds, with the same
+/// error rate and scheme on every wireless segment in `wireless`.
+fn www_grid(
+    sc: &Scenario,
+    wireless: &[usize],
+    secs: &str,
+    reps: u32,
+) -> BTreeMap<(&'static str, &'static str), f64> {
+    let mut t = BTreeMap::new();
+    for (loss, m) in WLAN_LOSS {
+        for (name, svc) in SCHEMES {
+            let mut sets = vec![("sim.duration_s".to_string(), secs.to_string())];
+            for w in wireless {
+                sets.push((format!("segment.{w}.error.mean_bytes"), m.to_string()));
+                sets.push((format!("segment.{w}.link.service.0"), svc.to_string()));
+            }
+            let r = runs(sc, &sets, reps);
+            let x = mean(&r, "www");
+            let n: u64 = r.iter().map(|f| f[0].transactions).sum();
+            eprintln!(
+                "{} {loss} {name}: {:.3} Mbit/s ({n} transactions)",
+                sc.sim.name,
+                x / 1e6
+            );
+            t.insert((loss, name), x);
+        }
+    }
+    t
+}
+
+/// 004 Figs. 5-6 (§III.C): SR and Karn's RLP well above Raw; Berkeley Snoop close to Raw
+/// (it cannot recover lost requests); two links lower than one.
+#[test]
+fn fig5_fig6_www_orderings() {
+    let one = Scenario::parse(include_str!(
+        "../../../scenarios/004/fig5_www_one_wlan.toml"
+    ))
+    .unwrap();
+    let two = Scenario::parse(include_str!(
+        "../../../scenarios/004/fig6_www_two_wlan.toml"
+    ))
+    .unwrap();
+    let t1 = www_grid(&one, &[1], "100", 3);
+    let t2 = www_grid(&two, &[0, 2], "100", 3);
+    for t in [&t1, &t2] {
+        for (loss, _) in WLAN_LOSS {
+            let raw = t[&(loss, "raw")];
+            for s in ["sr", "karn"] {
+                assert!(t[&(loss, s)] >= 1.5 * raw, "{s} well above Raw at {loss}");
+            }
+            // Unidirectional recovery does not help interactive transfers.
+            assert!(t[&(loss, "snoop")] <= 1.3 * raw, "Snoop near Raw at {loss}");
+            // Go-Back-N between Raw and the selective schemes.
+            let best = t[&(loss, "sr")].max(t[&(loss, "karn")]);
+            assert!(t[&(loss, "gbn")] > raw && t[&(loss, "gbn")] <= 1.02 * best);
+        }
+        // Karn's RLP keeps up with SR at the highest loss (its keepalives probe an idle link).
+        assert!(t[&("5.9%", "karn")] >= 0.95 * t[&("5.9%", "sr")]);
+    }
+    for (loss, _) in WLAN_LOSS {
+        for (s, _) in SCHEMES {
+            assert!(
+                t2[&(loss, s)] < t1[&(loss, s)],
+                "two links lower: {s} at {loss}"
+            );
+        }
+    }
+}
