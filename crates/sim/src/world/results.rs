@@ -185,10 +185,12 @@ impl World<'_, '_> {
             let n = s.received.max(1) as f64;
             let mean = s.sum / n;
             let var = (s.sumsq / n - mean * mean).max(0.0);
+            // A run that ended early (its transfers done, 004 §V) ends every flow with it.
+            let cap = self.sc.sim.duration_s.min(end.as_secs_f64());
             let stop = if f.stop_s > 0.0 {
-                f.stop_s.min(self.sc.sim.duration_s)
+                f.stop_s.min(cap)
             } else {
-                self.sc.sim.duration_s
+                cap
             };
             let duration = (stop - f.start_s).max(0.0);
             let ratio = |a: u64| {
