@@ -192,3 +192,22 @@ fn fig13_fig14_multi_service_ftp() {
         }
     }
 }
+
+/// Every 004 scenario file parses, validates and expands its sweep (the multi-service and
+/// WWW files are run in full only by hand).
+#[test]
+fn www_and_multi_service_scenarios_validate() {
+    for text in [
+        include_str!("../../../scenarios/004/fig5_www_one_wlan.toml"),
+        include_str!("../../../scenarios/004/fig6_www_two_wlan.toml"),
+        include_str!("../../../scenarios/004/fig13_fig16_fig18_multi_one_wlan.toml"),
+        include_str!("../../../scenarios/004/fig14_fig17_fig19_multi_two_wlan.toml"),
+        include_str!("../../../scenarios/004/fig15_fig20_multi_two_hscsd.toml"),
+    ] {
+        let sc = Scenario::parse(text).unwrap();
+        sc.validate().unwrap();
+        for p in sc.sweep_points().unwrap() {
+            sc.with_overrides(&p).unwrap().validate().unwrap();
+        }
+    }
+}
