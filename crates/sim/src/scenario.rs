@@ -217,6 +217,9 @@ pub struct Flow {
     pub tcp: crate::tcp::TcpConfig,
     /// The WWW workload (`www`): request, page and object sizes, objects per page.
     pub www: crate::www_model::WwwModel,
+    /// `www`: keep one TCP connection per direction open across transactions (`true`), or
+    /// open a new one for every request and every reply (`false`, as HTTP/1.0).
+    pub persistent: bool,
 }
 
 impl Default for Flow {
@@ -239,6 +242,7 @@ impl Default for Flow {
             size_bytes: 0,
             tcp: crate::tcp::TcpConfig::default(),
             www: crate::www_model::WwwModel::default(),
+            persistent: true,
         }
     }
 }
@@ -464,6 +468,12 @@ impl Scenario {
             if f.app == AppKind::Www {
                 f.www.validate().map_err(|what| invalid(k("www"), what))?;
                 self.validate_tcp_path(i, f)?;
+                if f.persistent && f.tcp.variant == crate::tcp::Variant::Sack {
+                    return Err(invalid(
+                        k("persistent"),
+                        "persistent WWW connections need tcp.variant = \"reno\" or \"newreno\" (the SACK scoreboard assumes MSS-aligned segments); set persistent = false for SACK",
+                    ));
+                }
             }
         }
         Ok(())

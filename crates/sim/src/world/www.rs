@@ -7,17 +7,19 @@
 //! transaction starts the moment the last reply has arrived in full. No transaction starts
 //! after the flow's stop (the end of the run by default).
 //!
-//! Transport. Every request and every reply is its own simplex TCP connection (a sender at
-//! one host, a receiver with its ACK stream at the other), as ns-2's one-way TCP agents carry
-//! HTTP: requests go client→server, replies server→client, each new connection starting
-//! with the initial window and the initial RTO. A connection ends the moment its message has
-//! arrived in full (no handshake, no FIN, no lingering retransmissions). Persistent
-//! connections are not modelled: the senders cut their stream at multiples of the MSS from
-//! byte 0 (crate::tcp), which messages appended to an open stream would break. The client's
-//! port is 50000 + flow index, the server's the flow's `port` (80 when 0), so classifier
-//! rules can match either. Each connection carries an epoch in the unused acknowledgement
-//! field of its data segments and in the sequence field of its ACKs, so a straggler of an
-//! earlier connection (the last ACK of each, at least) is dropped, never taken for new data.
+//! Transport. Requests go client→server and replies server→client, each direction a simplex
+//! TCP stream (a sender at one host, a receiver and its ACK stream at the other). With
+//! `persistent = true` (the default) each direction is one connection kept open across
+//! transactions: the application appends each message to it ([`Sender::append`]; Reno and
+//! NewReno only) and a message has arrived when the receiver's in-order data reaches its end,
+//! so RTT estimates and the congestion window carry over from message to message. With
+//! `persistent = false` every request and every reply is a new connection, with the initial
+//! window and RTO (HTTP/1.0, or ns-2's one-way agents per object), that ends as soon as its
+//! message has arrived in full. There is no handshake and no FIN. The client's port is
+//! 50000 + flow index, the server's the flow's `port` (80 when 0), so classifier rules can
+//! match either. Each connection carries an epoch in the unused acknowledgement field of its
+//! data segments and in the sequence field of its ACKs, so a straggler of an earlier
+//! connection (the last ACK of each, at least) is dropped, never taken for new data.
 //!
 //! Results (004 §III.C). Throughput is the server-to-client application bytes (pages and
 //! objects) of completed transactions divided by the time from the flow's start to the end
@@ -45,8 +47,17 @@ struct Conn {
     /// Sending and receiving node.
     from: usize,
     to: usize,
-    total: u64,
+    /// Stream offset at which the message in progress ends.
+    target: u64,
+    /// Tags the connection's packets.
+    epoch: u32,
+    /// Earliest pending timer event of the sender (0) and the receiver (1).
+    armed: [Option<Instant>; 2],
 }
+
+/// Index of the request (client→server) and the reply (server→client) direction.
+const REQUEST: usize = 0;
+const REPLY: usize = 1;
 
 /// One WWW flow: its workload, the transaction in progress and its counters.
 pub(super) struct WwwFlow {
@@ -60,14 +71,14 @@ pub(super) struct WwwFlow {
     dscp: u8,
     start: Instant,
     stop: Instant,
+    persistent: bool,
     page: Page,
     /// Exchange of `page` in progress.
     ex: usize,
-    conn: Option<Conn>,
-    /// Number of the connection in `conn` (tags its packets).
+    /// The request and the reply connection (`REQUEST`, `REPLY`).
+    conns: [Option<Conn>; 2],
+    /// Connections opened so far (the next one's epoch).
     epoch: u32,
-    /// Earliest pending timer event of the sender (0) and the receiver (1).
-    armed: [Option<Instant>; 2],
     transactions: u64,
     bytes: u64,
     last_done: Option<Instant>,
@@ -100,13 +111,13 @@ impl WwwFlow {
             dscp: f.dscp,
             start,
             stop,
+            persistent: f.persistent,
             page: Page {
                 exchanges: Vec::new(),
             },
             ex: 0,
-            conn: None,
+            conns: [None, None],
             epoch: 0,
-            armed: [None; 2],
             transactions: 0,
             bytes: 0,
             last_done: None,
@@ -146,30 +157,40 @@ impl WwwFlow {
         }
     }
 
-    /// Ends the current connection (adding its counters) and opens the next one: the
-    /// request (`request`) or the reply of exchange `self.ex`.
-    fn open(&mut self, request: bool) {
-        self.close();
+    /// Sends the request (`d == REQUEST`) or the reply of exchange `self.ex`: on the open
+    /// connection of that direction if persistent, else on a new one.
+    fn send_message(&mut self, d: usize) {
         let e = self.page.exchanges[self.ex];
-        let total = if request {
+        let bytes = if d == REQUEST {
             e.request_bytes
         } else {
             e.reply_bytes
         };
-        let (from, to, data) = self.endpoints(request);
+        if !self.persistent {
+            self.close(d);
+        }
+        if let Some(c) = self.conns[d].as_mut() {
+            c.sender.append(bytes);
+            c.target += bytes;
+            return;
+        }
+        let (from, to, data) = self.endpoints(d == REQUEST);
         self.epoch = self.epoch.wrapping_add(1);
-        self.conn = Some(Conn {
-            sender: Sender::new(&self.cfg, total),
+        self.conns[d] = Some(Conn {
+            sender: Sender::new(&self.cfg, bytes),
             receiver: Receiver::new(&self.cfg),
             data,
             from,
             to,
-            total,
+            target: bytes,
+            epoch: self.epoch,
+            armed: [None; 2],
         });
     }
 
-    fn close(&mut self) {
-        if let Some(c) = self.conn.take() {
+    /// Ends connection `d`, adding its counters to the flow's.
+    fn close(&mut self, d: usize) {
+        if let Some(c) = self.conns[d].take() {
             let (s, r) = (c.sender.stats(), c.receiver.stats());
             self.segments += s.segments;
             self.retransmits += s.retransmits;
@@ -177,30 +198,30 @@ impl WwwFlow {
             self.received += r.segments;
             self.duplicates += r.duplicates;
         }
-        self.armed = [None; 2];
     }
 
     /// Starts the next transaction if the flow may still start one.
     fn next_transaction(&mut self, now: Instant) {
         if now >= self.stop {
-            self.close();
             return;
         }
         self.page = self.model.sample_page(&mut self.rng);
         self.ex = 0;
-        self.open(true);
+        self.send_message(REQUEST);
     }
 
-    /// The current message has arrived in full at `now`: move the transaction on.
-    fn message_done(&mut self, now: Instant) {
-        let request = self.conn.as_ref().is_some_and(|c| c.from == self.client);
-        if request {
-            self.open(false);
+    /// The message in direction `d` has arrived in full at `now`: move the transaction on.
+    fn message_done(&mut self, now: Instant, d: usize) {
+        if !self.persistent {
+            self.close(d);
+        }
+        if d == REQUEST {
+            self.send_message(REPLY);
             return;
         }
         self.ex += 1;
         if self.ex < self.page.exchanges.len() {
-            self.open(true);
+            self.send_message(REQUEST);
             return;
         }
         // 004 §III.C: only transactions completed within the run count.
@@ -232,27 +253,21 @@ impl WwwFlow {
 
     /// The flow's row of results; `end` is when the run stopped.
     pub(super) fn result(&self, name: &str, service: String, _end: Instant) -> FlowResult {
-        let last = self.conn.as_ref().map(|c| {
-            (
-                c.sender.stats().clone(),
-                c.receiver.stats().clone(),
-                c.sender.rto().srtt(),
-                c.sender.rto().rttvar(),
-            )
-        });
         let (mut segments, mut retransmits, mut timeouts) =
             (self.segments, self.retransmits, self.timeouts);
         let (mut received, mut duplicates) = (self.received, self.duplicates);
-        let (mut srtt, mut rttvar) = (0.0, 0.0);
-        if let Some((s, r, sr, rv)) = last {
+        for c in self.conns.iter().flatten() {
+            let (s, r) = (c.sender.stats(), c.receiver.stats());
             segments += s.segments;
             retransmits += s.retransmits;
             timeouts += s.timeouts;
             received += r.segments;
             duplicates += r.duplicates;
-            srtt = sr.map(|d| d.as_secs_f64()).unwrap_or(0.0);
-            rttvar = rv.as_secs_f64();
         }
+        // The reply direction's RTT estimate, if it has one.
+        let rto = self.conns[REPLY].as_ref().map(|c| c.sender.rto());
+        let srtt = rto.and_then(|r| r.srtt()).map_or(0.0, |d| d.as_secs_f64());
+        let rttvar = rto.map_or(0.0, |r| r.rttvar().as_secs_f64());
         let duration = self
             .last_done
             .map(|t| t.saturating_since(self.start).as_secs_f64())
@@ -298,82 +313,80 @@ impl World<'_, '_> {
         self.www_drive(now, i);
     }
 
-    /// Lets both ends of WWW flow `i`'s current connection send, then re-arms its timers.
+    /// Lets both ends of WWW flow `i`'s connections send, then re-arms their timers (timer
+    /// side `2 * direction + end`, end 0 the sender, 1 the receiver).
     fn www_drive(&mut self, now: Instant, i: usize) {
-        for side in 0..2 {
-            loop {
-                let Some(w) = self.www[i].as_ref() else {
-                    return;
-                };
-                let Some(c) = w.conn.as_ref() else {
-                    return;
-                };
-                let node = if side == 0 { c.from } else { c.to };
-                if !self.host_ready(node) {
-                    break;
+        for d in [REQUEST, REPLY] {
+            for end in 0..2 {
+                loop {
+                    let Some(c) = self.www[i].as_ref().and_then(|w| w.conns[d].as_ref()) else {
+                        break;
+                    };
+                    let node = if end == 0 { c.from } else { c.to };
+                    if !self.host_ready(node) {
+                        break;
+                    }
+                    let Some(c) = self.www[i].as_mut().and_then(|w| w.conns[d].as_mut()) else {
+                        break;
+                    };
+                    let (seg, ep) = if end == 0 {
+                        let Some(mut s) = c.sender.poll_transmit(now) else {
+                            break;
+                        };
+                        // The epoch rides in the data segment's acknowledgement field.
+                        s.ack = c.epoch as u64;
+                        (s, c.data)
+                    } else {
+                        let Some(mut a) = c.receiver.poll_transmit(now) else {
+                            break;
+                        };
+                        // ... and in the sequence field of an ACK.
+                        a.seq = c.epoch as u64;
+                        let e = c.data;
+                        let back = Endpoints {
+                            src: e.dst,
+                            dst: e.src,
+                            sport: e.dport,
+                            dport: e.sport,
+                            ..e
+                        };
+                        (a, back)
+                    };
+                    let mut p = self.pool.pop().unwrap_or_default();
+                    segment::emit(&seg, &ep, &mut p);
+                    self.host_emit(now, node, p);
                 }
-                let Some(w) = self.www[i].as_mut() else {
-                    return;
-                };
-                let epoch = w.epoch;
-                let Some(c) = w.conn.as_mut() else {
-                    return;
-                };
-                let (seg, ep) = if side == 0 {
-                    let Some(mut s) = c.sender.poll_transmit(now) else {
-                        break;
-                    };
-                    // The epoch rides in the data segment's acknowledgement field.
-                    s.ack = epoch as u64;
-                    (s, c.data)
-                } else {
-                    let Some(mut a) = c.receiver.poll_transmit(now) else {
-                        break;
-                    };
-                    // ... and in the sequence field of an ACK.
-                    a.seq = epoch as u64;
-                    let d = c.data;
-                    let back = Endpoints {
-                        src: d.dst,
-                        dst: d.src,
-                        sport: d.dport,
-                        dport: d.sport,
-                        ..d
-                    };
-                    (a, back)
-                };
-                let mut p = self.pool.pop().unwrap_or_default();
-                segment::emit(&seg, &ep, &mut p);
-                self.host_emit(now, node, p);
             }
-        }
-        let Some(w) = self.www[i].as_mut() else {
-            return;
-        };
-        let Some(c) = w.conn.as_ref() else {
-            return;
-        };
-        let due = [c.sender.poll_timeout(), c.receiver.poll_timeout()];
-        for (side, at) in due.into_iter().enumerate() {
-            if let Some(at) = at {
-                if w.armed[side].is_none_or(|a| at < a) {
-                    w.armed[side] = Some(at);
-                    self.q.schedule(at, Ev::Tcp { flow: i, side });
+            let Some(c) = self.www[i].as_mut().and_then(|w| w.conns[d].as_mut()) else {
+                continue;
+            };
+            let due = [c.sender.poll_timeout(), c.receiver.poll_timeout()];
+            for (end, at) in due.into_iter().enumerate() {
+                if let Some(at) = at {
+                    if c.armed[end].is_none_or(|a| at < a) {
+                        c.armed[end] = Some(at);
+                        let side = 2 * d + end;
+                        self.q.schedule(at, Ev::Tcp { flow: i, side });
+                    }
                 }
             }
         }
     }
 
-    /// A timer event of WWW flow `i` (`side` 0: sender, 1: receiver of the connection).
+    /// A timer event of WWW flow `i` (`side`: 2 * direction + end, as in `www_drive`).
     pub(super) fn www_timer(&mut self, now: Instant, i: usize, side: usize) {
-        let Some(w) = self.www[i].as_mut() else {
-            return;
-        };
-        if w.armed[side] == Some(now) {
-            w.armed[side] = None;
-        }
-        if let Some(c) = w.conn.as_mut() {
-            if side == 0 {
+        let (d, end) = (side / 2, side % 2);
+        if let Some(c) = self
+            .www
+            .get_mut(i)
+            .and_then(|w| w.as_mut())
+            .and_then(|w| w.conns.get_mut(d))
+            .and_then(|c| c.as_mut())
+        {
+            if c.armed[end] == Some(now) {
+                c.armed[end] = None;
+            }
+            if end == 0 {
                 c.sender.handle_timeout(now);
             } else {
                 c.receiver.handle_timeout(now);
@@ -402,40 +415,44 @@ impl World<'_, '_> {
         let Some(f) = self.www[i].as_mut() else {
             return;
         };
-        let epoch = f.epoch;
-        let Some(c) = f.conn.as_mut() else {
-            // Stragglers after the last transaction.
+        let data = w.len > 0;
+        // Requests arrive at the server, replies at the client; ACKs the other way round.
+        let d = match (data, node == f.server, node == f.client) {
+            (true, true, _) | (false, _, true) => REQUEST,
+            (true, _, true) | (false, true, _) => REPLY,
+            _ => {
+                f.malformed += 1;
+                return;
+            }
+        };
+        let Some(c) = f.conns[d].as_mut() else {
+            // A straggler of a closed connection.
             return;
         };
+        if (data && w.ack != c.epoch) || (!data && w.seq != c.epoch) {
+            // A straggler of an earlier connection (the last ACK of each one, at least).
+            return;
+        }
         let shift = c.data.shift;
-        let data = w.len > 0;
         let mut complete = false;
-        if data && node == c.to && w.ack == epoch {
+        if data {
             let seg = w.to_segment(c.receiver.rcv_nxt(), 0, shift);
             let before = c.receiver.rcv_nxt();
             c.receiver.handle_segment(now, &seg);
             let after = c.receiver.rcv_nxt();
-            complete = after >= c.total;
-            let reply = c.to == f.client;
-            if reply && after > before {
+            complete = before < c.target && after >= c.target;
+            if d == REPLY && after > before {
                 self.record_bytes(now, i, after - before);
             }
-        } else if !data && node == c.from && w.seq == epoch {
+        } else {
             let seg = w.to_segment(0, c.sender.snd_una(), shift);
             c.sender.handle_ack(now, &seg);
-        } else if (data && w.ack != epoch) || (!data && w.seq != epoch) {
-            // A straggler of an earlier connection (the last ACK of each one, at least).
-            return;
-        } else {
-            // A packet at the wrong end.
-            f.malformed += 1;
-            return;
         }
-        // Let the receiver's last ACK out before the connection is dropped.
+        // Let the receiver's ACK out before a finished connection is dropped.
         self.www_drive(now, i);
         if complete {
             if let Some(f) = self.www[i].as_mut() {
-                f.message_done(now);
+                f.message_done(now, d);
             }
             self.www_drive(now, i);
         }
@@ -495,25 +512,56 @@ mss = 960
         assert_eq!(again.flows[0], *f);
     }
 
+    /// Both transports run the same workload: per-message connections (each starting with
+    /// the initial window and RTO) and persistent ones, over a lossy-free link, complete
+    /// transactions; per-message ones (SACK allowed) are not faster; persistent SACK is refused.
+    #[test]
+    fn per_message_and_persistent_connections() {
+        let sc = Scenario::parse(BASE).unwrap();
+        let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let go = |sets: &[(String, String)]| {
+            let s = sc.with_overrides(sets).unwrap();
+            s.validate()
+                .map(|_| run(&s, 0, &mut |_| Err("none".into())).unwrap().flows[0].clone())
+        };
+        let persistent = go(&[]).unwrap();
+        let fresh = go(&[set("flow.0.persistent", "false")]).unwrap();
+        assert!(fresh.transactions > 20 && fresh.malformed == 0, "{fresh:?}");
+        assert!(fresh.throughput_bps <= 1.05 * persistent.throughput_bps);
+        let sack = set("flow.0.tcp.variant", "\"sack\"");
+        assert!(go(&[sack.clone()]).is_err(), "persistent SACK is refused");
+        let f = go(&[sack, set("flow.0.persistent", "false")]).unwrap();
+        assert!(f.transactions > 20 && f.malformed == 0, "{f:?}");
+    }
+
     /// The workload is the model's: with no embedded objects and fixed sizes (zero shape,
-    /// no tail) every transaction is one request and one reply of the median sizes, and a
-    /// transaction takes at least two one-way trips plus both messages' serialisation.
+    /// no tail) every transaction is one request and one reply of the median sizes. Its
+    /// duration has a closed form on a clean 2 Mbit/s, 10 ms link: a persistent connection,
+    /// its window open, takes the request's one-way trip and serialisation, then the reply's
+    /// one-way trip and five 1000-byte packets back to back; a fresh connection per message
+    /// starts the reply in slow start from one segment (rounds of 1, 2, 2: two more round
+    /// trips).
     #[test]
     fn fixed_pages_count_exactly() {
         let text = format!(
             "{BASE}\n[flow.www]\nno_objects_prob = 1.0\nrequest_sigma = 0.0\nreply_sigma = 0.0\nreply_tail_prob = 0.0\nreply_median_bytes = 4800\n"
         );
         let sc = Scenario::parse(&text).unwrap();
-        sc.validate().unwrap();
-        let r = run(&sc, 0, &mut |_| Err("none".into())).unwrap();
-        let f = &r.flows[0];
-        assert_eq!(f.bytes, f.transactions * 4800);
-        // Lower bound on one transaction: the request's one-way trip (10 ms), then the
-        // reply's five segments in slow start from one segment (rounds of 1, 2, 2: two round
-        // trips and a one-way trip, 50 ms), plus serialising the 290-byte request and at
-        // least one 1000-byte reply packet at 2 Mbit/s.
-        let per = 0.06 + (290.0 + 1000.0) * 8.0 / 2e6;
-        assert!(f.transactions as f64 <= 60.0 / per + 1.0, "{f:?}");
-        assert!(f.transactions as f64 >= 0.5 * 60.0 / per, "{f:?}");
+        let ser = |bytes: f64| bytes * 8.0 / 2e6;
+        for (persistent, per) in [
+            ("true", 0.01 + ser(290.0) + 0.01 + ser(5000.0)),
+            ("false", 0.06 + ser(290.0 + 1000.0)),
+        ] {
+            let s = sc
+                .with_overrides(&[("flow.0.persistent".into(), persistent.into())])
+                .unwrap();
+            s.validate().unwrap();
+            let r = run(&s, 0, &mut |_| Err("none".into())).unwrap();
+            let f = &r.flows[0];
+            assert_eq!(f.bytes, f.transactions * 4800);
+            assert!(f.transactions as f64 <= 60.0 / per + 1.0, "{f:?}");
+            let low = if persistent == "true" { 0.9 } else { 0.5 };
+            assert!(f.transactions as f64 >= low * 60.0 / per, "{f:?}");
+        }
     }
 }
