@@ -318,10 +318,7 @@ impl World<'_, '_> {
     fn www_drive(&mut self, now: Instant, i: usize) {
         for d in [REQUEST, REPLY] {
             for end in 0..2 {
-                loop {
-                    let Some(c) = self.www[i].as_ref().and_then(|w| w.conns[d].as_ref()) else {
-                        break;
-                    };
+                while let Some(c) = self.www[i].as_ref().and_then(|w| w.conns[d].as_ref()) {
                     let node = if end == 0 { c.from } else { c.to };
                     if !self.host_ready(node) {
                         break;
@@ -529,7 +526,10 @@ mss = 960
         assert!(fresh.transactions > 20 && fresh.malformed == 0, "{fresh:?}");
         assert!(fresh.throughput_bps <= 1.05 * persistent.throughput_bps);
         let sack = set("flow.0.tcp.variant", "\"sack\"");
-        assert!(go(&[sack.clone()]).is_err(), "persistent SACK is refused");
+        assert!(
+            go(std::slice::from_ref(&sack)).is_err(),
+            "persistent SACK is refused"
+        );
         let f = go(&[sack, set("flow.0.persistent", "false")]).unwrap();
         assert!(f.transactions > 20 && f.malformed == 0, "{f:?}");
     }
