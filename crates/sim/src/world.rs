@@ -14,7 +14,9 @@
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
-//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in [`ftp`].
+//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in [`ftp`], WWW browsing
+//! (`app = "www"`) in [`www`]; [`ends`] says which end of a wireless segment is the wireless
+//! host's (Snoop's mobile role).
 
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
@@ -53,7 +55,8 @@ enum Ev {
         seg: usize,
         end: usize,
     },
-    /// A timer of TCP flow `flow` (FTP or WWW): its sender (side 0) or receiver (side 1).
+    /// A timer of TCP flow `flow`: FTP's sender (side 0) or receiver (side 1); for WWW,
+    /// side `2 * direction + end` (see `www_drive`).
     Tcp {
         flow: usize,
         side: usize,
