@@ -14,9 +14,9 @@
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
-//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in `world/ftp.rs`, WWW browsing
-//! (`app = "www"`) in `world/www.rs`; `world/ends.rs` says which end of a wireless segment is the wireless
-//! host's (Snoop's mobile role).
+//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in `world/ftp.rs`, WWW
+//! browsing (`app = "www"`) in `world/www.rs`; `world/ends.rs` says which end of a wireless
+//! segment is the wireless host's (Snoop's mobile role).
 
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
