@@ -41,6 +41,7 @@ FLOW_COLUMNS = [
     "delay_mean_s",
     "delay_std_s",
     "playback_miss_rate",
+    "transactions",
 ]
 DIRECTION_COLUMNS = ["sent", "bytes", "lost", "truncated", "corrupted", "queue_drops", "refused"]
 DIRECTIONS = ("ltr", "rtl")

@@ -258,7 +258,7 @@ fn write_results(
         flows.push_str(&csv_field(k));
         flows.push(',');
     }
-    flows.push_str("rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,playback_miss_rate\n");
+    flows.push_str("rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,playback_miss_rate,transactions\n");
     let mut ts = String::from("scenario,point,rep,flow,time_s,throughput_bps\n");
     let mut summary = Vec::new();
     let mut events = 0u64;
@@ -271,7 +271,7 @@ fn write_results(
                 row.push(',');
             }
             row.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.rep,
                 r.seed,
                 csv_field(&f.flow),
@@ -287,7 +287,8 @@ fn write_results(
                 f.loss_rate,
                 f.delay_mean_s,
                 f.delay_std_s,
-                f.playback_miss_rate
+                f.playback_miss_rate,
+                f.transactions
             ));
             flows.push_str(&row);
         }

@@ -142,6 +142,7 @@ impl Tables {
             t.f("delay_mean_s", f.delay_mean_s);
             t.f("delay_std_s", f.delay_std_s);
             t.f("playback_miss_rate", f.playback_miss_rate);
+            t.i("transactions", f.transactions as i64);
         }
         for p in &r.timeseries {
             let t = &mut self.timeseries;

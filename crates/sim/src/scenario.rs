@@ -192,6 +192,11 @@ pub enum AppKind {
     /// A bulk transfer of `size_bytes` over TCP (004 §III.B), tuned by the flow's `[tcp]`
     /// table; throughput is application bytes over the time to the last byte.
     Ftp,
+    /// WWW browsing (004 §III.C) between a server (`from`) and a client (`to`): one
+    /// transaction at a time, no pauses, sizes from the flow's `[www]` table; throughput is
+    /// the server-to-client application bytes over the time to the end of the last completed
+    /// transaction.
+    Www,
 }
 
 /// One UDP flow.
@@ -228,8 +233,13 @@ pub struct Flow {
     pub count: usize,
     /// Application bytes to transfer (`ftp`).
     pub size_bytes: u64,
-    /// TCP tuning (`ftp`): variant, MSS, timers, buffers, delayed ACKs.
+    /// TCP tuning (`ftp`, `www`): variant, MSS, timers, buffers, delayed ACKs.
     pub tcp: crate::tcp::TcpConfig,
+    /// The WWW workload (`www`): request, page and object sizes, objects per page.
+    pub www: crate::www_model::WwwModel,
+    /// `www`: keep one TCP connection per direction open across transactions (`true`), or
+    /// open a new one for every request and every reply (`false`, as HTTP/1.0).
+    pub persistent: bool,
 }
 
 impl Default for Flow {
@@ -251,6 +261,8 @@ impl Default for Flow {
             count: 1,
             size_bytes: 0,
             tcp: crate::tcp::TcpConfig::default(),
+            www: crate::www_model::WwwModel::default(),
+            persistent: true,
         }
     }
 }
@@ -506,6 +518,16 @@ impl Scenario {
             if f.app == AppKind::Ftp {
                 self.validate_tcp(i, f)?;
             }
+            if f.app == AppKind::Www {
+                f.www.validate().map_err(|what| invalid(k("www"), what))?;
+                self.validate_tcp_path(i, f)?;
+                if f.persistent && f.tcp.variant == crate::tcp::Variant::Sack {
+                    return Err(invalid(
+                        k("persistent"),
+                        "persistent WWW connections need tcp.variant = \"reno\" or \"newreno\" (the SACK scoreboard assumes MSS-aligned segments); set persistent = false for SACK",
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -520,6 +542,12 @@ impl Scenario {
                 "app = \"ftp\" needs the bytes to transfer (e.g. size_bytes = 2000000)",
             ));
         }
+        self.validate_tcp_path(i, f)
+    }
+
+    /// The flow's TCP settings, and its segments fit the mtu of every wireless segment.
+    fn validate_tcp_path(&self, i: usize, f: &Flow) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
         f.tcp
             .validate()
             .map_err(|(key, what)| invalid(k(&format!("tcp.{key}")), what))?;

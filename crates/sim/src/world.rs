@@ -14,7 +14,9 @@
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
-//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in [`ftp`].
+//! host's network subsystem belongs. TCP flows (`app = "ftp"`) live in `world/ftp.rs`, WWW
+//! browsing (`app = "www"`) in `world/www.rs`; `world/ends.rs` says which end of a wireless
+//! segment is the wireless host's (Snoop's mobile role).
 
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
@@ -27,8 +29,10 @@ use crate::event::EventQueue;
 use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 
+mod ends;
 mod ftp;
 mod results;
+mod www;
 
 pub use results::{DirectionResult, FlowResult, HostResult, RunResult, SegmentResult, TimePoint};
 
@@ -55,7 +59,8 @@ enum Ev {
     Host {
         node: usize,
     },
-    /// A timer of TCP flow `flow`: its sender (side 0) or receiver (side 1).
+    /// A timer of TCP flow `flow`: FTP's sender (side 0) or receiver (side 1); for WWW,
+    /// side `2 * direction + end` (see `www_drive`).
     Tcp {
         flow: usize,
         side: usize,
@@ -146,6 +151,8 @@ struct World<'a, 'c> {
     tcp: Vec<Option<ftp::TcpFlow>>,
     /// TCP flows whose last byte has not arrived yet.
     tcp_left: usize,
+    /// WWW browsing flows, by flow index (`None` for the others); see [`www`].
+    www: Vec<Option<www::WwwFlow>>,
     /// Packet buffers for reuse.
     pool: Vec<Vec<u8>>,
     /// Network subsystem of each node that has one (001 §III.A), by node.
@@ -206,9 +213,10 @@ pub fn run_with_capture(
                 busy: [false; 2],
             }),
             SegmentKind::Wireless => {
-                let cfg = s.link_config();
-                let end = || {
-                    MultiServiceLink::new(&cfg).map_err(|e| ScenarioError::Invalid {
+                // The wireless host's end takes the mobile role of TCP-aware agents (Snoop).
+                let cfgs = ends::end_configs(&s.link_config(), i, sc.segments.len());
+                let end = |e: usize| {
+                    MultiServiceLink::new(&cfgs[e]).map_err(|e| ScenarioError::Invalid {
                         key: format!("segment[{i}].link"),
                         what: e.to_string(),
                     })
@@ -226,7 +234,7 @@ pub fn run_with_capture(
                 Seg::Wireless(Box::new(Wireless {
                     rate,
                     delay,
-                    ends: [end()?, end()?],
+                    ends: [end(0)?, end(1)?],
                     models: [fwd, rev],
                     rngs: [
                         stream(seed, &format!("segment{i}.dir0.error")),
@@ -255,6 +263,7 @@ pub fn run_with_capture(
         buf: Vec::new(),
         tcp: Vec::new(),
         tcp_left: 0,
+        www: Vec::new(),
         pool: Vec::new(),
         hosts: (0..=sc.segments.len())
             .map(|n| {
@@ -296,6 +305,10 @@ pub fn run_with_capture(
             Some((t, _)) => start + secs(t.sample(&mut rng)),
             None => Instant::MAX,
         };
+        w.www.push((f.app == AppKind::Www).then(|| {
+            let r = stream(seed, &format!("flow.{i}.{name}.www"));
+            www::WwwFlow::new(i, f, r, start, stop)
+        }));
         w.sources.push(Source {
             from: f.from,
             to: f.to,
@@ -333,8 +346,13 @@ pub fn run_with_capture(
         w.q.schedule(start, Ev::Send(i));
     }
     w.tcp_left = w.tcp.iter().flatten().count();
-    // A run of transfers only ends when the last one has (or at the time limit).
-    let only_tcp = w.tcp_left == w.flows.len();
+    // A run of transfers only ends when the last one has (or at the time limit); so does a
+    // run of transfers next to WWW browsing and continuous media (004 §V: "the run ended
+    // when the file transfer completed").
+    let only_tcp = w.tcp_left > 0
+        && w.flows
+            .iter()
+            .all(|(_, f)| matches!(f.app, AppKind::Ftp | AppKind::Www | AppKind::Cbr));
     let mut end = Instant::ZERO + duration + secs(sc.sim.drain_s);
     while let Some((now, ev)) = w.q.pop_until(end) {
         w.handle(now, ev);
@@ -364,6 +382,7 @@ impl World<'_, '_> {
                 }
                 self.after_end(now, seg, end);
             }
+            Ev::Tcp { flow, side } if self.www[flow].is_some() => self.www_timer(now, flow, side),
             Ev::Tcp { flow, side } => self.tcp_timer(now, flow, side),
             Ev::Host { node } => {
                 if self.host_armed[node] == Some(now) {
@@ -458,6 +477,10 @@ impl World<'_, '_> {
     fn send(&mut self, now: Instant, i: usize) {
         if self.tcp[i].is_some() {
             self.tcp_drive(now, i);
+            return;
+        }
+        if self.www[i].is_some() {
+            self.www_start(now, i);
             return;
         }
         let s = &mut self.sources[i];

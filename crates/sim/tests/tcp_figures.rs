@@ -31,7 +31,14 @@ const GBN: &str = r#"{ name = "tcp", scheme = "go_back_n", timeout_ms = 20 }"#;
 const SR: &str =
     r#"{ name = "tcp", scheme = "selective_repeat", timeout_ms = 20, nack_interval_ms = 15 }"#;
 const KARN: &str = r#"{ name = "tcp", scheme = "karn_rlp", max_retransmissions = 3, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#;
-const SCHEMES: [(&str, &str); 4] = [("raw", RAW), ("gbn", GBN), ("sr", SR), ("karn", KARN)];
+const SNOOP: &str = r#"{ name = "tcp", scheme = "snoop" }"#;
+const SCHEMES: [(&str, &str); 5] = [
+    ("raw", RAW),
+    ("gbn", GBN),
+    ("sr", SR),
+    ("karn", KARN),
+    ("snoop", SNOOP),
+];
 /// 004 Table I WLAN: frame loss and the mean error interval (bytes) that gives it.
 const WLAN_LOSS: [(&str, &str); 4] = [
     ("0.8%", "131072"),
@@ -98,11 +105,23 @@ fn fig2_one_wlan_orderings() {
     for w in WLAN_LOSS.windows(2) {
         assert!(t[&(w[1].0, "raw")] < t[&(w[0].0, "raw")]);
     }
+    // Berkeley Snoop at the base station: nearly equal to SR and Karn's RLP at modest loss,
+    // clearly above Raw at 1.5%, and not ahead of the most persistent scheme at the highest.
+    for loss in ["0.8%", "1.5%"] {
+        for s in ["sr", "karn"] {
+            let r = t[&(loss, "snoop")] / t[&(loss, s)];
+            assert!((0.95..=1.05).contains(&r), "Snoop/{s} = {r:.2} at {loss}");
+        }
+    }
+    assert!(t[&("1.5%", "snoop")] >= 1.5 * t[&("1.5%", "raw")]);
+    assert!(t[&("5.9%", "snoop")] <= t[&("5.9%", "sr")]);
 }
 
 /// 004 Fig. 3: over two WLAN links Raw suffers both links' losses (below its Fig. 2 values);
 /// Selective Repeat and Karn's RLP, retransmitting on both links, gain a lot (at least twice
-/// Raw's throughput from 1.5% loss on).
+/// Raw's throughput from 1.5% loss on). Berkeley Snoop, which can only retransmit toward the
+/// receiving host (over the second link), gains little: at most half of what SR and Karn's
+/// RLP reach from 1.5% loss on.
 #[test]
 fn fig3_two_wlan_orderings() {
     let one = Scenario::parse(include_str!(
@@ -119,6 +138,10 @@ fn fig3_two_wlan_orderings() {
             assert!(t[&(loss, s)] > t[&(loss, "raw")]);
             if loss != "0.8%" {
                 assert!(t[&(loss, s)] >= 2.0 * t[&(loss, "raw")], "{s} at {loss}");
+                assert!(
+                    t[&(loss, "snoop")] <= 0.5 * t[&(loss, s)],
+                    "Snoop vs {s} at {loss}"
+                );
             }
         }
         let single = mean_throughput(
@@ -137,8 +160,8 @@ fn fig3_two_wlan_orderings() {
 }
 
 /// 004 Fig. 4: one HSCSD link (86.4 kbit/s, 100 ms, 100-byte frames, independent loss):
-/// Selective Repeat and Karn's RLP stay well above Raw at every loss rate and within the
-/// link's payload rate (86.4 kbit/s * 54 / 100 for 54-byte segments in 100-byte frames).
+/// Selective Repeat, Karn's RLP and Snoop (at the base station) stay well above Raw at every
+/// loss rate and within the link's payload rate (86.4 kbit/s * 54 / 100 for 54-byte segments in 100-byte frames).
 #[test]
 fn fig4_one_hscsd_orderings() {
     let sc = Scenario::parse(include_str!(
@@ -148,7 +171,7 @@ fn fig4_one_hscsd_orderings() {
     let svc = |s: &str| format!("{{ name = \"tcp\", scheme = \"{s}\" }}");
     for loss in ["0.01", "0.02", "0.05", "0.1"] {
         let mut t = BTreeMap::new();
-        for s in ["raw", "go_back_n", "selective_repeat", "karn_rlp"] {
+        for s in ["raw", "go_back_n", "selective_repeat", "karn_rlp", "snoop"] {
             let x = mean_throughput(
                 &sc,
                 &[
@@ -161,7 +184,7 @@ fn fig4_one_hscsd_orderings() {
             eprintln!("fig4 {loss} {s}: {:.1} kbit/s", x / 1e3);
             t.insert(s, x);
         }
-        for s in ["selective_repeat", "karn_rlp"] {
+        for s in ["selective_repeat", "karn_rlp", "snoop"] {
             assert!(t[s] >= 1.5 * t["raw"], "{s} at {loss}");
             assert!(t[s] <= 86_400.0 * 54.0 / 100.0);
         }

@@ -148,6 +148,19 @@ impl Sender {
     pub fn rto(&self) -> &RtoEstimator {
         &self.rto
     }
+    /// Appends `bytes` to the data to send: an application writing more to an open
+    /// connection (a persistent HTTP connection, `app = "www"`). Segments are cut at the MSS
+    /// from wherever the data ends, so after a short segment their boundaries are no longer
+    /// multiples of the MSS; the SACK scoreboard assumes they are, so only Reno and NewReno
+    /// senders may be appended to (the scenario checks it).
+    pub fn append(&mut self, bytes: u64) {
+        debug_assert!(
+            self.variant != Variant::Sack,
+            "append needs reno or newreno"
+        );
+        self.total += bytes;
+    }
+
     /// Whether every byte has been acknowledged.
     pub fn is_done(&self) -> bool {
         self.snd_una >= self.total

@@ -119,6 +119,7 @@ impl TcpFlow {
             timeouts: s.timeouts,
             completed: self.done_at.is_some(),
             malformed: self.malformed,
+            transactions: 0,
         }
     }
 }
@@ -199,6 +200,10 @@ impl World<'_, '_> {
             return;
         };
         self.recycle(p);
+        if let Some(i) = self.www_flow_of(&w) {
+            self.www_arrive(now, node, i, w);
+            return;
+        }
         // Data carries the flow in its source port, ACKs in their destination port.
         let (port, data) = if w.len > 0 {
             (w.sport, true)

@@ -50,6 +50,8 @@ pub struct FlowResult {
     pub completed: bool,
     /// TCP: segments that reached an end they did not belong to, or did not parse.
     pub malformed: u64,
+    /// WWW: transactions completed within the run (0 for other applications).
+    pub transactions: u64,
 }
 
 /// Counters of one direction of one segment.
@@ -133,6 +135,8 @@ impl World<'_, '_> {
         let mut p = Vec::new();
         if let Some(t) = &self.tcp[i] {
             p = t.probe();
+        } else if let Some(w) = &self.www[i] {
+            p = w.probe();
         } else {
             packet::build(
                 &mut p,
@@ -185,14 +189,21 @@ impl World<'_, '_> {
                 self.push_series(&mut timeseries, &flows[i].flow, s);
                 continue;
             }
+            if let Some(w) = &self.www[i] {
+                flows.push(w.result(name, self.service_names(i), end));
+                self.push_series(&mut timeseries, &flows[i].flow, s);
+                continue;
+            }
             let sent = self.sent[i];
             let n = s.received.max(1) as f64;
             let mean = s.sum / n;
             let var = (s.sumsq / n - mean * mean).max(0.0);
+            // A run that ended early (its transfers done, 004 §V) ends every flow with it.
+            let cap = self.sc.sim.duration_s.min(end.as_secs_f64());
             let stop = if f.stop_s > 0.0 {
-                f.stop_s.min(self.sc.sim.duration_s)
+                f.stop_s.min(cap)
             } else {
-                self.sc.sim.duration_s
+                cap
             };
             let duration = (stop - f.start_s).max(0.0);
             let ratio = |a: u64| {
@@ -210,6 +221,7 @@ impl World<'_, '_> {
                     AppKind::Spray => "spray",
                     AppKind::Ping => "ping",
                     AppKind::Ftp => "ftp",
+                    AppKind::Www => "www",
                 }
                 .into(),
                 transport: "udp".into(),
