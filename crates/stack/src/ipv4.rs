@@ -143,6 +143,7 @@ impl Protocol for Ipv4 {
             tos: 0,
             ident,
             dont_frag: true,
+            reserved_flag: false,
             payload_len: msg.len(),
         };
         r.emit(&mut Ipv4Packet::new_unchecked(msg.push(IPV4_HDR_LEN)));

@@ -38,6 +38,8 @@ pub mod field {
 pub const HEADER_LEN: usize = 20;
 /// The "don't fragment" flag.
 pub const FLAG_DF: u16 = 0x4000;
+/// The reserved flag (must be zero per RFC 791; kept as received, never rejected).
+pub const FLAG_RESERVED: u16 = 0x8000;
 /// The "more fragments" flag and the offset mask: non-zero means a fragment.
 pub const FRAGMENT_MASK: u16 = 0x3fff;
 
@@ -242,6 +244,8 @@ pub struct Ipv4Repr {
     pub ident: u16,
     /// The "don't fragment" flag.
     pub dont_frag: bool,
+    /// The reserved flag bit, kept as received (DESIGN.md rule 5: unknown codepoints kept).
+    pub reserved_flag: bool,
     /// Bytes of data after the header.
     pub payload_len: usize,
 }
@@ -265,6 +269,7 @@ impl Ipv4Repr {
             tos: p.tos(),
             ident: p.ident(),
             dont_frag: p.flags_offset() & FLAG_DF != 0,
+            reserved_flag: p.flags_offset() & FLAG_RESERVED != 0,
             payload_len: p.total_len() as usize - p.header_len(),
         })
     }
@@ -281,7 +286,9 @@ impl Ipv4Repr {
         p.set_tos(self.tos);
         p.set_total_len((self.payload_len + HEADER_LEN).min(u16::MAX as usize) as u16);
         p.set_ident(self.ident);
-        p.set_flags_offset(if self.dont_frag { FLAG_DF } else { 0 });
+        let df = if self.dont_frag { FLAG_DF } else { 0 };
+        let rf = if self.reserved_flag { FLAG_RESERVED } else { 0 };
+        p.set_flags_offset(df | rf);
         p.set_ttl(self.ttl);
         p.set_protocol(self.protocol);
         p.set_src(self.src);
@@ -329,6 +336,7 @@ mod tests {
                 tos: 0,
                 ident: 0x1c46,
                 dont_frag: true,
+                reserved_flag: false,
                 payload_len: 4,
             }
         );
@@ -365,13 +373,26 @@ mod tests {
         let mut short = fx;
         short[2..4].copy_from_slice(&19u16.to_be_bytes());
         assert_eq!(err(&short), Some(WireError::BadLength));
+        // A fragment (MF set) is unsupported; the reserved flag is kept, not rejected.
+        let mut p = Ipv4Packet::new_unchecked(fx);
+        p.set_flags_offset(0x2000);
+        p.fill_checksum();
+        assert_eq!(err(&p.into_inner()), Some(WireError::Unsupported));
+        let mut p = Ipv4Packet::new_unchecked(fx);
+        p.set_flags_offset(FLAG_RESERVED | FLAG_DF);
+        p.fill_checksum();
+        let r = Ipv4Repr::parse(&Ipv4Packet::new_checked(&p.into_inner()[..]).unwrap()).unwrap();
+        assert!(r.reserved_flag && r.dont_frag);
     }
 
     proptest::proptest! {
         #[test]
         fn repr_round_trips(src: [u8; 4], dst: [u8; 4], protocol: u8, ttl: u8, tos: u8,
-                            ident: u16, dont_frag: bool, payload_len in 0usize..100) {
-            let r = Ipv4Repr { src, dst, protocol, ttl, tos, ident, dont_frag, payload_len };
+                            ident: u16, dont_frag: bool, reserved_flag: bool,
+                            payload_len in 0usize..100) {
+            let r = Ipv4Repr {
+                src, dst, protocol, ttl, tos, ident, dont_frag, reserved_flag, payload_len,
+            };
             let mut buf = vec![0u8; r.buffer_len() + payload_len];
             r.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
             let back = Ipv4Repr::parse(&Ipv4Packet::new_checked(&buf[..]).unwrap()).unwrap();
