@@ -7,6 +7,7 @@
 //! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
 mod bench_cmd;
+mod chart;
 mod demo;
 mod emulate_cmd;
 mod plot;

@@ -13,25 +13,20 @@
 //!   numbers (and differ); without one, the first key that varies, as categories.
 //!
 //! Output is a pure function of the results: the same results give byte-identical files (no
-//! timestamps, no system fonts: text is drawn with the embedded DejaVu Sans subset of
-//! `assets/`). Many flows are capped at [`MAX_LINES`] lines per chart, named in the title.
+//! timestamps, no system fonts: the drawing is [`crate::chart`]'s, with its embedded font). Many flows are capped at [`MAX_LINES`] lines per chart, named in the title.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use mslink_sim::RunResult;
-use plotters::coord::Shift;
-use plotters::prelude::*;
+
+use crate::chart::{save, Chart, Line, Scale};
 
 /// Most lines drawn in one chart (the rest are left out and the title says so).
 pub const MAX_LINES: usize = 12;
 /// Most sweep points that get a time-series chart each.
 pub const MAX_TIMESERIES_CHARTS: usize = 64;
-/// Image size in pixels (PNG) or user units (SVG).
-const SIZE: (u32, u32) = (960, 600);
-/// The embedded font (see `assets/README.md` for its origin and license).
-const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-ascii.ttf");
 
 /// What the plots are drawn from.
 pub struct PlotInput<'a> {
@@ -45,43 +40,13 @@ pub struct PlotInput<'a> {
     pub runs: Vec<(usize, &'a RunResult)>,
 }
 
-/// One line of a chart: `(x, mean, standard deviation)` points in x order.
-struct Line {
-    label: String,
-    points: Vec<(f64, f64, f64)>,
-}
-
 /// Values over repetitions, per x (as `f64` bits, ordered) and series name.
 type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
 /// A flow metric for the sweep charts.
 type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
 
-/// A chart, independent of the backend.
-struct Chart {
-    title: String,
-    x_label: String,
-    y_label: String,
-    lines: Vec<Line>,
-    /// Category names when x is categorical (x = index).
-    categories: Option<Vec<String>>,
-    error_bars: bool,
-}
-
-fn register_font() -> Result<()> {
-    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let ok = *ONCE.get_or_init(|| {
-        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(anyhow!("the embedded plot font does not parse"))
-    }
-}
-
 /// Writes every plot of `input` under `dir/plots`; returns the files written.
 pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>> {
-    register_font()?;
     let out = dir.join("plots");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut files = Vec::new();
@@ -143,20 +108,6 @@ fn truncate(v: &str, n: usize) -> String {
         v.to_string()
     }
 }
-
-/// Line colours: a ten-colour qualitative palette (Tableau 10), repeated.
-const PALETTE: [(u8, u8, u8); 10] = [
-    (31, 119, 180),
-    (255, 127, 14),
-    (44, 160, 44),
-    (214, 39, 40),
-    (148, 103, 189),
-    (140, 86, 75),
-    (227, 119, 194),
-    (127, 127, 127),
-    (188, 189, 34),
-    (23, 190, 207),
-];
 
 /// Axis labels for categorical sweep values: a service table's scheme, else the value cut to
 /// 16 characters; numbered when that leaves two alike.
@@ -277,6 +228,8 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
                 lines,
                 categories: None,
                 error_bars: false,
+                scale: Scale::default(),
+                markers: false,
             },
         ));
     }
@@ -395,123 +348,12 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
                 lines,
                 categories: categorical.then(|| category_labels(&categories)),
                 error_bars: true,
+                scale: Scale::default(),
+                markers: false,
             },
         ));
     }
     charts
-}
-
-/// Writes `stem.png` and `stem.svg`.
-fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
-    let (w, h) = SIZE;
-    let mut rgb = vec![0u8; (w * h * 3) as usize];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        draw(&root, chart)?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {stem}.png: {e}"))?;
-    }
-    let png_path = dir.join(format!("{stem}.png"));
-    let mut png_bytes = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_compression(png::Compression::Best);
-        let mut writer = enc.write_header()?;
-        writer.write_image_data(&rgb)?;
-    }
-    std::fs::write(&png_path, &png_bytes)
-        .with_context(|| format!("writing {}", png_path.display()))?;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        draw(&root, chart)?;
-        root.present()
-            .map_err(|e| anyhow!("drawing {stem}.svg: {e}"))?;
-    }
-    let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, svg).with_context(|| format!("writing {}", svg_path.display()))?;
-    Ok(vec![png_path, svg_path])
-}
-
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting {}: {e}", chart.title);
-    root.fill(&WHITE).map_err(e)?;
-    let all = chart.lines.iter().flat_map(|l| l.points.iter());
-    let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(x, m, s) in all {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y1 = y1.max(if chart.error_bars { m + s } else { m });
-    }
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if chart.categories.is_some() {
-        (x0, x1) = (x0 - 0.5, x1 + 0.5);
-    } else if x1 <= x0 {
-        (x0, x1) = (x0 - 1.0, x1 + 1.0);
-    }
-    let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
-    let mut cc = ChartBuilder::on(root)
-        .caption(&chart.title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x0..x1, 0.0..y1)
-        .map_err(e)?;
-    let cats = chart.categories.clone();
-    let n_cats = cats.as_ref().map_or(0, Vec::len);
-    let x_fmt = move |x: &f64| match &cats {
-        Some(c) => {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < c.len() {
-                c[i as usize].clone()
-            } else {
-                String::new()
-            }
-        }
-        None => format!("{x}"),
-    };
-    let mut mesh = cc.configure_mesh();
-    mesh.x_desc(chart.x_label.as_str())
-        .y_desc(chart.y_label.as_str())
-        .x_label_formatter(&x_fmt)
-        .label_style(("sans-serif", 13));
-    if n_cats > 0 {
-        mesh.x_labels(n_cats + 2);
-    }
-    mesh.draw().map_err(e)?;
-    for (i, line) in chart.lines.iter().enumerate() {
-        let (r, g, b) = PALETTE[i % PALETTE.len()];
-        let color = RGBColor(r, g, b).to_rgba();
-        let style = ShapeStyle::from(color).stroke_width(2);
-        cc.draw_series(LineSeries::new(
-            line.points.iter().map(|&(x, m, _)| (x, m)),
-            style,
-        ))
-        .map_err(e)?
-        .label(line.label.as_str())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        if chart.error_bars {
-            cc.draw_series(line.points.iter().map(|&(x, m, s)| {
-                ErrorBar::new_vertical(x, (m - s).max(0.0), m, m + s, color.filled(), 8)
-            }))
-            .map_err(e)?;
-        }
-    }
-    cc.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 13))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(e)?;
-    Ok(())
 }
 
 #[cfg(test)]

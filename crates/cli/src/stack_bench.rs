@@ -6,7 +6,11 @@
 //! cell; the figure is the mean wall-clock round trip (this driver reads the clock; the stacks do
 //! not). It measures protocol processing alone: there is no device, no copy to a kernel, no
 //! interrupt. Checksums are off in the latency tables, as in 002 §5.2. Output: a table per
-//! experiment, and with `--csv` one row per cell.
+//! experiment, and with `--csv FILE` one row per cell plus, beside FILE (unless `--no-plots`),
+//! PNG and SVG figures drawn with [`crate::chart`]: `STEM_rtt_memory` (and `STEM_rtt_veth`
+//! with `--veth`): round trip vs user data size per architecture and layering (002 Tables 1-3);
+//! `STEM_fig4`: p50 round trip of the prioritised UDP-DAA flow and of plain UDP vs the number
+//! of background flows, at both background sizes (002 Fig. 4).
 
 use std::io::Write;
 use std::time::Instant as WallClock;
@@ -32,9 +36,12 @@ pub struct StackBenchArgs {
     /// command creates and removes (Linux, needs root and `ip`).
     #[arg(long)]
     pub veth: bool,
-    /// Also write one CSV row per cell to this file.
+    /// Also write one CSV row per cell to this file, and the figures beside it.
     #[arg(long)]
     pub csv: Option<std::path::PathBuf>,
+    /// With --csv: do not draw the PNG and SVG figures.
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 /// CSV rows: device, architecture (or experiment), stack, size, checksum, ilp, µs.
@@ -446,6 +453,81 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
         for (d, a, s, z, c, i, us) in &rows {
             writeln!(f, "{d},{a},{s},{z},{c},{i},{us:.4}")?;
         }
+        if !args.no_plots {
+            write_plots(&rows, path)?;
+        }
     }
     Ok(())
+}
+
+/// Points per series label, series in first-seen order.
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+fn push(series: &mut Series, label: String, x: f64, y: f64) {
+    match series.iter_mut().find(|(l, _)| *l == label) {
+        Some((_, pts)) => pts.push((x, y)),
+        None => series.push((label, vec![(x, y)])),
+    }
+}
+
+/// The figures of `rows`, named after the CSV file `csv` and written beside it.
+fn write_plots(rows: &Rows, csv: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
+    use crate::chart::{line_chart, LegendAt, Scale};
+    let stem = csv
+        .file_stem()
+        .map_or("stack".into(), |s| s.to_string_lossy().into_owned());
+    let at = |name: &str| csv.with_file_name(format!("{stem}_{name}"));
+    let mut files = Vec::new();
+    for device in ["memory", "veth"] {
+        let mut series = Series::new();
+        for (d, arch, stack, size, checksum, _, us) in rows {
+            if *d == device && !checksum && !arch.starts_with("fig4") {
+                push(&mut series, format!("{arch} {stack}"), *size as f64, *us);
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let wire = if device == "memory" {
+            "in-memory wire"
+        } else {
+            "AF_PACKET over veth"
+        };
+        files.extend(line_chart(
+            &at(&format!("rtt_{device}")),
+            &format!("Round trip vs user data size, {wire}, checksum off (002 Tables 1-3)"),
+            "user data (bytes)",
+            "mean round trip (µs)",
+            series,
+            // The y axis starts at 0, below every round trip: room at the bottom.
+            Scale {
+                legend: LegendAt::LowerRight,
+                ..Scale::default()
+            },
+        )?);
+    }
+    let mut fig4 = Series::new();
+    for (_, arch, stack, size, _, _, us) in rows {
+        if let Some(bg) = arch
+            .strip_prefix("fig4-bg")
+            .and_then(|b| b.parse::<f64>().ok())
+        {
+            push(&mut fig4, format!("{stack} ({size} B background)"), bg, *us);
+        }
+    }
+    if !fig4.is_empty() {
+        files.extend(line_chart(
+            &at("fig4"),
+            "1-byte flow round trip, prioritised UDP-DAA vs plain UDP (002 Fig. 4)",
+            "background ping-pong flows",
+            "p50 round trip (µs)",
+            fig4,
+            // Plain UDP climbs to the upper right; the prioritised flow stays low.
+            Scale {
+                legend: LegendAt::UpperLeft,
+                ..Scale::default()
+            },
+        )?);
+    }
+    Ok(files)
 }

@@ -1,7 +1,9 @@
 //! `mslink bench local --quick` runs end to end (server child process, both backends, both
-//! wait modes) and produces every table, as JSON and CSV.
+//! wait modes) and produces every table, as JSON and CSV, and every figure as PNG and SVG.
 
 use std::process::Command;
+
+mod figures;
 
 #[test]
 fn bench_local_quick_produces_every_table() {
@@ -55,6 +57,10 @@ fn bench_local_quick_produces_every_table() {
         let text = std::fs::read_to_string(dir.join(f)).expect(f);
         assert!(text.lines().count() > 1, "{f} empty");
     }
+    // The figures beside the CSVs; the legends name every backend, mode and percentile.
+    figures::check_figure(&dir.join("throughput"), &["shm poll loopback", "tcp block"]);
+    figures::check_figure(&dir.join("cpu_per_byte"), &["client", "server", "ns/byte"]);
+    figures::check_figure(&dir.join("rtt"), &["p50", "p99", "4K"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -83,6 +89,7 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
             "--sizes",
             "64,4096",
             "--json",
+            "--no-plots",
             "--csv",
         ])
         .arg(&dir)
@@ -123,6 +130,8 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
     }
     let text = std::fs::read_to_string(dir.join("throughput.csv")).expect("throughput.csv");
     assert!(text.lines().nth(1).unwrap().contains(",veth,"));
+    // --no-plots: CSVs only.
+    assert!(!dir.join("throughput.png").exists() && !dir.join("rtt.svg").exists());
     // Both namespaces are gone.
     let ns = Command::new("ip")
         .args(["netns", "list"])

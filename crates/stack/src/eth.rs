@@ -7,10 +7,12 @@
 //! the deadline/priority field are the two 4-byte fields 002 adds, and the inner type names the
 //! protocol stack above (002's "protocol identifier"). A DAA demux is one map lookup on
 //! (inner type, application id): the single demultiplexing point of the whole stack. Frames are
-//! padded to the 60-byte minimum on send; the layer above trims the padding on receive.
+//! padded to the 60-byte minimum on send; the layer above trims the padding on receive. The
+//! header layouts themselves are [`crate::header::eth`]'s views and reprs.
 
 use std::collections::HashMap;
 
+use crate::header::eth::{DaaFrame, DaaRepr, EthFrame, EthRepr};
 use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
@@ -135,30 +137,33 @@ impl Protocol for Ethernet {
     }
 
     fn demux(&self, hdr: &[u8]) -> Result<Demuxed, DropReason> {
-        let n = self.hdr_len();
-        let h = hdr.get(..n).ok_or(DropReason::Truncated)?;
-        if !self.for_us(&h[0..6]) {
-            return Err(DropReason::NotForUs);
-        }
-        let ty = u16::from_be_bytes([h[12], h[13]]);
         let session = if self.daa {
-            if ty != ETHERTYPE_DAA {
+            let f = DaaFrame::new_checked(hdr)?;
+            let e = f.eth();
+            if !self.for_us(e.dst_bytes()) {
+                return Err(DropReason::NotForUs);
+            }
+            if e.ethertype() != ETHERTYPE_DAA {
                 return Err(DropReason::BadHeader);
             }
             // 002 §4.2: the one demultiplexing point of the DAA stack.
-            let app = u32::from_be_bytes([h[14], h[15], h[16], h[17]]);
-            let inner = u16::from_be_bytes([h[22], h[23]]);
             *self
                 .by_app
-                .get(&(inner, app))
+                .get(&(f.inner_type(), f.app_id()))
                 .ok_or(DropReason::NoSession)?
         } else {
-            let src: [u8; 6] = h[6..12].try_into().map_err(|_| DropReason::Truncated)?;
-            *self.by_peer.get(&(src, ty)).ok_or(DropReason::NoSession)?
+            let f = EthFrame::new_checked(hdr)?;
+            if !self.for_us(f.dst_bytes()) {
+                return Err(DropReason::NotForUs);
+            }
+            *self
+                .by_peer
+                .get(&(f.src(), f.ethertype()))
+                .ok_or(DropReason::NoSession)?
         };
         Ok(Demuxed {
             session,
-            hdr_len: n,
+            hdr_len: self.hdr_len(),
         })
     }
 
@@ -171,11 +176,12 @@ impl Protocol for Ethernet {
             .ok_or(DropReason::NoSession)?;
         let h = msg.pop(n).ok_or(DropReason::Truncated)?;
         if daa {
-            if u16::from_be_bytes([h[22], h[23]]) != sess.ty {
+            let f = DaaFrame::new_checked(h)?;
+            if f.inner_type() != sess.ty {
                 return Err(DropReason::BadHeader);
             }
-            rx.priority = u32::from_be_bytes([h[18], h[19], h[20], h[21]]);
-        } else if u16::from_be_bytes([h[12], h[13]]) != sess.ty {
+            rx.priority = f.priority();
+        } else if EthFrame::new_checked(h)?.ethertype() != sess.ty {
             return Err(DropReason::BadHeader);
         }
         sess.frames += 1;
@@ -193,15 +199,23 @@ impl Protocol for Ethernet {
             msg.pad(min_payload - msg.len());
         }
         let h = msg.push(n);
-        h[0..6].copy_from_slice(&sess.remote);
-        h[6..12].copy_from_slice(&local);
         if self.daa {
-            h[12..14].copy_from_slice(&ETHERTYPE_DAA.to_be_bytes());
-            h[14..18].copy_from_slice(&sess.remote_app.to_be_bytes());
-            h[18..22].copy_from_slice(&sess.priority.to_be_bytes());
-            h[22..24].copy_from_slice(&sess.ty.to_be_bytes());
+            DaaRepr {
+                dst: sess.remote,
+                src: local,
+                ethertype: ETHERTYPE_DAA,
+                app_id: sess.remote_app,
+                priority: sess.priority,
+                inner_type: sess.ty,
+            }
+            .emit(&mut DaaFrame::new_unchecked(h));
         } else {
-            h[12..14].copy_from_slice(&sess.ty.to_be_bytes());
+            EthRepr {
+                dst: sess.remote,
+                src: local,
+                ethertype: sess.ty,
+            }
+            .emit(&mut EthFrame::new_unchecked(h));
         }
     }
 

@@ -5,18 +5,19 @@
 //! latter to a session (the x-kernel's IP demux key); pop validates the whole header (version,
 //! IHL, total length against the bytes present, header checksum, no fragment, protocol and
 //! destination match the session), trims link padding to the total length, strips the header and
-//! leaves the addresses in the receive context for the pseudo-header of the layer above.
+//! leaves the addresses in the receive context for the pseudo-header of the layer above. The
+//! header layout is [`crate::header::ipv4`]'s view and repr.
 
 use std::collections::HashMap;
 
-use crate::checksum::checksum;
+use crate::header::ipv4::{Ipv4Packet, Ipv4Repr};
 use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
 };
 
 /// Length of an IPv4 header without options.
-pub const IPV4_HDR_LEN: usize = 20;
+pub const IPV4_HDR_LEN: usize = crate::header::ipv4::HEADER_LEN;
 /// UDP's IP protocol number.
 pub const IPPROTO_UDP: u8 = 17;
 /// Default time to live of datagrams we send.
@@ -49,15 +50,6 @@ impl Ipv4 {
             by_peer: HashMap::new(),
         }
     }
-}
-
-/// Header length from the first byte, checked: version 4 and IHL >= 5.
-fn header_len(h: &[u8]) -> Result<usize, DropReason> {
-    let b0 = *h.first().ok_or(DropReason::Truncated)?;
-    if b0 >> 4 != 4 || (b0 & 0x0f) < 5 {
-        return Err(DropReason::BadHeader);
-    }
-    Ok(((b0 & 0x0f) as usize) * 4)
 }
 
 impl Protocol for Ipv4 {
@@ -99,19 +91,17 @@ impl Protocol for Ipv4 {
     }
 
     fn demux(&self, hdr: &[u8]) -> Result<Demuxed, DropReason> {
-        let n = header_len(hdr)?;
-        let h = hdr.get(..n).ok_or(DropReason::Truncated)?;
-        if h[16..20] != self.local {
+        let p = Ipv4Packet::new_checked(hdr)?;
+        if p.dst() != self.local {
             return Err(DropReason::NotForUs);
         }
-        let src: [u8; 4] = [h[12], h[13], h[14], h[15]];
         let session = *self
             .by_peer
-            .get(&(src, h[9]))
+            .get(&(p.src(), p.protocol()))
             .ok_or(DropReason::NoSession)?;
         Ok(Demuxed {
             session,
-            hdr_len: n,
+            hdr_len: p.header_len(),
         })
     }
 
@@ -121,33 +111,19 @@ impl Protocol for Ipv4 {
             .sessions
             .get_mut(s.0 as usize)
             .ok_or(DropReason::NoSession)?;
-        let b = msg.bytes();
-        let n = header_len(b)?;
-        let h = b.get(..n).ok_or(DropReason::Truncated)?;
-        let total = u16::from_be_bytes([h[2], h[3]]) as usize;
-        if total < n {
-            return Err(DropReason::BadLength);
-        }
-        if total > b.len() {
-            return Err(DropReason::Truncated);
-        }
-        // RFC 791 §3.1 / RFC 1071: the header sums to all ones.
-        if checksum(h) != 0 {
-            return Err(DropReason::BadChecksum);
-        }
-        let frag = u16::from_be_bytes([h[6], h[7]]);
-        if frag & 0x3fff != 0 {
-            return Err(DropReason::Unsupported);
-        }
-        if h[9] != sess.proto {
+        let p = Ipv4Packet::new_checked(msg.bytes())?;
+        // RFC 791 §3.1: total length, header checksum (RFC 1071), no fragment.
+        let r = Ipv4Repr::parse(&p)?;
+        let n = p.header_len();
+        if r.protocol != sess.proto {
             return Err(DropReason::BadHeader);
         }
-        if h[16..20] != local {
+        if r.dst != local {
             return Err(DropReason::NotForUs);
         }
-        rx.src_ip = [h[12], h[13], h[14], h[15]];
+        rx.src_ip = r.src;
         rx.dst_ip = local;
-        msg.truncate(total);
+        msg.truncate(n + r.payload_len);
         let _ = msg.pop(n);
         sess.frames += 1;
         sess.bytes += msg.len() as u64;
@@ -157,22 +133,20 @@ impl Protocol for Ipv4 {
     fn push(&mut self, s: SessionId, msg: &mut Message) {
         let local = self.local;
         let sess = &mut self.sessions[s.0 as usize];
-        let total = (msg.len() + IPV4_HDR_LEN).min(u16::MAX as usize) as u16;
         let ident = sess.ident;
         sess.ident = sess.ident.wrapping_add(1);
-        let h = msg.push(IPV4_HDR_LEN);
-        h[0] = 0x45;
-        h[1] = 0;
-        h[2..4].copy_from_slice(&total.to_be_bytes());
-        h[4..6].copy_from_slice(&ident.to_be_bytes());
-        h[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF, offset 0
-        h[8] = DEFAULT_TTL;
-        h[9] = sess.proto;
-        h[10..12].copy_from_slice(&[0, 0]);
-        h[12..16].copy_from_slice(&local);
-        h[16..20].copy_from_slice(&sess.remote);
-        let c = checksum(h);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
+        let r = Ipv4Repr {
+            src: local,
+            dst: sess.remote,
+            protocol: sess.proto,
+            ttl: DEFAULT_TTL,
+            tos: 0,
+            ident,
+            dont_frag: true,
+            reserved_flag: false,
+            payload_len: msg.len(),
+        };
+        r.emit(&mut Ipv4Packet::new_unchecked(msg.push(IPV4_HDR_LEN)));
     }
 
     fn session_counters(&self, s: SessionId) -> (u64, u64) {

@@ -5,7 +5,7 @@
 //! 001 §I, 000 §III).
 //!
 //! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`graph`],
-//! [`demux_key`], [`checksum`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
+//! [`demux_key`], [`checksum`], and the wire formats of [`header`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
 //! time as [`mslink_link::Instant`] arguments. Devices drive it from outside: [`wire`] (in-memory)
 //! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
 #![warn(missing_docs)]
@@ -16,6 +16,7 @@ pub mod checksum;
 pub mod demux_key;
 pub mod eth;
 pub mod graph;
+pub mod header;
 pub mod ipv4;
 pub mod msg;
 pub mod proto;

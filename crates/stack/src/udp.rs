@@ -6,11 +6,13 @@
 //! checksums and the field is non-zero, copies the payload into the application buffer while
 //! summing it (one pass with ILP, copy then sum without) and drops the datagram on a mismatch.
 //! With the checksum off (as in 002 §5.2's measurements) the payload is left for the top anchor
-//! to copy. Push writes the header and, when enabled, the checksum over the pseudo-header.
+//! to copy. Push writes the header and, when enabled, the checksum over the pseudo-header. The
+//! header layout is [`crate::header::udp`]'s view and repr.
 
 use std::collections::HashMap;
 
 use crate::checksum::Sum;
+use crate::header::udp::{UdpPacket, UdpRepr};
 use crate::ipv4::IPPROTO_UDP;
 use crate::msg::Message;
 use crate::proto::{
@@ -18,7 +20,7 @@ use crate::proto::{
 };
 
 /// Length of the UDP header.
-pub const UDP_HDR_LEN: usize = 8;
+pub const UDP_HDR_LEN: usize = crate::header::udp::HEADER_LEN;
 
 #[derive(Clone, Debug)]
 struct UdpSession {
@@ -100,8 +102,7 @@ impl Protocol for Udp {
     }
 
     fn demux(&self, hdr: &[u8]) -> Result<Demuxed, DropReason> {
-        let h = hdr.get(..UDP_HDR_LEN).ok_or(DropReason::Truncated)?;
-        let port = u16::from_be_bytes([h[2], h[3]]);
+        let port = UdpPacket::new_checked(hdr)?.dst_port();
         let session = *self.by_port.get(&port).ok_or(DropReason::NoSession)?;
         Ok(Demuxed {
             session,
@@ -114,22 +115,14 @@ impl Protocol for Udp {
             .sessions
             .get_mut(s.0 as usize)
             .ok_or(DropReason::NoSession)?;
-        let h: [u8; UDP_HDR_LEN] = msg
-            .peek(UDP_HDR_LEN)
-            .ok_or(DropReason::Truncated)?
-            .try_into()
-            .map_err(|_| DropReason::Truncated)?;
-        let len = u16::from_be_bytes([h[4], h[5]]);
-        if (len as usize) < UDP_HDR_LEN {
-            return Err(DropReason::BadLength);
-        }
-        if len as usize > msg.len() {
-            return Err(DropReason::Truncated);
-        }
+        let p = UdpPacket::new_checked(msg.bytes())?;
+        let r = UdpRepr::parse(&p)?;
+        let mut h = [0u8; UDP_HDR_LEN];
+        h.copy_from_slice(p.header());
+        let len = (UDP_HDR_LEN + r.payload_len) as u16;
         msg.truncate(len as usize);
         let _ = msg.pop(UDP_HDR_LEN);
-        let field = u16::from_be_bytes([h[6], h[7]]);
-        if sess.checksum && field != 0 {
+        if sess.checksum && r.checksum != 0 {
             let mut sum = pseudo_sum(rx.src_ip, rx.dst_ip, len);
             sum.add(&h);
             // 002 §2.2: the data manipulation of this layer, integrated with the copy or not.
@@ -145,8 +138,14 @@ impl Protocol for Udp {
 
     fn push(&mut self, s: SessionId, msg: &mut Message) {
         let sess = &self.sessions[s.0 as usize];
+        let r = UdpRepr {
+            src_port: sess.local_port,
+            dst_port: sess.remote_port,
+            payload_len: msg.len(),
+            checksum: 0,
+        };
         let len = (msg.len() + UDP_HDR_LEN).min(u16::MAX as usize) as u16;
-        let (sp, dp, ck) = (sess.local_port, sess.remote_port, sess.checksum);
+        let ck = sess.checksum;
         let (src, dst) = (sess.local_ip, sess.remote_ip);
         let mut sum = if ck {
             pseudo_sum(src, dst, len)
@@ -156,18 +155,15 @@ impl Protocol for Udp {
         if ck {
             sum.add(msg.bytes());
         }
-        let h = msg.push(UDP_HDR_LEN);
-        h[0..2].copy_from_slice(&sp.to_be_bytes());
-        h[2..4].copy_from_slice(&dp.to_be_bytes());
-        h[4..6].copy_from_slice(&len.to_be_bytes());
-        h[6..8].copy_from_slice(&[0, 0]);
+        let mut p = UdpPacket::new_unchecked(msg.push(UDP_HDR_LEN));
+        r.emit(&mut p);
         if ck {
-            sum.add(&h[0..8]);
+            sum.add(p.header());
             let mut c = sum.checksum();
             if c == 0 {
                 c = 0xffff; // RFC 768: a computed zero is sent as all ones
             }
-            h[6..8].copy_from_slice(&c.to_be_bytes());
+            p.set_checksum_field(c);
         }
     }
 

@@ -204,9 +204,13 @@ struct ClientOpts {
     /// Small settings that finish in seconds (CI).
     #[arg(long)]
     quick: bool,
-    /// Write pingpong.csv, throughput.csv and callcost.csv into this directory.
+    /// Write pingpong.csv, throughput.csv and callcost.csv into this directory, with the
+    /// figures throughput, cpu_per_byte and rtt as PNG and SVG beside them.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// With --csv: do not draw the PNG and SVG figures.
+    #[arg(long)]
+    no_plots: bool,
     /// Print one JSON document instead of tables.
     #[arg(long)]
     json: bool,

@@ -1,0 +1,353 @@
+//! Line charts as PNG and SVG, drawn with plotters and the embedded font, shared by the
+//! `mslink sim` plots and the `mslink bench` / `mslink stack-bench` figures.
+//!
+//! Contract. [`save`] draws one [`Chart`] to `DIR/STEM.png` and `DIR/STEM.svg` and returns both
+//! paths; [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
+//! of the chart: no timestamps, no system fonts (text uses the DejaVu Sans subset of `assets/`),
+//! so the same data gives byte-identical files. Axes may be logarithmic: x in powers of two
+//! (message sizes, labelled 1, 4, 16, .., 1K, .., 1M) and y in powers of ten; points that a
+//! log axis cannot show (zero or negative) are left out.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Image size in pixels (PNG) or user units (SVG).
+const SIZE: (u32, u32) = (960, 600);
+/// The embedded font (see `assets/README.md` for its origin and license).
+const FONT: &[u8] = include_bytes!("../assets/DejaVuSans-ascii.ttf");
+
+/// Line colours: a ten-colour qualitative palette (Tableau 10), repeated.
+const PALETTE: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+];
+
+/// One line of a chart: `(x, mean, standard deviation)` points in x order.
+pub struct Line {
+    /// Legend entry.
+    pub label: String,
+    /// Points; the deviation is drawn only when the chart has error bars.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// Corner of the legend box (chosen where a chart's lines leave room).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LegendAt {
+    /// Upper right (the default).
+    #[default]
+    UpperRight,
+    /// Upper left.
+    UpperLeft,
+    /// Lower right.
+    LowerRight,
+}
+
+/// Axis scales and legend place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scale {
+    /// x on a base-2 logarithmic axis (sizes in bytes).
+    pub log2_x: bool,
+    /// y on a base-10 logarithmic axis.
+    pub log10_y: bool,
+    /// Where the legend goes.
+    pub legend: LegendAt,
+}
+
+/// A chart, independent of the backend.
+pub struct Chart {
+    /// Caption.
+    pub title: String,
+    /// x axis description.
+    pub x_label: String,
+    /// y axis description.
+    pub y_label: String,
+    /// The lines, drawn in palette order.
+    pub lines: Vec<Line>,
+    /// Category names when x is categorical (x = index).
+    pub categories: Option<Vec<String>>,
+    /// Draw ±deviation bars at each point.
+    pub error_bars: bool,
+    /// Logarithmic axes.
+    pub scale: Scale,
+    /// Mark each point with a dot (lines without error bars only).
+    pub markers: bool,
+}
+
+fn register_font() -> Result<()> {
+    static ONCE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *ONCE.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!("the embedded plot font does not parse"))
+    }
+}
+
+/// Draws `series` (label, `(x, y)` points) as lines into `path_stem.png` and `path_stem.svg`
+/// (creating the folder); returns the files written.
+pub fn line_chart(
+    path_stem: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    scale: Scale,
+) -> Result<Vec<PathBuf>> {
+    let dir = path_stem.parent().unwrap_or(Path::new("."));
+    let stem = path_stem
+        .file_name()
+        .ok_or_else(|| anyhow!("no file name in {}", path_stem.display()))?
+        .to_string_lossy();
+    let chart = Chart {
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        lines: series
+            .into_iter()
+            .map(|(label, pts)| {
+                let mut points: Vec<(f64, f64, f64)> =
+                    pts.into_iter().map(|(x, y)| (x, y, 0.0)).collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Line { label, points }
+            })
+            .collect(),
+        categories: None,
+        error_bars: false,
+        scale,
+        markers: true,
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    save(dir, &stem, &chart)
+}
+
+/// Writes `dir/stem.png` and `dir/stem.svg`.
+pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
+    register_font()?;
+    let (w, h) = SIZE;
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        draw(&root, chart)?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {stem}.png: {e}"))?;
+    }
+    let png_path = dir.join(format!("{stem}.png"));
+    let mut png_bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Best);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&rgb)?;
+    }
+    std::fs::write(&png_path, &png_bytes)
+        .with_context(|| format!("writing {}", png_path.display()))?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        draw(&root, chart)?;
+        root.present()
+            .map_err(|e| anyhow!("drawing {stem}.svg: {e}"))?;
+    }
+    let svg_path = dir.join(format!("{stem}.svg"));
+    std::fs::write(&svg_path, svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    Ok(vec![png_path, svg_path])
+}
+
+/// A size in bytes for an axis label: 1, 512, 1K, 64K, 1M.
+fn bytes_label(v: f64) -> String {
+    let v = v.round() as u64;
+    if v >= 1 << 20 && v % (1 << 20) == 0 {
+        format!("{}M", v >> 20)
+    } else if v >= 1 << 10 && v % (1 << 10) == 0 {
+        format!("{}K", v >> 10)
+    } else {
+        v.to_string()
+    }
+}
+
+/// A power of ten for an axis label: 0.01, 1, 1000, 1e6.
+fn decade_label(e: i32) -> String {
+    match e {
+        -3..=0 => format!("{}", 10f64.powi(e)),
+        1..=5 => format!("{}", 10u64.pow(e as u32)),
+        _ => format!("1e{e}"),
+    }
+}
+
+/// Label at integer positions of a log axis, nothing elsewhere.
+fn at_integer(v: f64) -> Option<i32> {
+    let i = v.round();
+    ((v - i).abs() < 1e-6).then_some(i as i32)
+}
+
+/// The points of `line` in axis coordinates (log axes transformed), `(x, y, deviation)`.
+fn axis_points(line: &Line, scale: Scale) -> Vec<(f64, f64, f64)> {
+    line.points
+        .iter()
+        .filter(|&&(x, m, _)| (!scale.log2_x || x > 0.0) && (!scale.log10_y || m > 0.0))
+        .filter(|&&(x, m, _)| x.is_finite() && m.is_finite())
+        .map(|&(x, m, s)| {
+            let x = if scale.log2_x { x.log2() } else { x };
+            let m = if scale.log10_y { m.log10() } else { m };
+            (x, m, s)
+        })
+        .collect()
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting {}: {e}", chart.title);
+    root.fill(&WHITE).map_err(e)?;
+    let scale = chart.scale;
+    let error_bars = chart.error_bars && !scale.log10_y;
+    let lines: Vec<Vec<(f64, f64, f64)>> =
+        chart.lines.iter().map(|l| axis_points(l, scale)).collect();
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &(x, m, s) in lines.iter().flatten() {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(m);
+        y1 = y1.max(if error_bars { m + s } else { m });
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if chart.categories.is_some() {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    } else if x1 <= x0 {
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
+    }
+    let (y0, y1) = if scale.log10_y {
+        if !y0.is_finite() {
+            (0.0, 1.0)
+        } else {
+            // Whole decades, at least one.
+            let (a, b) = (y0.floor(), y1.ceil());
+            (a, if b > a { b } else { a + 1.0 })
+        }
+    } else {
+        (0.0, if y1 > 0.0 { y1 * 1.1 } else { 1.0 })
+    };
+    let mut cc = ChartBuilder::on(root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e)?;
+    let cats = chart.categories.clone();
+    let n_cats = cats.as_ref().map_or(0, Vec::len);
+    let x_fmt = move |x: &f64| match &cats {
+        Some(c) => match at_integer(*x) {
+            Some(i) if i >= 0 && (i as usize) < c.len() => c[i as usize].clone(),
+            _ => String::new(),
+        },
+        None if scale.log2_x => at_integer(*x)
+            .map(|i| bytes_label(2f64.powi(i)))
+            .unwrap_or_default(),
+        None => format!("{x}"),
+    };
+    let y_fmt = |y: &f64| at_integer(*y).map(decade_label).unwrap_or_default();
+    let mut mesh = cc.configure_mesh();
+    mesh.x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .x_label_formatter(&x_fmt)
+        .label_style(("sans-serif", 13));
+    if scale.log10_y {
+        mesh.y_label_formatter(&y_fmt);
+    }
+    if n_cats > 0 {
+        mesh.x_labels(n_cats + 2);
+    } else if scale.log2_x {
+        // One label per power of two when they fit, else every other one.
+        mesh.x_labels(((x1 - x0).ceil() as usize + 1).min(24));
+    }
+    mesh.draw().map_err(e)?;
+    for (i, (line, pts)) in chart.lines.iter().zip(&lines).enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        let color = RGBColor(r, g, b).to_rgba();
+        let style = ShapeStyle::from(color).stroke_width(2);
+        cc.draw_series(LineSeries::new(pts.iter().map(|&(x, m, _)| (x, m)), style))
+            .map_err(e)?
+            .label(line.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        if error_bars {
+            cc.draw_series(pts.iter().map(|&(x, m, s)| {
+                ErrorBar::new_vertical(x, (m - s).max(0.0), m, m + s, color.filled(), 8)
+            }))
+            .map_err(e)?;
+        } else if chart.markers {
+            // Markers make single points and few-point lines visible.
+            cc.draw_series(
+                pts.iter()
+                    .map(|&(x, m, _)| Circle::new((x, m), 3, color.filled())),
+            )
+            .map_err(e)?;
+        }
+    }
+    cc.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 13))
+        .position(match scale.legend {
+            LegendAt::UpperRight => SeriesLabelPosition::UpperRight,
+            LegendAt::UpperLeft => SeriesLabelPosition::UpperLeft,
+            LegendAt::LowerRight => SeriesLabelPosition::LowerRight,
+        })
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axis_labels() {
+        assert_eq!(bytes_label(1.0), "1");
+        assert_eq!(bytes_label(512.0), "512");
+        assert_eq!(bytes_label(65536.0), "64K");
+        assert_eq!(bytes_label((1u64 << 20) as f64), "1M");
+        assert_eq!(decade_label(-2), "0.01");
+        assert_eq!(decade_label(0), "1");
+        assert_eq!(decade_label(3), "1000");
+        assert_eq!(decade_label(7), "1e7");
+        assert_eq!(at_integer(3.0000000001), Some(3));
+        assert_eq!(at_integer(2.5), None);
+    }
+
+    #[test]
+    fn log_axes_drop_points_they_cannot_show() {
+        let l = Line {
+            label: "x".into(),
+            points: vec![(0.0, 1.0, 0.0), (4.0, 0.0, 0.0), (8.0, 100.0, 0.0)],
+        };
+        let s = Scale {
+            log2_x: true,
+            log10_y: true,
+            ..Scale::default()
+        };
+        // 8 = 2^3, 100 = 10^2; the zero x and the zero y are left out.
+        assert_eq!(axis_points(&l, s), vec![(3.0, 2.0, 0.0)]);
+        assert_eq!(axis_points(&l, Scale::default()).len(), 3);
+    }
+}
