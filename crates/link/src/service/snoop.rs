@@ -256,9 +256,6 @@ impl Snoop {
             return; // already acknowledged: nothing to protect
         }
         conn.reference = conn.reference.max(start);
-        if conn.cache.is_empty() {
-            conn.progress_at = now;
-        }
         let mut cached = Cached {
             end,
             sdus,
@@ -272,6 +269,20 @@ impl Snoop {
             cached.local_retransmissions = old.local_retransmissions;
             conn.cache.insert(start, cached);
         } else if conn.cache.len() < limit {
+            // The local timer runs from when the oldest cached segment was sent (or last saw
+            // progress), so a segment that becomes the oldest restarts it: an empty cache, or
+            // one the TCP sender sends below everything cached (a segment that had gone
+            // uncached, ahead of an oldest that exhausted its local retransmissions). Without
+            // this the stale `progress_at` put the deadline in the past and the segment just
+            // sent was resent at once; the simulator also lost every later timer of the link
+            // end over that past deadline (see crates/sim/src/world.rs, `arm`).
+            if conn
+                .cache
+                .first_key_value()
+                .is_none_or(|(&first, _)| start < first)
+            {
+                conn.progress_at = now;
+            }
             conn.cache.insert(start, cached);
         }
     }
@@ -582,6 +593,38 @@ mod tests {
         }
         assert_eq!(s.poll_timeout(), None, "max_local_retransmissions reached");
         assert_eq!(s.stats().retransmissions, 4);
+    }
+
+    #[test]
+    fn a_segment_sent_below_the_cache_restarts_the_local_timer() {
+        // Regression (two-HSCSD multi-service run): the oldest cached segment exhausted its
+        // local retransmissions, then the TCP sender sent a segment below it that Snoop had
+        // not cached. That segment became the oldest with the old segment's stale progress
+        // time, so poll_timeout() lay in the past.
+        let mut s = base();
+        let t0 = Instant::ZERO;
+        s.handle_sdu(t0, Sdu::whole(data(100, 100))).unwrap();
+        drain(&mut s, t0);
+        s.handle_frame(t0, &ack(0)); // the receiver still waits for 0..100
+        s.poll_deliver();
+        let mut now = t0;
+        while let Some(due) = s.poll_timeout() {
+            now = due;
+            s.handle_timeout(now);
+            drain(&mut s, now);
+        }
+        assert_eq!(s.stats().retransmissions, 4, "segment 100 gave up");
+        let later = now + Duration::from_secs(3);
+        s.handle_sdu(later, Sdu::whole(data(0, 100))).unwrap();
+        assert_eq!(drain(&mut s, later), vec![data(0, 100)]);
+        let floor = Duration::from_secs_f64(SnoopConfig::default().local_rto_min_ms / 1e3);
+        assert_eq!(
+            s.poll_timeout(),
+            Some(later + floor),
+            "the timer runs from the new oldest segment's send"
+        );
+        s.handle_timeout(later);
+        assert!(drain(&mut s, later).is_empty(), "no immediate resend");
     }
 
     #[test]

@@ -169,6 +169,8 @@ impl World<'_, '_> {
         let due = [t.sender.poll_timeout(), t.receiver.poll_timeout()];
         for (side, at) in due.into_iter().enumerate() {
             if let Some(at) = at {
+                // A past deadline fires now: arm it at now (see `World::arm`).
+                let at = at.max(self.q.now());
                 if t.armed[side].is_none_or(|a| at < a) {
                     t.armed[side] = Some(at);
                     self.q.schedule(at, Ev::Tcp { flow: i, side });

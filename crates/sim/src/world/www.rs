@@ -360,6 +360,8 @@ impl World<'_, '_> {
             let due = [c.sender.poll_timeout(), c.receiver.poll_timeout()];
             for (end, at) in due.into_iter().enumerate() {
                 if let Some(at) = at {
+                    // A past deadline fires now: arm it at now (see `World::arm`).
+                    let at = at.max(self.q.now());
                     if c.armed[end].is_none_or(|a| at < a) {
                         c.armed[end] = Some(at);
                         let side = 2 * d + end;
