@@ -5,6 +5,11 @@ use std::collections::BTreeMap;
 
 use mslink_sim::{run, Scenario};
 
+#[path = "common/wlan.rs"]
+#[allow(dead_code)]
+mod wlan;
+use wlan::*;
+
 /// Mean throughput (bit/s) of flow 0 of `sc` with `sets` applied, over `reps` repetitions.
 fn mean_throughput(sc: &Scenario, sets: &[(&str, &str)], reps: u32) -> f64 {
     let sets: Vec<(String, String)> = sets
@@ -25,27 +30,6 @@ fn mean_throughput(sc: &Scenario, sets: &[(&str, &str)], reps: u32) -> f64 {
         .sum::<f64>()
         / reps as f64
 }
-
-const RAW: &str = r#"{ name = "tcp", scheme = "raw" }"#;
-const GBN: &str = r#"{ name = "tcp", scheme = "go_back_n", timeout_ms = 20 }"#;
-const SR: &str =
-    r#"{ name = "tcp", scheme = "selective_repeat", timeout_ms = 20, nack_interval_ms = 15 }"#;
-const KARN: &str = r#"{ name = "tcp", scheme = "karn_rlp", max_retransmissions = 3, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#;
-const SNOOP: &str = r#"{ name = "tcp", scheme = "snoop" }"#;
-const SCHEMES: [(&str, &str); 5] = [
-    ("raw", RAW),
-    ("gbn", GBN),
-    ("sr", SR),
-    ("karn", KARN),
-    ("snoop", SNOOP),
-];
-/// 004 Table I WLAN: frame loss and the mean error interval (bytes) that gives it.
-const WLAN_LOSS: [(&str, &str); 4] = [
-    ("0.8%", "131072"),
-    ("1.5%", "65536"),
-    ("3%", "32768"),
-    ("5.9%", "16384"),
-];
 
 /// (loss, scheme) -> mean throughput over 3 repetitions of a 10 MB transfer, with the same
 /// error rate and scheme on every wireless segment in `wireless`.
