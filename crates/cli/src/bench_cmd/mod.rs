@@ -294,6 +294,33 @@ struct Report {
     socket_over_vi_ratio: f64,
 }
 
+impl PingRow {
+    /// The row of a loopback ping-pong from its round trips (ns, any order).
+    fn from_rtts(
+        backend: BackendArg,
+        mode: ModeArg,
+        size: usize,
+        iters: usize,
+        mut rtts: Vec<u64>,
+    ) -> PingRow {
+        rtts.sort_unstable();
+        let mean = rtts.iter().sum::<u64>() as f64 / rtts.len().max(1) as f64 / 1e3;
+        PingRow {
+            backend,
+            mode,
+            path: "loopback",
+            size,
+            iters,
+            p50_us: percentile(&rtts, 0.5),
+            p90_us: percentile(&rtts, 0.9),
+            p99_us: percentile(&rtts, 0.99),
+            p999_us: percentile(&rtts, 0.999),
+            max_us: rtts.last().map_or(0.0, |&x| x as f64 / 1e3),
+            mean_us: mean,
+        }
+    }
+}
+
 fn percentile(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -582,21 +609,7 @@ fn pingpong(
             }
         }
     }
-    rtts.sort_unstable();
-    let mean = rtts.iter().sum::<u64>() as f64 / rtts.len().max(1) as f64 / 1e3;
-    Ok(PingRow {
-        backend: b,
-        mode: m,
-        path: "loopback",
-        size,
-        iters,
-        p50_us: percentile(&rtts, 0.5),
-        p90_us: percentile(&rtts, 0.9),
-        p99_us: percentile(&rtts, 0.99),
-        p999_us: percentile(&rtts, 0.999),
-        max_us: rtts.last().map_or(0.0, |&x| x as f64 / 1e3),
-        mean_us: mean,
-    })
+    Ok(PingRow::from_rtts(b, m, size, iters, rtts))
 }
 
 /// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread.
@@ -629,21 +642,13 @@ fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingR
     }
     echo.join()
         .map_err(|_| anyhow::anyhow!("echo thread panicked"))??;
-    rtts.sort_unstable();
-    let mean = rtts.iter().sum::<u64>() as f64 / rtts.len().max(1) as f64 / 1e3;
-    Ok(PingRow {
-        backend: BackendArg::Sock,
-        mode: ModeArg::Block,
-        path: "loopback",
+    Ok(PingRow::from_rtts(
+        BackendArg::Sock,
+        ModeArg::Block,
         size,
         iters,
-        p50_us: percentile(&rtts, 0.5),
-        p90_us: percentile(&rtts, 0.9),
-        p99_us: percentile(&rtts, 0.99),
-        p999_us: percentile(&rtts, 0.999),
-        max_us: rtts.last().map_or(0.0, |&x| x as f64 / 1e3),
-        mean_us: mean,
-    })
+        rtts,
+    ))
 }
 
 fn throughput(
