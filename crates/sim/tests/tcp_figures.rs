@@ -123,12 +123,16 @@ fn fig3_two_wlan_orderings() {
             assert!(t[&(loss, s)] > t[&(loss, "raw")]);
             if loss != "0.8%" {
                 assert!(t[&(loss, s)] >= 2.0 * t[&(loss, "raw")], "{s} at {loss}");
-                // 0.6: with the base station's local timers firing (they were lost in the
-                // simulator before, see world.rs `arm`), Snoop reaches 57% of SR at 1.5%,
-                // still close to Go Back N as 004 §III.B says, and well under 0.5 beyond.
+                // Measured: Snoop reaches 0.38, 0.16, 0.04 of SR at 1.5%, 3%, 5.9%: "only
+                // minor improvements over Raw Link, similar to those of Go Back N" (ours
+                // stays below our Go-Back-N, which does better than 004's).
                 assert!(
-                    t[&(loss, "snoop")] <= 0.6 * t[&(loss, s)],
+                    t[&(loss, "snoop")] <= 0.5 * t[&(loss, s)],
                     "Snoop vs {s} at {loss}"
+                );
+                assert!(
+                    t[&(loss, "snoop")] <= t[&(loss, "gbn")],
+                    "Snoop vs GBN at {loss}"
                 );
             }
         }
@@ -149,7 +153,10 @@ fn fig3_two_wlan_orderings() {
 
 /// 004 Fig. 4: one HSCSD link (86.4 kbit/s, 100 ms, 100-byte frames, independent loss):
 /// Selective Repeat, Karn's RLP and Snoop (at the base station) stay well above Raw at every
-/// loss rate and within the link's payload rate (86.4 kbit/s * 54 / 100 for 54-byte segments in 100-byte frames).
+/// loss rate and within the link's payload rate (86.4 kbit/s * 54 / 100 for 54-byte segments
+/// in 100-byte frames). Snoop, with no frame overhead, is best at 1% and "deteriorates at
+/// higher loss rates due to the loss of duplicate TCP ACKs" (004 §III.B): its share of SR's
+/// throughput falls as loss grows.
 #[test]
 fn fig4_one_hscsd_orderings() {
     let sc = Scenario::parse(include_str!(
@@ -157,6 +164,7 @@ fn fig4_one_hscsd_orderings() {
     ))
     .unwrap();
     let svc = |s: &str| format!("{{ name = \"tcp\", scheme = \"{s}\" }}");
+    let mut share = Vec::new();
     for loss in ["0.01", "0.02", "0.05", "0.1"] {
         let mut t = BTreeMap::new();
         for s in ["raw", "go_back_n", "selective_repeat", "karn_rlp", "snoop"] {
@@ -176,7 +184,15 @@ fn fig4_one_hscsd_orderings() {
             assert!(t[s] >= 1.5 * t["raw"], "{s} at {loss}");
             assert!(t[s] <= 86_400.0 * 54.0 / 100.0);
         }
+        share.push(t["snoop"] / t["selective_repeat"]);
+        if loss == "0.01" {
+            assert!(t["snoop"] >= t["selective_repeat"] && t["snoop"] >= t["karn_rlp"]);
+        }
     }
+    assert!(
+        share.windows(2).all(|w| w[1] < w[0]),
+        "Snoop's share of SR falls with loss: {share:?}"
+    );
 }
 
 /// 003 Fig. 1 and Fig. 3 (§3.1). Without local retransmission, single drops per hundred cost

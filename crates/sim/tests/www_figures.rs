@@ -62,10 +62,9 @@ fn www_grid(
 
 /// 004 Figs. 5-6 (§III.C): SR and Karn's RLP well above Raw, Karn's RLP keeping up with SR
 /// at the highest loss, Go-Back-N in between, two links lower than one. Berkeley Snoop, which
-/// cannot recover lost requests, stays below SR and Karn's RLP (the more so as loss grows)
-/// and gains less over two links than over one. (004 has Snoop close to Raw even over one
-/// link; with persistent connections ours recovers most reply losses there: see
-/// docs/transports.md.)
+/// cannot recover lost requests and, recovering only on duplicate ACKs, few losses of short
+/// replies, stays near Raw: over one link nearer Raw than SR from 1.5% on, over two links
+/// "even closer to Raw" at every loss rate.
 #[test]
 fn fig5_fig6_www_orderings() {
     let one = Scenario::parse(include_str!(
@@ -84,10 +83,14 @@ fn fig5_fig6_www_orderings() {
             for s in ["sr", "karn"] {
                 assert!(t[&(loss, s)] >= 1.5 * raw, "{s} well above Raw at {loss}");
                 assert!(
-                    t[&(loss, "snoop")] <= 0.95 * t[&(loss, s)],
+                    t[&(loss, "snoop")] <= 0.8 * t[&(loss, s)],
                     "Snoop below {s}"
                 );
             }
+            assert!(
+                t[&(loss, "snoop")] >= raw,
+                "Snoop no worse than Raw at {loss}"
+            );
             // Go-Back-N between Raw and the selective schemes.
             let best = t[&(loss, "sr")].max(t[&(loss, "karn")]);
             assert!(t[&(loss, "gbn")] > raw && t[&(loss, "gbn")] <= 1.02 * best);
@@ -103,22 +106,23 @@ fn fig5_fig6_www_orderings() {
                 "two links lower: {s} at {loss}"
             );
         }
+        // Where Snoop sits between Raw (0) and SR (1). Measured (3 x 100 s): one link 0.55,
+        // 0.40, 0.27, 0.13 at 0.8-5.9%; two links 0.20, 0.11, 0.08, 0.02.
+        let place = |t: &BTreeMap<_, f64>| {
+            let raw = t[&(loss, "raw")];
+            (t[&(loss, "snoop")] - raw) / (t[&(loss, "sr")] - raw)
+        };
         if loss != "0.8%" {
-            // Over two links Snoop recovers neither requests nor the server's uplink losses.
-            // Bounds measured with the base stations' local timers firing (the simulator
-            // lost them before, see world.rs `arm`): 0.60 of SR at 1.5%, 0.41 at 3%. Snoop's
-            // share of what SR reaches (SR recovers on both links) shrinks over two links;
-            // its gain over Raw does not, since Raw suffers both links' losses.
             assert!(
-                t2[&(loss, "snoop")] <= 0.65 * t2[&(loss, "sr")],
-                "at {loss}"
-            );
-            let share = |t: &BTreeMap<_, f64>| t[&(loss, "snoop")] / t[&(loss, "sr")];
-            assert!(
-                share(&t2) < 0.8 * share(&t1),
-                "Snoop gains less over two links at {loss}"
+                place(&t1) < 0.5,
+                "one link: Snoop nearer Raw than SR at {loss}"
             );
         }
+        assert!(place(&t2) < 0.3, "two links: Snoop close to Raw at {loss}");
+        assert!(
+            place(&t2) < place(&t1),
+            "two links: even closer to Raw at {loss}"
+        );
     }
 }
 
@@ -165,9 +169,12 @@ fn multi_grid(
     t
 }
 
-/// 004 Figs. 13-14 (§V.B): with FTP, WWW and CBR sharing the link, every link-layer scheme
-/// gives FTP far more than Raw over one WLAN link; over two WLAN links Snoop stays well
-/// behind SR and Karn's RLP.
+/// 004 Figs. 13-14, 16-17 (§V.B-C): with FTP, WWW and CBR sharing the link, every link-layer
+/// scheme gives FTP far more than Raw over one WLAN link, and Snoop's FTP is ahead of SR's and
+/// Karn's RLP's while its WWW falls behind theirs ("the performance gains of Berkeley Snoop at
+/// the expense of WWW browsing"); over two WLAN links Snoop stays well behind SR and Karn's
+/// RLP. Measured one WLAN, FTP / WWW Mbit/s: 1.5% Snoop 3.48 / 0.73, SR 3.26 / 0.93; 3%
+/// Snoop 3.53 / 0.60, SR 3.22 / 0.91.
 #[test]
 fn fig13_fig14_multi_service_ftp() {
     let one = Scenario::parse(include_str!(
@@ -188,6 +195,16 @@ fn fig13_fig14_multi_service_ftp() {
             assert!(
                 t1[&(loss, s)].0 >= gain * raw1,
                 "one WLAN: {s} FTP at {loss}"
+            );
+        }
+        for s in ["sr", "karn"] {
+            assert!(
+                t1[&(loss, "snoop")].0 > t1[&(loss, s)].0,
+                "Snoop FTP vs {s} at {loss}"
+            );
+            assert!(
+                t1[&(loss, "snoop")].1 < 0.9 * t1[&(loss, s)].1,
+                "Snoop WWW vs {s} at {loss}"
             );
         }
         // Snoop recovers over the receiver's link only: well behind SR and Karn's RLP, the

@@ -13,7 +13,13 @@
 //!   are suppressed (counted in [`ServiceStats::suppressed`]), so the sender does not fast
 //!   retransmit. A segment the TCP sender itself retransmits is forwarded, and duplicate ACKs
 //!   for it go up to the sender. A local timer retransmits the oldest cached segment when no
-//!   ACK progress is seen for `max(local_rto_min, 2 × local SRTT)`.
+//!   ACK progress is seen for `max(local_rto_min, 2 × local SRTT)`. By default
+//!   ([`SnoopTimer::LocalRetransmissions`]) the timer only guards a segment Snoop has already
+//!   retransmitted: local recovery starts on duplicate ACKs, as 004 §III.A describes it ("if
+//!   duplicate TCP ACKs indicate that a packet was lost, it is retransmitted by the base
+//!   station"), and a loss that brings no duplicate ACK (the last segment of a short transfer,
+//!   or every duplicate lost: "the loss of *duplicate* TCP ACKs", 004 §IV) is left to TCP.
+//!   [`SnoopTimer::AllSegments`] also arms it for first transmissions.
 //! - [`SnoopRole::Mobile`]: the wireless host's end is plain Raw Link.
 //!
 //! Non-TCP packets pass through untouched in both roles. Sequence numbers are unwrapped to
@@ -40,6 +46,18 @@ pub enum SnoopRole {
     Mobile,
 }
 
+/// Which cached segments Snoop's local timer guards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnoopTimer {
+    /// Only a segment already retransmitted locally (after a duplicate ACK): a lost local
+    /// retransmission is repaired, but a loss that brings no duplicate ACK is TCP's (004).
+    #[default]
+    LocalRetransmissions,
+    /// Any oldest cached segment without ACK progress, first transmissions included.
+    AllSegments,
+}
+
 /// Snoop tuning.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,6 +73,8 @@ pub struct SnoopConfig {
     pub local_rto_min_ms: f64,
     /// Local timer retransmissions of one segment before Snoop leaves it to TCP.
     pub max_local_retransmissions: u32,
+    /// Which segments the local timer guards.
+    pub local_timer: SnoopTimer,
 }
 
 impl Default for SnoopConfig {
@@ -65,6 +85,7 @@ impl Default for SnoopConfig {
             cache_limit: 256,
             local_rto_min_ms: 20.0,
             max_local_retransmissions: 4,
+            local_timer: SnoopTimer::LocalRetransmissions,
         }
     }
 }
@@ -128,6 +149,13 @@ fn tcp_view(packet: &[u8]) -> Option<TcpView> {
         payload_len: total_payload.saturating_sub(hl) as u32,
         syn_fin: tcp.syn() || tcp.fin(),
     })
+}
+
+/// Whether the local timer guards `seg`, the oldest cached segment of a connection.
+fn guards(config: &SnoopConfig, seg: &Cached) -> bool {
+    !seg.sender_retransmitted
+        && seg.local_retransmissions < config.max_local_retransmissions
+        && (config.local_timer == SnoopTimer::AllSegments || seg.local_retransmissions > 0)
 }
 
 /// One cached segment: every SDU (fragment) of it, in order.
@@ -209,6 +237,11 @@ impl Snoop {
             collecting: None,
             released: VecDeque::new(),
         }
+    }
+
+    /// Whether the local timer guards this (oldest cached) segment now.
+    fn timer_guards(&self, seg: &Cached) -> bool {
+        guards(&self.config, seg)
     }
 
     fn local_rto(&self, c: &Conn) -> Duration {
@@ -398,7 +431,7 @@ impl Service for Snoop {
 
     fn handle_timeout(&mut self, now: Instant) {
         let floor = Duration::from_secs_f64(self.config.local_rto_min_ms / 1e3);
-        let limit = self.config.max_local_retransmissions;
+        let config = &self.config;
         for conn in self.conns.values_mut() {
             let rto = conn.srtt.map_or(floor, |s| s.saturating_mul(2).max(floor));
             if now < conn.progress_at + rto {
@@ -407,7 +440,7 @@ impl Service for Snoop {
             let Some((_, seg)) = conn.cache.iter_mut().next() else {
                 continue;
             };
-            if seg.sender_retransmitted || seg.local_retransmissions >= limit {
+            if !guards(config, seg) {
                 continue;
             }
             // No ACK progress for a local RTO: the segment or its ACK was lost.
@@ -439,9 +472,8 @@ impl Service for Snoop {
             .values()
             .filter_map(|c| {
                 let (_, oldest) = c.cache.iter().next()?;
-                let armed = !oldest.sender_retransmitted
-                    && oldest.local_retransmissions < self.config.max_local_retransmissions;
-                armed.then(|| c.progress_at + self.local_rto(c))
+                self.timer_guards(oldest)
+                    .then(|| c.progress_at + self.local_rto(c))
             })
             .min()
     }
@@ -491,6 +523,15 @@ mod tests {
 
     fn base() -> Snoop {
         Snoop::new(SnoopConfig::default(), HeaderFormat::new(SeqWidth::W8))
+    }
+
+    /// A base station whose local timer also guards first transmissions.
+    fn timer_on_all() -> Snoop {
+        let config = SnoopConfig {
+            local_timer: SnoopTimer::AllSegments,
+            ..SnoopConfig::default()
+        };
+        Snoop::new(config, HeaderFormat::new(SeqWidth::W8))
     }
 
     fn drain(s: &mut Snoop, now: Instant) -> Vec<Vec<u8>> {
@@ -577,7 +618,7 @@ mod tests {
 
     #[test]
     fn local_timer_retransmits_the_oldest_segment_then_gives_up() {
-        let mut s = base();
+        let mut s = timer_on_all();
         let t0 = Instant::ZERO;
         s.handle_sdu(t0, Sdu::whole(data(0, 100))).unwrap();
         drain(&mut s, t0);
@@ -601,7 +642,7 @@ mod tests {
         // local retransmissions, then the TCP sender sent a segment below it that Snoop had
         // not cached. That segment became the oldest with the old segment's stale progress
         // time, so poll_timeout() lay in the past.
-        let mut s = base();
+        let mut s = timer_on_all();
         let t0 = Instant::ZERO;
         s.handle_sdu(t0, Sdu::whole(data(100, 100))).unwrap();
         drain(&mut s, t0);
@@ -625,6 +666,77 @@ mod tests {
         );
         s.handle_timeout(later);
         assert!(drain(&mut s, later).is_empty(), "no immediate resend");
+    }
+
+    #[test]
+    fn by_default_a_loss_without_duplicate_acks_is_left_to_tcp() {
+        // 004: Snoop's local recovery starts on a duplicate ACK. A lone segment whose loss
+        // brings none (the tail of a short transfer) is cached but not guarded by the timer.
+        let mut s = base();
+        let t0 = Instant::ZERO;
+        s.handle_sdu(t0, Sdu::whole(data(0, 100))).unwrap();
+        assert_eq!(drain(&mut s, t0), vec![data(0, 100)]);
+        assert_eq!(s.poll_timeout(), None, "no timer for a first transmission");
+        s.handle_timeout(t0 + Duration::from_secs(10));
+        assert!(drain(&mut s, t0 + Duration::from_secs(10)).is_empty());
+        assert_eq!(s.stats().retransmissions, 0);
+        // The same segment under `all_segments` is resent by the timer.
+        let mut a = timer_on_all();
+        a.handle_sdu(t0, Sdu::whole(data(0, 100))).unwrap();
+        drain(&mut a, t0);
+        let due = a.poll_timeout().expect("armed for a first transmission");
+        a.handle_timeout(due);
+        assert_eq!(drain(&mut a, due), vec![data(0, 100)]);
+    }
+
+    #[test]
+    fn by_default_the_timer_guards_a_local_retransmission() {
+        // A duplicate ACK starts local recovery; if that retransmission is lost too, the
+        // timer resends it (up to max_local_retransmissions) instead of leaving TCP to time out.
+        let mut s = base();
+        let t0 = Instant::ZERO;
+        for seq in [0, 100, 200] {
+            s.handle_sdu(t0, Sdu::whole(data(seq, 100))).unwrap();
+        }
+        drain(&mut s, t0);
+        assert_eq!(s.poll_timeout(), None);
+        let t1 = t0 + Duration::from_millis(5);
+        s.handle_frame(t1, &ack(0));
+        assert_eq!(s.poll_deliver().unwrap().data, ack(0), "first ACK is new");
+        s.handle_frame(t1, &ack(0));
+        assert!(s.poll_deliver().is_none(), "first duplicate withheld");
+        assert_eq!(
+            drain(&mut s, t1),
+            vec![data(0, 100)],
+            "local retransmission"
+        );
+        let due = s
+            .poll_timeout()
+            .expect("the local retransmission is guarded");
+        assert!(due > t1);
+        s.handle_timeout(due);
+        assert_eq!(
+            drain(&mut s, due),
+            vec![data(0, 100)],
+            "resent by the timer"
+        );
+        assert_eq!(s.stats().retransmissions, 2);
+        // Progress frees it and disarms the timer again.
+        s.handle_frame(due, &ack(300));
+        assert_eq!(s.poll_deliver().unwrap().data, ack(300));
+        assert_eq!(s.poll_timeout(), None);
+    }
+
+    #[test]
+    fn snoop_timer_keys_parse() {
+        for (text, want) in [
+            ("local_retransmissions", SnoopTimer::LocalRetransmissions),
+            ("all_segments", SnoopTimer::AllSegments),
+        ] {
+            let c: SnoopConfig = toml::from_str(&format!("local_timer = \"{text}\"")).unwrap();
+            assert_eq!(c.local_timer, want);
+        }
+        assert!(toml::from_str::<SnoopConfig>("local_timer = \"sometimes\"").is_err());
     }
 
     #[test]
