@@ -99,6 +99,10 @@ pub(crate) struct RlpParams {
     pub(crate) queue_limit: usize,
     /// Deliver in sequence (true) or each frame on arrival (OOS RLP).
     pub(crate) in_order: bool,
+    /// Poll with the oldest held data frame instead of an empty keepalive once that frame has
+    /// been retransmitted, and answer a duplicate data frame with an `Ack` (persistent
+    /// retransmission, see `super::persistent`).
+    pub(crate) probe_with_data: bool,
 }
 
 impl KarnRlpConfig {
@@ -112,6 +116,7 @@ impl KarnRlpConfig {
             gap_wait: Some(timer_ms(self.gap_wait_ms)),
             queue_limit: self.queue_limit,
             in_order,
+            probe_with_data: false,
         }
     }
 }
@@ -275,6 +280,8 @@ impl Rlp {
         }
         if s < self.rx.base || !self.rx.accept(now, s, fp, payload, &mut self.stats) {
             self.stats.duplicates += 1;
+            // A data probe the receiver already holds: the sender polls for this answer.
+            self.ack_pending |= self.p.probe_with_data;
         }
         true
     }
@@ -397,6 +404,28 @@ impl Service for Rlp {
             put_data(&self.format, &hdr, &h.sdu.data, false, buf, &mut self.stats);
             self.timers.set(T::Keepalive as usize, ka);
             return true;
+        }
+        if self.keepalive_pending && self.p.probe_with_data {
+            let oldest = self
+                .held
+                .iter_mut()
+                .enumerate()
+                .find_map(|(i, h)| h.as_mut().map(|h| (i, h)));
+            if let Some((i, h)) = oldest.filter(|(_, h)| h.rtx > 0) {
+                // The probe carries the oldest frame the receiver has not acknowledged: if
+                // the receiver lacks it, the probe is the repair; if not, it answers with an
+                // `Ack` that frees the buffer, and the next probe carries the next frame.
+                self.keepalive_pending = false;
+                h.rtx += 1;
+                let hdr = Header::Data {
+                    fp: h.sdu.fp,
+                    seq: self.space.encode(self.snd_base + i as u64),
+                    ack: None,
+                };
+                put_data(&self.format, &hdr, &h.sdu.data, false, buf, &mut self.stats);
+                self.timers.set(T::Keepalive as usize, ka);
+                return true;
+            }
         }
         if self.keepalive_pending {
             self.keepalive_pending = false;
