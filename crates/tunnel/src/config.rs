@@ -52,6 +52,10 @@ pub struct SessionConfig {
     pub reject_after_secs: u64,
     /// Resend a handshake initiation that got no response after this long.
     pub handshake_retry_ms: u64,
+    /// Initiations processed per second from one source address, at most (0: no limit).
+    pub initiations_per_source_per_sec: f64,
+    /// Initiations processed per second from all sources together, at most (0: no limit).
+    pub initiations_per_sec: f64,
 }
 
 impl Default for SessionConfig {
@@ -63,6 +67,8 @@ impl Default for SessionConfig {
             rekey_after_datagrams: 1 << 60,
             reject_after_secs: 180,
             handshake_retry_ms: 5_000,
+            initiations_per_source_per_sec: 2.0,
+            initiations_per_sec: 200.0,
         }
     }
 }
@@ -227,6 +233,20 @@ impl TunnelConfig {
                     s.reject_after_secs, s.rekey_after_secs
                 ),
             ));
+        }
+        for (key, rate) in [
+            (
+                "session.initiations_per_source_per_sec",
+                s.initiations_per_source_per_sec,
+            ),
+            ("session.initiations_per_sec", s.initiations_per_sec),
+        ] {
+            if !(rate.is_finite() && rate >= 0.0) {
+                return Err(invalid(
+                    key,
+                    format!("{rate} must be a rate >= 0 (0: no limit)"),
+                ));
+            }
         }
         if s.handshake_retry_ms == 0 || s.rekey_after_datagrams == 0 {
             return Err(invalid(

@@ -348,11 +348,11 @@ pub fn format_stats(s: &Snapshot) -> String {
     let t = &s.tunnel;
     let r = &t.rejected;
     let mut out = format!(
-        "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {}; \
+        "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {} rate_limited {}; \
          handshakes initiated {} completed {} answered {}; sessions {} expired {}; keepalives out {} in {}; roams {}; \
          tun read {} written {} (write errors {}); link refused {}; udp send errors {} waits {}",
         t.datagrams_received, t.bytes_received, t.datagrams_sent, t.bytes_sent, r.forged, r.replayed,
-        r.truncated, r.garbage, r.unknown_session, t.handshakes_initiated, t.handshakes_completed,
+        r.truncated, r.garbage, r.unknown_session, r.rate_limited, t.handshakes_initiated, t.handshakes_completed,
         t.handshakes_answered, t.sessions_started, t.sessions_expired, t.keepalives_sent,
         t.keepalives_received, t.roams, s.tun_reads, s.tun_writes, s.tun_write_errors,
         t.packets_refused, s.udp_send_errors, s.udp_backpressure
@@ -807,12 +807,13 @@ fn report_events(log: &Log, a: &TunnelStats, b: &TunnelStats, t: &Tunnel) {
         log.emit(
             Level::Debug,
             format_args!(
-                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{}",
+                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{} rate_limited +{}",
                 rb.forged - ra.forged,
                 rb.replayed - ra.replayed,
                 rb.truncated - ra.truncated,
                 rb.garbage - ra.garbage,
-                rb.unknown_session - ra.unknown_session
+                rb.unknown_session - ra.unknown_session,
+                rb.rate_limited - ra.rate_limited
             ),
         );
     }

@@ -30,6 +30,7 @@
 //! authentic datagram. Initiations carry the initiator's timestamp and a responder refuses one
 //! not newer than the last it accepted (a replayed initiation is never answered).
 
+use crate::ratelimit::InitiationLimiter;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
@@ -59,12 +60,19 @@ pub struct Rejected {
     pub garbage: u64,
     /// A transport or response datagram for a session index we do not have.
     pub unknown_session: u64,
+    /// Initiations beyond the rate a responder processes (`ratelimit`), never opened.
+    pub rate_limited: u64,
 }
 
 impl Rejected {
     /// All rejected datagrams.
     pub fn total(&self) -> u64 {
-        self.forged + self.replayed + self.truncated + self.garbage + self.unknown_session
+        self.forged
+            + self.replayed
+            + self.truncated
+            + self.garbage
+            + self.unknown_session
+            + self.rate_limited
     }
 }
 
@@ -149,6 +157,7 @@ pub struct Tunnel {
     keepalive_due: bool,
     timers: Timers<TIMERS>,
     stats: TunnelStats,
+    limiter: InitiationLimiter,
 }
 
 fn ms(x: u64) -> Duration {
@@ -187,6 +196,10 @@ impl Tunnel {
             keepalive_due: false,
             timers,
             stats: TunnelStats::default(),
+            limiter: InitiationLimiter::new(
+                cfg.initiations_per_source_per_sec,
+                cfg.initiations_per_sec,
+            ),
         })
     }
 
@@ -285,6 +298,9 @@ impl Tunnel {
     }
 
     fn on_initiation(&mut self, now: Instant, from: SocketAddr, sender: u32, noise: &[u8]) {
+        if !self.limiter.admit(now, from.ip()) {
+            return self.stats.rejected.rate_limited += 1;
+        }
         let seed = self.seed();
         let mut msg = [0u8; MAX_NOISE_LEN];
         let (keys, stamp, n) = match respond(&self.creds, seed, noise, &mut msg) {

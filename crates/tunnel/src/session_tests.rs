@@ -175,8 +175,10 @@ fn lost_handshake_is_retried() {
 
 #[test]
 fn rekey_after_datagrams_keeps_traffic_flowing() {
+    // A rekey every 40 datagrams is far faster than the initiation limits meant for floods.
     let cfg = SessionConfig {
         rekey_after_datagrams: 40,
+        initiations_per_source_per_sec: 0.0,
         ..Default::default()
     };
     let mut n = Pair::new(cfg, false);
@@ -367,6 +369,40 @@ fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
 }
 
 #[test]
+fn a_flood_of_initiations_is_rate_limited_and_the_peer_still_gets_through() {
+    // Take a genuine initiation, then replay it altered from an attacker's address 100 times
+    // at once: only the per-source burst (2) costs the responder a Noise handshake.
+    let mut n = Pair::new(SessionConfig::default(), false);
+    n.send(0, &packet(1, 10));
+    let t = n.now + Duration::from_millis(100);
+    n.run_until(t);
+    let init = n
+        .log
+        .iter()
+        .find(|(to, d)| *to == 1 && d[0] == 1)
+        .unwrap()
+        .1
+        .clone();
+    let mut fresh = Pair::new(SessionConfig::default(), false);
+    let attacker = addr("203.0.113.9:9");
+    for k in 0..100u8 {
+        let mut f = init.clone();
+        f[40] ^= k | 1;
+        fresh.ends[1].handle_datagram(fresh.now, attacker, &mut f);
+    }
+    let r = fresh.ends[1].stats().rejected;
+    assert_eq!((r.forged, r.rate_limited), (2, 98), "{r:?}");
+    let mut out = Vec::new();
+    assert!(fresh.ends[1].poll_transmit(fresh.now, &mut out).is_none());
+    // The real peer, from its own address, is not held back by the attacker's bucket.
+    fresh.send(0, &packet(2, 10));
+    let t = fresh.now + Duration::from_millis(100);
+    fresh.run_until(t);
+    assert_eq!(fresh.delivered[1], vec![packet(2, 10)]);
+    assert_eq!(fresh.ends[1].stats().handshakes_answered, 1);
+}
+
+#[test]
 fn same_seed_same_datagrams() {
     let run = || {
         let mut n = Pair::new(SessionConfig::default(), false);
@@ -413,7 +449,11 @@ mod accounting {
         /// always one A was given, whole.
         #[test]
         fn every_datagram_is_accounted_for_once(ops in proptest::collection::vec(op(), 1..60)) {
-            let cfg = SessionConfig { rekey_after_datagrams: 6, ..Default::default() };
+            let cfg = SessionConfig {
+                rekey_after_datagrams: 6,
+                initiations_per_source_per_sec: 0.0,
+                ..Default::default()
+            };
             let mut n = Pair::new(cfg, false);
             let mut sent: Vec<Vec<u8>> = Vec::new();
             let mut genuine: Vec<Vec<u8>> = Vec::new();
