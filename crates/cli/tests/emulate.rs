@@ -262,6 +262,54 @@ fn offloads_keep_mtu_sized_packets_on_the_link() {
     assert_eq!(v["offload"]["left"]["coalesced_writes"], 0);
 }
 
+/// A UDP sender using `UDP_SEGMENT` (Linux UDP GSO) hands the device one super-packet per
+/// send when the kernel has USO; the emulator cuts it, so the receiver gets every datagram at
+/// its size with a valid checksum (the kernel drops it otherwise).
+#[test]
+fn udp_super_packets_arrive_as_datagrams() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let d = scratch("uso");
+    std::fs::write(
+        d.join("rx.py"),
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         s.bind(('0.0.0.0', 7100))\ns.settimeout(2)\nsizes = []\ntry:\n    while True:\n\
+         \x20       sizes.append(len(s.recv(65536)))\nexcept socket.timeout:\n    pass\n\
+         open('rx.txt', 'w').write(' '.join(map(str, sizes)))\n",
+    )
+    .unwrap();
+    // 4708 bytes per send, 1000-byte segments (UDP_SEGMENT is option 103 of SOL_UDP).
+    std::fs::write(
+        d.join("tx.py"),
+        "import socket, sys, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         s.setsockopt(socket.SOL_UDP, 103, 1000)\nfor i in range(3):\n\
+         \x20   s.sendto(bytes(range(256)) * 18 + b'x' * 100, (sys.argv[1], 7100))\n\
+         \x20   time.sleep(0.05)\n",
+    )
+    .unwrap();
+    let v = emulate(
+        &d,
+        &[
+            "--pair",
+            "--until",
+            "both",
+            "--left",
+            "python3 rx.py",
+            "--right",
+            "sleep 0.5; python3 tx.py $MSLINK_LEFT",
+        ],
+    );
+    let got = std::fs::read_to_string(d.join("rx.txt")).unwrap();
+    assert_eq!(got.trim(), ["1000 1000 1000 1000 708"; 3].join(" "));
+    assert_eq!(v["right_to_left"]["packets"]["delivered"], 15);
+    if v["offload"]["udp_segmentation"] == true {
+        assert_eq!(v["offload"]["right"]["gso_reads"], 3, "{}", v["offload"]);
+        assert_eq!(v["offload"]["right"]["gso_segments"], 15);
+    }
+}
+
 /// RFC 1071 checksum (0 when a packet with its checksum field included verifies).
 fn internet_checksum(b: &[u8]) -> u16 {
     let mut s: u32 = b
