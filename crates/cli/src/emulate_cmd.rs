@@ -398,7 +398,9 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     } else {
         let create = |dev: &str| {
             if cfg.tun_offload {
-                Tun::create_with_offloads(dev)
+                // A kernel without the offloads gets a plain device (the JSON summary says
+                // `offload.enabled: false`).
+                Tun::create_with_offloads(dev).or_else(|_| Tun::create(dev))
             } else {
                 Tun::create(dev)
             }
@@ -596,7 +598,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     }
     if !args.quiet && !args.direct {
         eprintln!("mslink emulate: {}", line(&summary));
-        if cfg.tun_offload {
+        if tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()) {
             let o = |f: fn(&runtime::OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
             eprintln!(
                 "mslink emulate: offloads: {} super-packets read as {} packets, {} written as {} super-packets, {} offload errors",
