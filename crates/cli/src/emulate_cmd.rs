@@ -396,13 +396,22 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         r?;
         None
     } else {
+        let create = |dev: &str| {
+            if cfg.tun_offload {
+                // A kernel without the offloads gets a plain device (the JSON summary says
+                // `offload.enabled: false`).
+                Tun::create_with_offloads(dev).or_else(|_| Tun::create(dev))
+            } else {
+                Tun::create(dev)
+            }
+        };
         let l = left
             .ns
-            .run(|| Tun::create(&left.dev))?
+            .run(|| create(&left.dev))?
             .context("creating the left TUN")?;
         let r = right
             .ns
-            .run(|| Tun::create(&right.dev))?
+            .run(|| create(&right.dev))?
             .context("creating the right TUN")?;
         Some([l, r])
     };
@@ -477,6 +486,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         }
     };
     let mut drained = true;
+    let mut offload = [runtime::OffloadCounts::default(); 2];
     if let Some(tuns) = &tuns {
         let mut tick = |now: Instant, hop: &EmulatedHop| -> Control {
             if let (Some(t), Some(every)) = (next_stats, stats_every) {
@@ -518,11 +528,13 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             &mut hop,
             [&tuns[0], &tuns[1]],
             &clock,
+            cfg.tun_coalesce,
             cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
             &mut tick,
             if has_pcap { Some(&mut capture) } else { None },
         )?;
         drained = end.drained;
+        offload = end.offload;
     } else {
         while !finished(&status) && !STOP.load(Ordering::SeqCst) {
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -567,6 +579,13 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         "right_to_left": summary.directions[1],
         "ends": {"left": summary.ends[0], "right": summary.ends[1]},
         "devices": devices,
+        "offload": {
+            "enabled": tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()),
+            "udp_segmentation": tuns.as_ref().is_some_and(|t| t[0].has_uso()),
+            "coalesce": cfg.tun_coalesce,
+            "left": offload[0],
+            "right": offload[1],
+        },
         "config": cfg,
     });
     if let Some(path) = &args.json {
@@ -579,6 +598,17 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     }
     if !args.quiet && !args.direct {
         eprintln!("mslink emulate: {}", line(&summary));
+        if tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()) {
+            let o = |f: fn(&runtime::OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
+            eprintln!(
+                "mslink emulate: offloads: {} super-packets read as {} packets, {} written as {} super-packets, {} offload errors",
+                o(|c| c.gso_reads),
+                o(|c| c.gso_segments),
+                o(|c| c.coalesced_packets),
+                o(|c| c.coalesced_writes),
+                o(|c| c.offload_errors + c.coalesce_errors),
+            );
+        }
         if !drained {
             eprintln!("mslink emulate: the hop did not drain in time; packets still in flight are reported as such");
         }

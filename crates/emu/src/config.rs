@@ -3,9 +3,11 @@
 //! Contract. [`EmuConfig`] is serde data in the shape of the simulator's wireless segment
 //! (`rate_bps`, `delay_ms`, `queue_packets`, `error`, `error_reverse`, `link`), plus what only
 //! a real-time hop needs: a Mahimahi capacity trace, a byte limit on the queue, the MTU of the
-//! TUN devices and the drain time at exit. Every key is optional; [`EmuConfig::build`] checks
-//! the numbers, names the offending key in its error, and builds an [`EmulatedHop`]. Files
-//! (traces) are read through the caller's loader: this module does no I/O.
+//! TUN devices and their offloads (`tun_offload`, `tun_coalesce`, on by default; the link
+//! still sees MTU-sized packets either way) and the drain time at exit. Every key is optional;
+//! [`EmuConfig::build`] checks the numbers, names the offending key in its error, and builds
+//! an [`EmulatedHop`]. Files (traces) are read through the caller's loader: this module does
+//! no I/O.
 //!
 //! ```toml
 //! rate_bps = 10e6          # both directions; 0 = unlimited
@@ -70,6 +72,13 @@ pub struct EmuConfig {
     pub link: LinkConfig,
     /// At exit, how long the hop keeps running without new input so packets in flight land.
     pub drain_ms: f64,
+    /// TUN segmentation offloads: the kernel hands over TCP super-packets (and packets with a
+    /// partial checksum) that the emulator cuts into MTU-sized packets before the link sees
+    /// them (`crate::gso`). Off: one plain packet per read and write.
+    pub tun_offload: bool,
+    /// With `tun_offload`: consecutive segments of one TCP flow that leave the link together
+    /// are written as one super-packet (`crate::coalesce`).
+    pub tun_coalesce: bool,
 }
 
 impl Default for EmuConfig {
@@ -88,6 +97,8 @@ impl Default for EmuConfig {
             error_reverse: None,
             link: LinkConfig::default(),
             drain_ms: 1000.0,
+            tun_offload: true,
+            tun_coalesce: true,
         }
     }
 }

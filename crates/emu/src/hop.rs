@@ -227,6 +227,11 @@ impl EmulatedHop {
         self.dirs[1 - side].out.front().map(|p| p.as_slice())
     }
 
+    /// The packets waiting to be written on `side`, front first.
+    pub fn pending(&self, side: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        self.dirs[1 - side].out.iter().map(|p| p.as_slice())
+    }
+
     /// Removes the front packet of `side` after the driver tried to write it: `written` false
     /// means the device refused it for good (counted as `write_failed`).
     pub fn pop_deliver(&mut self, side: usize, written: bool) {

@@ -12,6 +12,9 @@
 //!   `mslink_link::Instant`, TUN devices, unnamed network namespaces that vanish with the
 //!   process (no leftovers after a crash), and the event loop that feeds real packets and real
 //!   time to the hop with nanosecond timer deadlines.
+//! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
+//!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
+//!   come out together are written back as one super-packet.
 //!
 //! 003 §1.3 and §4 run unmodified kernel TCP over an emulated error environment; this crate
 //! does that with real kernel stacks on both sides of the hop.
@@ -19,7 +22,9 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod coalesce;
 pub mod config;
+pub mod gso;
 pub mod hop;
 pub mod netns;
 pub mod runtime;

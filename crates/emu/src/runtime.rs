@@ -14,6 +14,14 @@
 //! reading continues, so the hop's queue (with its counted drops) absorbs the difference,
 //! never the kernel's device queue. `capture` sees every packet read (`inbound == true`) or
 //! written on a side, for pcap files.
+//!
+//! Offloads: on a device with a virtio-net header ([`Tun::has_vnet_hdr`]) each read goes
+//! through [`gso::process`], so the hop and `capture` only ever see the MTU-sized packets the
+//! link carries (a read that makes no sense is counted and passed on whole); each write is
+//! planned by [`coalesce::plan`] when `coalesce` is on (one super-packet for a run of one TCP
+//! flow, else one packet behind a zero header), and `capture` still sees each packet. A
+//! super-packet the device refuses (any error but `EAGAIN`) turns coalescing off for that side
+//! and its packets are written singly. [`RunEnd::offload`] counts all of it.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -21,10 +29,13 @@ use std::os::fd::AsRawFd;
 use mslink_link::{Duration, Instant};
 
 use crate::clock::{fine_timers, Clock};
+use crate::coalesce::{self, Plan, MAX_SEGMENTS};
+use crate::gso::{self, Processed, VNET_HDR_LEN};
 use crate::hop::EmulatedHop;
 use crate::tun::Tun;
 
-/// Packets read from one device per turn of the loop.
+/// Packets read from one device per turn of the loop (a super-packet read is counted by the
+/// packets it gives, and the last read may overshoot by one super-packet).
 pub const BATCH: usize = 64;
 
 /// Waits shorter than this are spun.
@@ -52,6 +63,31 @@ pub struct RunEnd {
     pub drained: bool,
     /// Loop turns.
     pub turns: u64,
+    /// What the offloads did, per side.
+    pub offload: [OffloadCounts; 2],
+}
+
+/// What the TUN offloads did on one side (reads and writes are counted without them too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OffloadCounts {
+    /// Reads from the side's device.
+    pub reads: u64,
+    /// Of those, GSO super-packets.
+    pub gso_reads: u64,
+    /// Packets the super-packets were cut into.
+    pub gso_segments: u64,
+    /// Single packets whose partial checksum was completed.
+    pub checksums_completed: u64,
+    /// Reads whose virtio header or packet made no sense (passed on whole, counted by the hop).
+    pub offload_errors: u64,
+    /// Writes to the side's device.
+    pub writes: u64,
+    /// Of those, GSO writes carrying several packets.
+    pub coalesced_writes: u64,
+    /// Packets the coalesced writes carried.
+    pub coalesced_packets: u64,
+    /// Coalesced writes the device refused (the side then writes singly).
+    pub coalesce_errors: u64,
 }
 
 fn would_block(e: &io::Error) -> bool {
@@ -62,17 +98,24 @@ fn would_block(e: &io::Error) -> bool {
 }
 
 /// Runs the hop between `tuns` until `tick` returns [`Control::Stop`], then drains for at most
-/// `drain`.
+/// `drain`. `coalesce`: on devices with a virtio-net header, write runs of one TCP flow as one
+/// super-packet.
 pub fn run(
     hop: &mut EmulatedHop,
     tuns: [&Tun; 2],
     clock: &Clock,
+    coalesce: bool,
     drain: Duration,
     tick: &mut dyn FnMut(Instant, &EmulatedHop) -> Control,
     mut capture: Option<Capture<'_>>,
 ) -> io::Result<RunEnd> {
     fine_timers();
-    let mut buf = vec![0u8; 65536];
+    // A virtio-net header and a super-packet of up to 64 KB, with room to spare.
+    let mut buf = vec![0u8; 1 << 17];
+    let mut scratch = Vec::with_capacity(65536);
+    let mut head = Vec::with_capacity(VNET_HDR_LEN + 120);
+    let mut offload = [OffloadCounts::default(); 2];
+    let mut coalesce_off = [false; 2];
     let mut draining_until: Option<Instant> = None;
     let mut turns = 0u64;
     loop {
@@ -80,17 +123,40 @@ pub fn run(
         let now = clock.now();
         if draining_until.is_none() {
             for (side, tun) in tuns.iter().enumerate() {
-                for _ in 0..BATCH {
-                    match tun.read(&mut buf) {
-                        Ok(n) => {
-                            let now = clock.now();
-                            if let Some(c) = capture.as_mut() {
-                                c(side, true, now, &buf[..n]);
-                            }
-                            hop.handle_packet(now, side, &buf[..n]);
-                        }
+                let mut produced = 0;
+                while produced < BATCH {
+                    let n = match tun.read(&mut buf) {
+                        Ok(n) => n,
                         Err(e) if would_block(&e) => break,
                         Err(e) => return Err(e),
+                    };
+                    let now = clock.now();
+                    let mut feed = |p: &[u8]| {
+                        if let Some(c) = capture.as_mut() {
+                            c(side, true, now, p);
+                        }
+                        hop.handle_packet(now, side, p);
+                        produced += 1;
+                    };
+                    let o = &mut offload[side];
+                    o.reads += 1;
+                    if !tun.has_vnet_hdr() {
+                        feed(&buf[..n]);
+                        continue;
+                    }
+                    match gso::process(&mut buf[..n], &mut scratch, &mut feed) {
+                        Ok(Processed::Plain) => {}
+                        Ok(Processed::Checksummed) => o.checksums_completed += 1,
+                        Ok(Processed::Segmented(k)) => {
+                            o.gso_reads += 1;
+                            o.gso_segments += k as u64;
+                        }
+                        Err(_) => {
+                            // Passed on whole: the hop refuses it (malformed, too large) or
+                            // carries it, and counts it either way.
+                            o.offload_errors += 1;
+                            feed(&buf[n.min(VNET_HDR_LEN)..n]);
+                        }
                     }
                 }
             }
@@ -98,17 +164,53 @@ pub fn run(
         hop.handle_timeout(clock.now());
         let mut blocked = [false; 2];
         for (side, tun) in tuns.iter().enumerate() {
-            while let Some(p) = hop.front_deliver(side) {
-                match tun.write(p) {
-                    Ok(_) => {
-                        if let Some(c) = capture.as_mut() {
-                            c(side, false, clock.now(), p);
+            while hop.front_deliver(side).is_some() {
+                let o = &mut offload[side];
+                let (count, res) = if tun.has_vnet_hdr() {
+                    let plan = if coalesce && !coalesce_off[side] {
+                        coalesce::plan(hop.pending(side), &mut head)
+                    } else {
+                        head.clear();
+                        head.extend_from_slice(&[0u8; VNET_HDR_LEN]);
+                        Plan {
+                            count: 1,
+                            header_len: 0,
                         }
-                        hop.pop_deliver(side, true);
+                    };
+                    let mut iov = [io::IoSlice::new(&[]); MAX_SEGMENTS + 1];
+                    iov[0] = io::IoSlice::new(&head);
+                    for (k, p) in hop.pending(side).take(plan.count).enumerate() {
+                        iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
+                    }
+                    (plan.count, tun.write_vectored(&iov[..plan.count + 1]))
+                } else {
+                    (1, tun.write(hop.front_deliver(side).expect("checked")))
+                };
+                match res {
+                    Ok(_) => {
+                        o.writes += 1;
+                        if count > 1 {
+                            o.coalesced_writes += 1;
+                            o.coalesced_packets += count as u64;
+                        }
+                        if let Some(c) = capture.as_mut() {
+                            let t = clock.now();
+                            for p in hop.pending(side).take(count) {
+                                c(side, false, t, p);
+                            }
+                        }
+                        for _ in 0..count {
+                            hop.pop_deliver(side, true);
+                        }
                     }
                     Err(e) if would_block(&e) => {
                         blocked[side] = true;
                         break;
+                    }
+                    Err(_) if count > 1 => {
+                        // The device refused the super-packet: write singly from now on.
+                        o.coalesce_errors += 1;
+                        coalesce_off[side] = true;
                     }
                     Err(_) => hop.pop_deliver(side, false),
                 }
@@ -129,6 +231,7 @@ pub fn run(
                     return Ok(RunEnd {
                         drained: quiet,
                         turns,
+                        offload,
                     });
                 }
             }
