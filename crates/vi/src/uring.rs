@@ -10,13 +10,19 @@
 //!   is full the region is used unregistered (plain `RECV`/`SEND_ZC`), never refused.
 //! - **Fixed file.** The socket is registered once (`register_files`) and every operation
 //!   names it by index, saving the per-operation file reference.
-//! - **Doorbell = one submission of a batch.** `submit` only queues SQEs (a message is a
-//!   linked chain: header `SEND` with `MSG_MORE`, then one `SEND_ZC`/`SEND` per segment with
-//!   `MSG_WAITALL`; a UDP message is one `SENDMSG(_ZC)` of header + segments, so it stays one
-//!   datagram); `flush` — called once at the end of each provider pass — submits everything
-//!   queued (sends and the armed receive) with one `io_uring_enter`. Without zero-copy a
-//!   TCP message is one `SENDMSG` of header + segments (`MSG_WAITALL`). A new send batch goes
-//!   out only once the previous one has completed, so messages on the stream never reorder.
+//! - **Doorbell = one submission of a batch.** `submit` only queues messages; `flush` —
+//!   called once at the end of each provider pass — submits everything queued (sends and the
+//!   armed receive) with one `io_uring_enter`. Without zero-copy, the TCP messages of a
+//!   batch become one gathered `SENDMSG` over all their headers and segments (`MSG_WAITALL`,
+//!   at most `GATHER_MAX` messages per operation); with zero-copy a TCP message is a linked
+//!   chain (header `SEND` with `MSG_MORE`, then one `SEND_ZC` per segment naming its fixed
+//!   buffer); a UDP message is one `SENDMSG(_ZC)` of header + segments, so it stays one
+//!   datagram. The operations of a batch are linked in order, and a new batch goes out only
+//!   once the previous one has completed: io_uring orders only linked requests and a link
+//!   cannot reach into an earlier submission, so the stream never reorders. Over UDP the
+//!   receive is linked behind the batch's sends (no waiter on the socket while the burst's
+//!   buffers are freed); over TCP it is not (a send waiting for the peer must never hold
+//!   back our receive).
 //! - **SEND_ZC where the kernel offers it** (`NicConfig::send_zc`): a send descriptor
 //!   completes only after the zero-copy notification (the kernel has let go of the pages);
 //!   with `IORING_SEND_ZC_REPORT_USAGE` the notification says whether the kernel copied
@@ -27,7 +33,8 @@
 //!   go through the staging buffer, TCP payloads of [`DIRECT_MIN`] bytes or more go straight
 //!   into the posted descriptor's region. UDP always receives whole datagrams into staging,
 //!   so a datagram is read (and, with no descriptor posted, reported) even when no receive is
-//!   posted, and its length is checked against its header.
+//!   posted, and its length is checked against its header; a waiting UDP end sends liveness
+//!   probes (`udp.rs`), so a dead peer process shows as `PeerGone`.
 //! - **Teardown** shuts the socket down and waits for every operation to finish before the
 //!   ring and the buffers go, so the kernel never writes into memory the consumer got back.
 
