@@ -3,8 +3,9 @@
 //! descriptor, and `getrusage(RUSAGE_SELF)`.
 //!
 //! Contract: every `unsafe` block of the crate lives here, in `shm/ring.rs`, or in the
-//! socket backends' few direct calls (`udp.rs`: sendmsg, setsockopt; `uring.rs`: buffer
-//! registration and SQEs naming memory the kernel will use), each with a SAFETY comment; the wrappers return `io::Result` and never panic on a failed call.
+//! socket backends' few direct calls (`udp.rs`: sendmsg, setsockopt, the liveness probe's
+//! send; `uring.rs`: buffer registration and SQEs naming memory the kernel will use), each
+//! with a SAFETY comment; the wrappers return `io::Result` and never panic on a failed call.
 //! None of these calls is on the shared-memory data path: the mapping is made at connect
 //! time, the futex only when a waiter sleeps (000 §III: "interrupts only on
 //! wait-for-completion"), `poll` only in blocking waits and liveness checks.

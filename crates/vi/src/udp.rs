@@ -12,10 +12,15 @@
 //! posted buffers is reported as `LengthError` (the VI name for a truncated receive). A
 //! disconnect sends a `BYE` datagram (header length `u32::MAX`), which reads as `Closed`; a
 //! peer whose socket is gone shows as ICMP port unreachable, `ECONNREFUSED`, `PeerGone`.
+//! Liveness: a waiting end that has heard nothing for [`PROBE_IDLE`] sends a `PROBE`
+//! datagram (header length `u32::MAX - 1`; the peer reads and drops it), so a peer that died
+//! without a BYE draws port unreachable and the survivor gets `PeerGone` instead of waiting
+//! out its timeout. A peer host that vanishes without answering ICMP still looks silent:
+//! UDP cannot tell that from a live peer with nothing to say.
 
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::sys::poll_fd;
@@ -32,6 +37,12 @@ const HELLO: &[u8; 8] = b"MSVIUDP1";
 const WELCOME: &[u8; 8] = b"MSVIUDP2";
 /// Header of a disconnect datagram: a length no message can have.
 pub(crate) const BYE: [u8; 8] = [0xff, 0xff, 0xff, 0xff, b'B', b'Y', b'E', 0];
+
+/// Header of a liveness probe: a length no message can have (and not BYE's).
+pub(crate) const PROBE: [u8; 8] = [0xfe, 0xff, 0xff, 0xff, b'P', b'R', b'B', 0];
+/// A waiting end that has heard nothing for this long sends a probe (and sends the next
+/// one after as long again).
+pub(crate) const PROBE_IDLE: Duration = Duration::from_millis(100);
 
 /// Staging buffer: one whole datagram.
 pub(crate) const DATAGRAM_BUF: usize = 64 << 10;
@@ -127,20 +138,88 @@ pub(crate) fn accept(l: &UdpSocket, timeout: Duration) -> io::Result<UdpSocket> 
     }
 }
 
-/// Check one received datagram of `n` bytes whose first 8 bytes are `hdr`: `Ok(true)` for
-/// a message, `Ok(false)` for a BYE, `Err(Corrupt)` if the header does not match its size.
-pub(crate) fn check_datagram(hdr: &[u8], n: usize) -> Result<bool, WireError> {
+/// What a received datagram is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Datagram {
+    /// A message: header, then exactly the payload length it names.
+    Message,
+    /// The peer disconnected.
+    Bye,
+    /// A liveness probe: drop it.
+    Probe,
+}
+
+/// Check one received datagram of `n` bytes whose first 8 bytes are `hdr`;
+/// `Err(Corrupt)` if the header does not match its size.
+pub(crate) fn check_datagram(hdr: &[u8], n: usize) -> Result<Datagram, WireError> {
     if n < crate::HEADER_BYTES {
         return Err(WireError::Corrupt);
     }
     if hdr[..8] == BYE {
-        return Ok(false);
+        return Ok(Datagram::Bye);
+    }
+    if hdr[..8] == PROBE {
+        return Ok(Datagram::Probe);
     }
     let len = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]) as usize;
     if len != n - crate::HEADER_BYTES {
         return Err(WireError::Corrupt);
     }
-    Ok(true)
+    Ok(Datagram::Message)
+}
+
+/// The liveness probing of one UDP wire (see the module contract).
+#[derive(Debug)]
+pub(crate) struct Prober {
+    /// When the wire last heard a datagram or sent a probe, as far as `tick` knows.
+    quiet_since: Instant,
+    /// A datagram arrived since the last `tick`.
+    heard: bool,
+}
+
+impl Prober {
+    pub(crate) fn new() -> Self {
+        Self {
+            quiet_since: Instant::now(),
+            heard: false,
+        }
+    }
+
+    /// A datagram (of any kind) arrived: the peer is alive.
+    pub(crate) fn heard(&mut self) {
+        self.heard = true;
+    }
+
+    /// Called by a waiting end: send a probe on `fd` if the wire has been quiet for
+    /// [`PROBE_IDLE`]; returns how long the caller may block before the next probe is due.
+    /// `Err(PeerGone)` if the socket already holds the peer's port-unreachable error.
+    pub(crate) fn tick(&mut self, fd: RawFd) -> Result<Duration, WireError> {
+        let now = Instant::now();
+        if std::mem::take(&mut self.heard) {
+            self.quiet_since = now;
+        }
+        let due = self.quiet_since + PROBE_IDLE;
+        if now < due {
+            return Ok(due - now);
+        }
+        self.quiet_since = now;
+        // SAFETY: send(2) of 8 bytes from a constant on a socket the caller owns; it never
+        // blocks (MSG_DONTWAIT).
+        let r = unsafe {
+            libc::send(
+                fd,
+                PROBE.as_ptr().cast(),
+                PROBE.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if r < 0 {
+            if let Some(e) = map_err(&io::Error::last_os_error()) {
+                return Err(e);
+            }
+        }
+        Ok(PROBE_IDLE)
+    }
 }
 
 /// A connected UDP socket used as a VI message pipe (plain sockets).
@@ -152,6 +231,7 @@ pub(crate) struct UdpWire {
     at: usize,
     len: usize,
     closed: bool,
+    probe: Prober,
 }
 
 impl UdpWire {
@@ -164,6 +244,7 @@ impl UdpWire {
             at: 0,
             len: 0,
             closed: false,
+            probe: Prober::new(),
         })
     }
 }
@@ -198,17 +279,21 @@ impl Wire for UdpWire {
         if out.is_empty() {
             return Ok(0);
         }
-        if self.at == self.len {
+        while self.at == self.len {
             if self.closed {
                 return Err(WireError::Closed);
             }
             match self.sock.recv(&mut self.stage) {
                 Ok(n) => {
-                    if !check_datagram(&self.stage, n)? {
-                        self.closed = true;
-                        return Err(WireError::Closed);
+                    self.probe.heard();
+                    match check_datagram(&self.stage, n)? {
+                        Datagram::Message => (self.at, self.len) = (0, n),
+                        Datagram::Bye => {
+                            self.closed = true;
+                            return Err(WireError::Closed);
+                        }
+                        Datagram::Probe => {}
                     }
-                    (self.at, self.len) = (0, n);
                 }
                 Err(e) => return map_err(&e).map_or(Ok(0), Err),
             }
@@ -223,12 +308,14 @@ impl Wire for UdpWire {
         if self.at < self.len {
             return Ok(());
         }
-        poll_fd(self.sock.as_raw_fd(), want_write, timeout).map_err(|_| WireError::PeerGone)?;
+        let next_probe = self.probe.tick(self.sock.as_raw_fd())?;
+        poll_fd(self.sock.as_raw_fd(), want_write, timeout.min(next_probe))
+            .map_err(|_| WireError::PeerGone)?;
         Ok(())
     }
 
     fn check_alive(&mut self) -> Result<(), WireError> {
-        Ok(())
+        self.probe.tick(self.sock.as_raw_fd()).map(|_| ())
     }
 
     fn close(&mut self) {

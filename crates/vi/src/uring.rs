@@ -10,13 +10,19 @@
 //!   is full the region is used unregistered (plain `RECV`/`SEND_ZC`), never refused.
 //! - **Fixed file.** The socket is registered once (`register_files`) and every operation
 //!   names it by index, saving the per-operation file reference.
-//! - **Doorbell = one submission of a batch.** `submit` only queues SQEs (a message is a
-//!   linked chain: header `SEND` with `MSG_MORE`, then one `SEND_ZC`/`SEND` per segment with
-//!   `MSG_WAITALL`; a UDP message is one `SENDMSG(_ZC)` of header + segments, so it stays one
-//!   datagram); `flush` — called once at the end of each provider pass — submits everything
-//!   queued (sends and the armed receive) with one `io_uring_enter`. Without zero-copy a
-//!   TCP message is one `SENDMSG` of header + segments (`MSG_WAITALL`). A new send batch goes
-//!   out only once the previous one has completed, so messages on the stream never reorder.
+//! - **Doorbell = one submission of a batch.** `submit` only queues messages; `flush` —
+//!   called once at the end of each provider pass — submits everything queued (sends and the
+//!   armed receive) with one `io_uring_enter`. Without zero-copy, the TCP messages of a
+//!   batch become one gathered `SENDMSG` over all their headers and segments (`MSG_WAITALL`,
+//!   at most `GATHER_MAX` messages per operation); with zero-copy a TCP message is a linked
+//!   chain (header `SEND` with `MSG_MORE`, then one `SEND_ZC` per segment naming its fixed
+//!   buffer); a UDP message is one `SENDMSG(_ZC)` of header + segments, so it stays one
+//!   datagram. The operations of a batch are linked in order, and a new batch goes out only
+//!   once the previous one has completed: io_uring orders only linked requests and a link
+//!   cannot reach into an earlier submission, so the stream never reorders. Over UDP the
+//!   receive is linked behind the batch's sends (no waiter on the socket while the burst's
+//!   buffers are freed); over TCP it is not (a send waiting for the peer must never hold
+//!   back our receive).
 //! - **SEND_ZC where the kernel offers it** (`NicConfig::send_zc`): a send descriptor
 //!   completes only after the zero-copy notification (the kernel has let go of the pages);
 //!   with `IORING_SEND_ZC_REPORT_USAGE` the notification says whether the kernel copied
@@ -27,7 +33,8 @@
 //!   go through the staging buffer, TCP payloads of [`DIRECT_MIN`] bytes or more go straight
 //!   into the posted descriptor's region. UDP always receives whole datagrams into staging,
 //!   so a datagram is read (and, with no descriptor posted, reported) even when no receive is
-//!   posted, and its length is checked against its header.
+//!   posted, and its length is checked against its header; a waiting UDP end sends liveness
+//!   probes (`udp.rs`), so a dead peer process shows as `PeerGone`.
 //! - **Teardown** shuts the socket down and waits for every operation to finish before the
 //!   ring and the buffers go, so the kernel never writes into memory the consumer got back.
 
@@ -40,7 +47,7 @@ use std::time::{Duration, Instant};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::desc::MAX_SEGMENTS;
-use crate::udp::{check_datagram, BYE, DATAGRAM_BUF};
+use crate::udp::{check_datagram, Datagram, Prober, BYE, DATAGRAM_BUF};
 use crate::wire::{RegionRef, Wire, WireBuf, WireError};
 use crate::HEADER_BYTES;
 
@@ -55,6 +62,9 @@ pub const DIRECT_MIN: usize = 16 * 1024;
 pub const UDP_ZC_MAX: usize = 15 * 4096;
 /// SQ entries of the ring.
 const RING_ENTRIES: u32 = 256;
+/// Most messages gathered into one `SENDMSG` (each brings at most 1 + MAX_SEGMENTS iovecs;
+/// the kernel takes at most UIO_MAXIOV = 1024).
+const GATHER_MAX: usize = 128;
 /// `IORING_SEND_ZC_REPORT_USAGE` (include/uapi/linux/io_uring.h): ask the notification to
 /// say whether the kernel had to copy.
 const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
@@ -73,6 +83,23 @@ struct MsgStore {
     msg: libc::msghdr,
 }
 
+/// Stable storage of a gathered TCP send: the messages' own stores (their headers) and one
+/// iovec array over all of them.
+struct GatherStore {
+    // Boxed so the headers the iovecs point at never move.
+    #[allow(clippy::vec_box)]
+    _parts: Vec<Box<MsgStore>>,
+    iov: Vec<libc::iovec>,
+    msg: libc::msghdr,
+}
+
+/// What an in-flight send keeps alive for the kernel (held, never read back).
+enum Store {
+    One(Box<MsgStore>),
+    #[allow(dead_code)]
+    Gather(Box<GatherStore>),
+}
+
 struct Msg {
     /// Header + payload bytes.
     len: usize,
@@ -84,7 +111,9 @@ struct Msg {
     sent: usize,
     /// Handed to the kernel (not just queued in the SQ).
     submitted: bool,
-    _store: Box<MsgStore>,
+    /// A TCP message waiting to be gathered into its batch's one `SENDMSG` (no SQE yet).
+    gather: bool,
+    store: Store,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +149,8 @@ pub(crate) struct UringWire {
     err: Option<WireError>,
     zc_sends: u64,
     zc_copied: u64,
+    /// UDP: liveness probes while waiting (see `udp.rs`).
+    probe: Prober,
 }
 
 // SAFETY: the raw pointers inside `MsgStore` point into the same message's own boxed
@@ -181,6 +212,7 @@ impl UringWire {
             err: None,
             zc_sends: 0,
             zc_copied: 0,
+            probe: Prober::new(),
         })
     }
 
@@ -284,13 +316,18 @@ impl UringWire {
         let n = res as usize;
         match op {
             RxOp::Direct { ptr, .. } => self.rx_done = Some((ptr, res)),
-            RxOp::Stage if self.udp => match check_datagram(&self.stage, n) {
-                Ok(true) => (self.at, self.len) = (0, n),
-                Ok(false) => self.rx_closed = true,
-                Err(e) => {
-                    self.err.get_or_insert(e);
+            RxOp::Stage if self.udp => {
+                self.probe.heard();
+                match check_datagram(&self.stage, n) {
+                    Ok(Datagram::Message) => (self.at, self.len) = (0, n),
+                    Ok(Datagram::Bye) => self.rx_closed = true,
+                    // Dropped; the next `read` arms the receive again.
+                    Ok(Datagram::Probe) => {}
+                    Err(e) => {
+                        self.err.get_or_insert(e);
+                    }
                 }
-            },
+            }
             RxOp::Stage if n == 0 => self.rx_closed = true,
             RxOp::Stage => (self.at, self.len) = (0, n),
             RxOp::None => {}
@@ -329,14 +366,86 @@ impl UringWire {
         self.recv_sqe = Some(e.user_data(UD_RECV));
     }
 
+    /// TCP without zero-copy: turn the messages queued since the last submission into one
+    /// `SENDMSG` over all their headers and segments (per [`GATHER_MAX`] messages), so a batch
+    /// behind one doorbell is one operation and one pass through `tcp_sendmsg`, not a chain.
+    fn gather_queued(&mut self) {
+        let k = self.msgs.iter().rev().take_while(|m| m.gather).count();
+        if k == 0 {
+            return;
+        }
+        let mut batch: Vec<Msg> = self.msgs.drain(self.msgs.len() - k..).collect();
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(GATHER_MAX));
+            let group = std::mem::replace(&mut batch, rest);
+            let seq = self.front_seq + self.msgs.len() as u64;
+            let fd = types::Fixed(0);
+            let len = group.iter().map(|m| m.len).sum();
+            let store = if group.len() == 1 {
+                let mut m = group.into_iter().next().expect("one message");
+                m.gather = false;
+                let Store::One(st) = &m.store else {
+                    unreachable!("ungathered messages own one store")
+                };
+                let e = opcode::SendMsg::new(fd, &st.msg)
+                    .flags(libc::MSG_WAITALL as u32)
+                    .build();
+                self.queued.push(e.user_data(seq << 2));
+                self.msgs.push_back(m);
+                continue;
+            } else {
+                let mut parts = Vec::with_capacity(group.len());
+                let mut iov = Vec::with_capacity(group.len() * (MAX_SEGMENTS + 1));
+                for m in group {
+                    let Store::One(st) = m.store else {
+                        unreachable!("ungathered messages own one store")
+                    };
+                    // msg_iovlen is usize on glibc, c_int on musl.
+                    #[allow(clippy::unnecessary_cast)]
+                    let niov = st.msg.msg_iovlen as usize;
+                    iov.extend_from_slice(&st.iov[..niov]);
+                    parts.push(st);
+                }
+                let mut g = Box::new(GatherStore {
+                    _parts: parts,
+                    iov,
+                    // SAFETY: msghdr is plain old data; all-zero is a valid empty header.
+                    msg: unsafe { std::mem::zeroed() },
+                });
+                g.msg.msg_iov = g.iov.as_mut_ptr();
+                g.msg.msg_iovlen = g.iov.len() as _;
+                g
+            };
+            let e = opcode::SendMsg::new(fd, &store.msg)
+                .flags(libc::MSG_WAITALL as u32)
+                .build();
+            self.queued.push(e.user_data(seq << 2));
+            self.msgs.push_back(Msg {
+                len,
+                pending: 1,
+                main_pending: 1,
+                sent: 0,
+                submitted: false,
+                gather: false,
+                store: Store::Gather(store),
+            });
+        }
+    }
+
     /// Move the batch into the SQ: the send SQEs linked in order (so the kernel issues each
     /// only after the previous finished and the stream cannot reorder), the last one
-    /// unlinked, then the receive on its own.
+    /// unlinked, then the receive. Over UDP the receive is linked behind the sends: it is
+    /// armed once the burst is out, so the socket has no waiter while the burst's buffers
+    /// are freed (a UDP socket wakes its waiters for every freed send buffer, one per IP
+    /// fragment). Over TCP it stays unlinked: a send that waits for the peer to read must
+    /// never hold back our own receive.
     fn stage_queued(&mut self) {
+        self.gather_queued();
         let n = self.queued.len();
+        let link_recv = self.udp && self.recv_sqe.is_some();
         let queued = std::mem::take(&mut self.queued);
         for (k, e) in queued.into_iter().enumerate() {
-            let e = if k + 1 < n {
+            let e = if k + 1 < n || link_recv {
                 e.flags(squeue::Flags::IO_LINK)
             } else {
                 e
@@ -393,7 +502,8 @@ impl Wire for UringWire {
         // for zero-copy TCP (fixed buffers are named per operation).
         let one_msg = self.udp || !self.zc;
         let need = if one_msg { 1 } else { 1 + segs.len() };
-        if self.queued.len() + need + 1 > RING_ENTRIES as usize {
+        let gathered = self.msgs.iter().filter(|m| m.gather).count() / GATHER_MAX + 1;
+        if self.queued.len() + gathered + need + 1 > RING_ENTRIES as usize {
             return Ok(false);
         }
         let mut store = Box::new(MsgStore {
@@ -466,16 +576,21 @@ impl Wire for UringWire {
                 entries.push(e);
             }
         }
-        let pending = entries.len() as u32;
-        self.queued
-            .extend(entries.into_iter().map(|e| e.user_data(ud)));
+        // TCP without zero-copy: no SQE yet, `gather_queued` makes one for the whole batch.
+        let gather = !self.udp && !self.zc;
+        let pending = if gather { 1 } else { entries.len() as u32 };
+        if !gather {
+            self.queued
+                .extend(entries.into_iter().map(|e| e.user_data(ud)));
+        }
         self.msgs.push_back(Msg {
             len,
             pending,
             main_pending: pending,
             sent: 0,
             submitted: false,
-            _store: store,
+            gather,
+            store: Store::One(store),
         });
         Ok(true)
     }
@@ -536,6 +651,11 @@ impl Wire for UringWire {
         if !self.in_flight() {
             return Ok(());
         }
+        let timeout = if self.udp {
+            timeout.min(self.probe.tick(self.fd.as_raw_fd())?)
+        } else {
+            timeout
+        };
         self.stage_queued();
         let ts = types::Timespec::from(timeout);
         let args = types::SubmitArgs::new().timespec(&ts);
@@ -548,7 +668,13 @@ impl Wire for UringWire {
 
     fn check_alive(&mut self) -> Result<(), WireError> {
         self.reap();
-        self.err.map_or(Ok(()), Err)
+        if let Some(e) = self.err {
+            return Err(e);
+        }
+        if self.udp {
+            self.probe.tick(self.fd.as_raw_fd())?;
+        }
+        Ok(())
     }
 
     fn flush(&mut self) {

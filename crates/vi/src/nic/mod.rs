@@ -496,6 +496,17 @@ impl Nic {
         Ok(id)
     }
 
+    /// Post a send descriptor without ringing the doorbell, whatever the NIC's
+    /// `deferred_doorbell` says: the transfer starts at the next [`Nic::doorbell`] (or the
+    /// next poll or wait on its CQ).
+    pub fn post_send_deferred(
+        &mut self,
+        vi: ViHandle,
+        desc: &Descriptor,
+    ) -> Result<DescId, VipError> {
+        self.post(vi, WorkQueue::Send, desc)
+    }
+
     /// Post a receive descriptor (VipPostRecv). Post receives before the peer can send:
     /// a message that finds none is an error.
     pub fn post_recv(&mut self, vi: ViHandle, desc: &Descriptor) -> Result<DescId, VipError> {
