@@ -87,6 +87,11 @@ pub struct TunConfig {
     /// to read them); the kernel's default (500) when absent. A longer queue lets TCP bursts
     /// wait instead of being dropped there.
     pub txqueuelen: Option<u32>,
+    /// Segmentation offloads: the kernel hands over TCP super-packets of up to 64 KB, which
+    /// the tunnel cuts into `mtu`-sized packets for the link, and packets of one flow that
+    /// arrive together are written back as one (docs/tunnel.md). Off: one packet per read
+    /// and per write.
+    pub offload: bool,
 }
 
 impl Default for TunConfig {
@@ -96,6 +101,7 @@ impl Default for TunConfig {
             address: None,
             mtu: 1400,
             txqueuelen: None,
+            offload: true,
         }
     }
 }
@@ -124,6 +130,10 @@ pub struct TunnelConfig {
     pub session: SessionConfig,
     /// The multi-service link carried inside the tunnel.
     pub link: LinkConfig,
+    /// Send runs of equal-sized datagrams to the peer with UDP GSO (`UDP_SEGMENT`): the same
+    /// datagrams on the wire, one pass through the kernel's stack per run. Turned off by
+    /// itself if the kernel refuses it.
+    pub udp_gso: bool,
 }
 
 impl Default for TunnelConfig {
@@ -136,6 +146,7 @@ impl Default for TunnelConfig {
             peer_public_key: None,
             psk: None,
             psk_file: None,
+            udp_gso: true,
             tun: TunConfig::default(),
             session: SessionConfig::default(),
             link: LinkConfig {

@@ -8,6 +8,12 @@
 //! datagrams to the socket and packets to the TUN device, then `ppoll` both descriptors with
 //! a nanosecond timeout up to the tunnel's next deadline; read bursts of up to [`BURST`]
 //! datagrams (one recvmmsg) or packets per wake-up and send datagrams in batches (sendmmsg).
+//! Offloads (each on by default, each falling back by itself where the kernel refuses): the
+//! TUN device is `mslink_emu::tun::Tun` with a virtio-net header, so a read may be a TCP
+//! super-packet, cut into MTU-sized packets for the link by `mslink_emu::gso`, and delivered
+//! packets of one flow are written back as one by `mslink_emu::coalesce`; runs of equal-sized
+//! datagrams to the peer go as one UDP GSO message (`UDP_SEGMENT`). What crosses the link and
+//! the wire is unchanged: one link frame per datagram, MTU-sized packets.
 //! When the socket's send buffer is full the driver keeps the datagrams and stops reading the
 //! TUN device until it drains (back-pressure, no drop).
 //!
@@ -20,15 +26,17 @@
 //! SIGUSR1 prints the counters; so does `stats_interval`.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
+use mslink_emu::coalesce::{self, Plan, MAX_SEGMENTS};
+use mslink_emu::gso::{self, Processed, VNET_HDR_LEN};
+use mslink_emu::tun::Tun;
 use mslink_link::link::LinkStats;
 use mslink_link::Instant;
 
@@ -90,10 +98,16 @@ pub struct Snapshot {
     pub tunnel: TunnelStats,
     /// The link inside.
     pub link: LinkStats,
-    /// Packets read from the TUN device.
+    /// Packets read from the TUN device (after cutting super-packets).
     pub tun_reads: u64,
+    /// Of the reads, TCP/UDP super-packets the kernel handed over (offloads on).
+    pub tun_super_reads: u64,
+    /// Reads whose virtio-net header or super-packet made no sense: passed to the link whole.
+    pub tun_offload_errors: u64,
     /// Packets written to the TUN device.
     pub tun_writes: u64,
+    /// Of the writes, system calls that carried several packets of one TCP flow as one.
+    pub tun_coalesced_writes: u64,
     /// Writes to the TUN device that failed.
     pub tun_write_errors: u64,
     /// Datagrams the socket refused for good (not "try again").
@@ -263,38 +277,6 @@ pub fn os_random() -> io::Result<[u8; 32]> {
     Ok(b)
 }
 
-/// Opens TUN device `name` (IFF_TUN | IFF_NO_PI, non-blocking).
-fn open_tun(name: &str) -> io::Result<File> {
-    let path = c"/dev/net/tun";
-    // SAFETY: open(2) on a constant path.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd is ours and open.
-    let file = unsafe { File::from_raw_fd(fd) };
-    // SAFETY: ifreq is plain data; zeroed is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (d, s) in ifr
-        .ifr_name
-        .iter_mut()
-        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
-    {
-        *d = s as libc::c_char;
-    }
-    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-    // SAFETY: TUNSETIFF reads and writes an ifreq we own.
-    if unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF, &mut ifr) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(file)
-}
-
 fn ip(args: &[&str]) -> Result<(), RtError> {
     let out = Command::new("ip")
         .args(args)
@@ -350,11 +332,13 @@ pub fn format_stats(s: &Snapshot) -> String {
     let mut out = format!(
         "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {} rate_limited {}; \
          handshakes initiated {} completed {} answered {}; sessions {} expired {}; keepalives out {} in {}; roams {}; \
-         tun read {} written {} (write errors {}); link refused {}; udp send errors {} waits {}",
+         tun read {} ({} super-packets, {} offload errors) written {} ({} coalesced writes, write errors {}); \
+         link refused {}; udp send errors {} waits {}",
         t.datagrams_received, t.bytes_received, t.datagrams_sent, t.bytes_sent, r.forged, r.replayed,
         r.truncated, r.garbage, r.unknown_session, r.rate_limited, t.handshakes_initiated, t.handshakes_completed,
         t.handshakes_answered, t.sessions_started, t.sessions_expired, t.keepalives_sent,
-        t.keepalives_received, t.roams, s.tun_reads, s.tun_writes, s.tun_write_errors,
+        t.keepalives_received, t.roams, s.tun_reads, s.tun_super_reads, s.tun_offload_errors,
+        s.tun_writes, s.tun_coalesced_writes, s.tun_write_errors,
         t.packets_refused, s.udp_send_errors, s.udp_backpressure
     );
     for row in &s.link.services {
@@ -387,7 +371,13 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         install_signal_handlers().map_err(io_err("installing signal handlers"))?;
     }
 
-    let mut tun = open_tun(&cfg.tun.name).map_err(io_err(format!(
+    let opened = if cfg.tun.offload {
+        // A kernel without the offloads refuses them: fall back to plain reads and writes.
+        Tun::create_with_offloads(&cfg.tun.name).or_else(|_| Tun::create(&cfg.tun.name))
+    } else {
+        Tun::create(&cfg.tun.name)
+    };
+    let tun = opened.map_err(io_err(format!(
         "creating TUN device {} (needs CAP_NET_ADMIN and /dev/net/tun)",
         cfg.tun.name
     )))?;
@@ -437,7 +427,12 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     control.up.store(true, Ordering::SeqCst);
     let clock = Clock::new();
     let mut snap = Snapshot::default();
-    let mut rbuf = vec![0u8; 65_536];
+    let mut rbuf = vec![0u8; 65_536 + VNET_HDR_LEN];
+    let mut scratch = Vec::new();
+    let mut head = Vec::new();
+    let mut up: Vec<Vec<u8>> = Vec::new();
+    let mut coalesce = true;
+    let mut udp_gso = cfg.udp_gso;
     let mut recv = RecvBatch::new();
     // Datagrams made but not yet taken by the socket, and spare buffers.
     let mut out: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::with_capacity(BURST);
@@ -471,7 +466,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             if out.is_empty() {
                 break;
             }
-            match send_batch(&sock, &out) {
+            match send_batch(&sock, &out, &mut udp_gso) {
                 Ok(k) => pool.extend(out.drain(..k).map(|(_, b)| b)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     snap.udp_backpressure += 1;
@@ -487,24 +482,56 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             }
         }
         let stalled = !out.is_empty();
-        // Packets up.
-        while let Some(p) = tunnel.poll_deliver() {
+        // Packets up: with offloads, consecutive packets of one TCP flow go in one write.
+        up.extend(std::iter::from_fn(|| tunnel.poll_deliver()));
+        let mut at = 0;
+        while at < up.len() {
+            let plan = if tun.has_vnet_hdr() && coalesce {
+                coalesce::plan(up[at..].iter().map(|p| p.as_slice()), &mut head)
+            } else {
+                head.clear();
+                head.resize(if tun.has_vnet_hdr() { VNET_HDR_LEN } else { 0 }, 0);
+                Plan {
+                    count: 1,
+                    header_len: 0,
+                }
+            };
+            let mut iov = [io::IoSlice::new(&[]); MAX_SEGMENTS + 1];
+            iov[0] = io::IoSlice::new(&head);
+            for (k, p) in up[at..at + plan.count].iter().enumerate() {
+                iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
+            }
+            let want: usize = iov[..plan.count + 1].iter().map(|s| s.len()).sum();
             // A TUN write takes a whole packet or fails; a short count would be a kernel bug.
-            match tun.write(&p) {
-                Ok(n) if n == p.len() => snap.tun_writes += 1,
+            match tun.write_vectored(&iov[..plan.count + 1]) {
+                Ok(n) if n == want => {
+                    snap.tun_writes += plan.count as u64;
+                    snap.tun_coalesced_writes += u64::from(plan.count > 1);
+                }
                 Ok(n) => {
-                    snap.tun_write_errors += 1;
+                    snap.tun_write_errors += plan.count as u64;
+                    log.emit(Level::Warn, format_args!("TUN took {n} of {want} bytes"));
+                }
+                Err(e) if plan.count > 1 => {
+                    // The device refused the super-packet: write singly from now on.
                     log.emit(
-                        Level::Warn,
-                        format_args!("TUN took {n} of {} bytes", p.len()),
+                        Level::Info,
+                        format_args!("TUN refused a coalesced write ({e}); writing singly"),
                     );
+                    coalesce = false;
+                    continue;
                 }
                 Err(e) => {
                     snap.tun_write_errors += 1;
                     log.emit(Level::Debug, format_args!("TUN write failed: {e}"));
                 }
             }
+            at += plan.count;
         }
+        pool.extend(up.drain(..).map(|mut b| {
+            b.clear();
+            b
+        }));
         // Events and counters.
         let s = tunnel.stats();
         report_events(&log, &last, &s, &tunnel);
@@ -588,8 +615,25 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             for _ in 0..BURST {
                 match tun.read(&mut rbuf) {
                     Ok(len) => {
-                        snap.tun_reads += 1;
-                        let _ = tunnel.handle_packet(clock.now(), &rbuf[..len]);
+                        let now = clock.now();
+                        let mut feed = |p: &[u8]| {
+                            snap.tun_reads += 1;
+                            // Refusals are counted by the session (`packets_refused`).
+                            let _ = tunnel.handle_packet(now, p);
+                        };
+                        if !tun.has_vnet_hdr() {
+                            feed(&rbuf[..len]);
+                            continue;
+                        }
+                        match gso::process(&mut rbuf[..len], &mut scratch, &mut feed) {
+                            Ok(Processed::Segmented(_)) => snap.tun_super_reads += 1,
+                            Ok(_) => {}
+                            Err(_) => {
+                                // Passed on whole: the link refuses it or carries it.
+                                snap.tun_offload_errors += 1;
+                                feed(&rbuf[len.min(VNET_HDR_LEN)..len]);
+                            }
+                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => {
@@ -731,40 +775,109 @@ fn to_storage(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     (ss, len as libc::socklen_t)
 }
 
-/// Sends the first (up to BURST) datagrams of `out` with one sendmmsg(2); returns how many
-/// the socket took. WouldBlock means none (send buffer full); another error concerns the
-/// first datagram.
-fn send_batch(sock: &UdpSocket, out: &VecDeque<(SocketAddr, Vec<u8>)>) -> io::Result<usize> {
+/// `UDP_SEGMENT` from linux/udp.h (Linux 4.18): the socket option and control message that
+/// ask the kernel to cut one send into datagrams of the given size (UDP GSO).
+const UDP_SEGMENT: libc::c_int = 103;
+/// Most bytes of payload one UDP GSO send carries (the IP packet limit, with room for headers).
+const GSO_MAX_BYTES: usize = 65_000;
+/// Most datagrams one UDP GSO send carries (the kernel's `UDP_MAX_SEGMENTS`).
+const GSO_MAX_SEGMENTS: usize = 64;
+
+/// Sends up to [`BURST`] datagrams from the front of `out` with one sendmmsg(2); returns how
+/// many went. With `gso`, each run of datagrams to one address whose sizes are equal (the last
+/// may be shorter) goes as one message with a `UDP_SEGMENT` control message: the kernel builds
+/// the datagrams from it in one pass through its UDP/IP stack (UDP GSO), the same datagrams on
+/// the wire. A kernel that refuses UDP GSO clears `gso` and the batch is sent datagram by
+/// datagram.
+fn send_batch(
+    sock: &UdpSocket,
+    out: &VecDeque<(SocketAddr, Vec<u8>)>,
+    gso: &mut bool,
+) -> io::Result<usize> {
     let n = out.len().min(BURST);
     let mut names = [(unsafe { std::mem::zeroed::<libc::sockaddr_storage>() }, 0); BURST];
     // SAFETY: plain data; zeroed is valid.
     let mut iovs: [libc::iovec; BURST] = unsafe { std::mem::zeroed() };
     let mut hdrs: [libc::mmsghdr; BURST] = unsafe { std::mem::zeroed() };
-    for (i, (to, d)) in out.iter().take(n).enumerate() {
-        names[i] = to_storage(to);
-        iovs[i] = libc::iovec {
-            iov_base: d.as_ptr() as *mut libc::c_void,
-            iov_len: d.len(),
-        };
-        hdrs[i].msg_hdr.msg_name = (&mut names[i].0 as *mut libc::sockaddr_storage).cast();
-        hdrs[i].msg_hdr.msg_namelen = names[i].1;
-        hdrs[i].msg_hdr.msg_iov = &mut iovs[i];
-        hdrs[i].msg_hdr.msg_iovlen = 1;
+    // One control buffer per message, u64-aligned as cmsghdr needs.
+    let mut cmsgs = [[0u64; 4]; BURST];
+    // Datagrams carried by each message.
+    let mut counts = [0usize; BURST];
+    let mut msgs = 0;
+    let mut i = 0;
+    while i < n {
+        let (to, first) = &out[i];
+        let size = first.len();
+        let mut run = 1;
+        let mut bytes = size;
+        if *gso {
+            while i + run < n && run < GSO_MAX_SEGMENTS {
+                let (t, d) = &out[i + run];
+                if t != to || d.len() > size || bytes + d.len() > GSO_MAX_BYTES {
+                    break;
+                }
+                bytes += d.len();
+                run += 1;
+                if d.len() < size {
+                    break; // a shorter datagram ends the run
+                }
+            }
+        }
+        names[msgs] = to_storage(to);
+        for (k, (_, d)) in out.iter().skip(i).take(run).enumerate() {
+            iovs[i + k] = libc::iovec {
+                iov_base: d.as_ptr() as *mut libc::c_void,
+                iov_len: d.len(),
+            };
+        }
+        let h = &mut hdrs[msgs].msg_hdr;
+        h.msg_name = (&mut names[msgs].0 as *mut libc::sockaddr_storage).cast();
+        h.msg_namelen = names[msgs].1;
+        h.msg_iov = &mut iovs[i];
+        h.msg_iovlen = run;
+        if run > 1 {
+            // SAFETY: the control buffer is 32 bytes, enough for one cmsghdr and a u16, and
+            // outlives the call; CMSG_* only compute offsets within it.
+            unsafe {
+                let space = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as usize;
+                h.msg_control = cmsgs[msgs].as_mut_ptr().cast();
+                h.msg_controllen = space;
+                let c = libc::CMSG_FIRSTHDR(h);
+                (*c).cmsg_level = libc::SOL_UDP;
+                (*c).cmsg_type = UDP_SEGMENT;
+                (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as usize;
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size as u16);
+            }
+        }
+        counts[msgs] = run;
+        msgs += 1;
+        i += run;
     }
-    // SAFETY: n headers pointing at live names, iovecs and datagram buffers (sendmmsg only
-    // reads the buffers).
+    // SAFETY: `msgs` headers pointing at live names, iovecs, control buffers and datagram
+    // buffers (sendmmsg only reads them).
     let k = unsafe {
         libc::sendmmsg(
             sock.as_raw_fd(),
             hdrs.as_mut_ptr(),
-            n as libc::c_uint,
+            msgs as libc::c_uint,
             libc::MSG_DONTWAIT,
         )
     };
     if k < 0 {
-        Err(io::Error::last_os_error())
+        let e = io::Error::last_os_error();
+        let refused = matches!(
+            e.raw_os_error(),
+            Some(libc::EINVAL | libc::EIO | libc::ENOPROTOOPT)
+        );
+        if *gso && refused && counts[0] > 1 {
+            // UDP GSO refused (old kernel, or a device without checksum offload): go on
+            // without it; the caller retries the same datagrams.
+            *gso = false;
+            return Ok(0);
+        }
+        Err(e)
     } else {
-        Ok(k as usize)
+        Ok(counts[..k as usize].iter().sum())
     }
 }
 

@@ -255,6 +255,14 @@ fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
         assert!(bulk.packets_delivered > 1000, "{bulk:?}");
         assert_eq!(sa.tunnel.handshakes_completed, 1);
         assert_eq!(sb.tunnel.handshakes_answered, 1);
+        // The TUN offloads were used (config default): the kernel handed A super-packets,
+        // which A cut into MTU-sized packets for the link, and B wrote runs of one flow back
+        // as one; nothing made no sense.
+        assert!(sa.tun_super_reads > 0, "{sa:?}");
+        assert!(sa.tun_reads > sa.tun_super_reads);
+        assert!(sb.tun_coalesced_writes > 0, "{sb:?}");
+        assert_eq!(sa.tun_offload_errors + sb.tun_offload_errors, 0);
+        assert_eq!(sa.tun_write_errors + sb.tun_write_errors, 0);
     }
 }
 
