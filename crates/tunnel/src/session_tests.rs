@@ -296,27 +296,22 @@ fn peer_address_follows_authentic_datagrams_only() {
     assert_eq!(n.delivered[0], vec![packet(3, 10)]);
 }
 
-#[test]
-fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
+/// A pair after A's first packet reached B (one handshake done), with B's first initiation
+/// and last transport datagram as logged on the wire.
+fn after_first_handshake() -> (Pair, Vec<u8>, Vec<u8>) {
     let mut n = Pair::new(SessionConfig::default(), false);
     n.send(0, &packet(1, 10));
     let t = n.now + Duration::from_millis(100);
     n.run_until(t);
-    let data = n
-        .log
-        .iter()
-        .rev()
-        .find(|(to, d)| *to == 1 && d[0] == 3)
-        .unwrap()
-        .1
-        .clone();
-    let init = n
-        .log
-        .iter()
-        .find(|(to, d)| *to == 1 && d[0] == 1)
-        .unwrap()
-        .1
-        .clone();
+    let to_b = |kind: u8| n.log.iter().filter(move |(to, d)| *to == 1 && d[0] == kind);
+    let init = to_b(1).next().unwrap().1.clone();
+    let data = to_b(3).next_back().unwrap().1.clone();
+    (n, init, data)
+}
+
+#[test]
+fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
+    let (mut n, init, data) = after_first_handshake();
     let b0 = n.ends[1].stats();
     let link0 = n.ends[1].link_stats().frames_received;
     let from = addr("203.0.113.9:9");
@@ -372,17 +367,7 @@ fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
 fn a_flood_of_initiations_is_rate_limited_and_the_peer_still_gets_through() {
     // Take a genuine initiation, then replay it altered from an attacker's address 100 times
     // at once: only the per-source burst (2) costs the responder a Noise handshake.
-    let mut n = Pair::new(SessionConfig::default(), false);
-    n.send(0, &packet(1, 10));
-    let t = n.now + Duration::from_millis(100);
-    n.run_until(t);
-    let init = n
-        .log
-        .iter()
-        .find(|(to, d)| *to == 1 && d[0] == 1)
-        .unwrap()
-        .1
-        .clone();
+    let (_, init, _) = after_first_handshake();
     let mut fresh = Pair::new(SessionConfig::default(), false);
     let attacker = addr("203.0.113.9:9");
     for k in 0..100u8 {
