@@ -6,8 +6,8 @@
 //! segments, anything else is ignored), [`Scoreboard::advance`] drops what the cumulative ACK
 //! covers, and the RFC 6675 §4 queries are [`Scoreboard::is_lost`] (`IsLost`),
 //! [`Scoreboard::pipe`] (`SetPipe`) and [`Scoreboard::next_seg`] (`NextSeg` rules 1 and 3;
-//! rule 2, new data, is the sender's; the optional rescue retransmission of rule 4 is not
-//! implemented). Queries cost one pass over the outstanding segments.
+//! rule 2, new data, is the sender's; for rule 4, the rescue retransmission, the sender asks
+//! [`Scoreboard::highest_unsacked`]). Queries cost one pass over the outstanding segments.
 
 use std::collections::VecDeque;
 
@@ -152,6 +152,16 @@ impl Scoreboard {
             }
         }
         pipe
+    }
+
+    /// The start of the highest segment between `una` and `high_data` not SACKed (RFC 6675
+    /// §4 `NextSeg` rule 4 retransmits it).
+    pub fn highest_unsacked(&self, una: u64, high_data: u64) -> Option<u64> {
+        let (lo, hi) = (una / self.mss, high_data.div_ceil(self.mss));
+        (lo..hi)
+            .rev()
+            .map(|k| k * self.mss)
+            .find(|&seq| !self.is_sacked(seq))
     }
 
     /// RFC 6675 §4 `NextSeg` rules 1 and 3: the first unSACKed segment at or above

@@ -38,6 +38,8 @@ pub struct SenderStats {
     pub bad_acks: u64,
     /// RTT samples taken.
     pub rtt_samples: u64,
+    /// RFC 6675 rescue retransmissions (also counted in `retransmits`).
+    pub rescue_retransmits: u64,
 }
 
 /// One TCP sender.
@@ -66,6 +68,8 @@ pub struct Sender {
     retransmit_una: bool,
     /// RFC 6675 HighRxt, exclusive: one past the highest byte retransmitted in recovery.
     high_rxt: u64,
+    /// RFC 6675 RescueRxt: `RecoveryPoint` once this recovery made its rescue retransmission.
+    rescue_rxt: Option<u64>,
     sb: Scoreboard,
     stats: SenderStats,
 }
@@ -111,6 +115,7 @@ impl Sender {
             partial_seen: false,
             retransmit_una: false,
             high_rxt: 0,
+            rescue_rxt: None,
             sb: Scoreboard::new(mss, total),
             stats: SenderStats::default(),
         }
@@ -305,6 +310,7 @@ impl Sender {
         self.recover = Some(self.snd_max);
         self.retransmit_una = true;
         self.high_rxt = self.snd_una;
+        self.rescue_rxt = None;
         if self.variant != Variant::Sack {
             // RFC 5681 §3.2 step 3: cwnd = ssthresh + 3*SMSS.
             let w = self.cc.ssthresh() + self.dupthresh as u64 * self.mss;
@@ -367,6 +373,17 @@ impl Sender {
         if let Some((seq, false)) = hole {
             self.high_rxt = seq + self.seg_len(seq) as u64;
             return Some(self.emit(now, seq, true));
+        }
+        // Rule 4, the rescue retransmission (optional, "to protect the ACK clock" when loss
+        // at the end of the window leaves nothing else to send): once per recovery, or again
+        // when the cumulative ACK has passed the last rescue, the highest outstanding
+        // unSACKed segment; RescueRxt = RecoveryPoint, HighRxt untouched.
+        if self.rescue_rxt.is_none_or(|r| self.snd_una > r) {
+            if let Some(seq) = self.sb.highest_unsacked(self.snd_una, self.snd_max) {
+                self.rescue_rxt = self.recover;
+                self.stats.rescue_retransmits += 1;
+                return Some(self.emit(now, seq, true));
+            }
         }
         None
     }

@@ -202,11 +202,14 @@ fn sack_repairs_several_losses_in_about_one_round_trip() {
     sk.run_until(Instant::from_secs(30));
     let st = sk.s.stats();
     assert_eq!(sk.r.rcv_nxt(), 60 * MSS);
+    // Four holes repaired, plus at most the one rescue retransmission RFC 6675 allows per
+    // recovery (here of a segment whose SACK was still on its way).
     assert_eq!(
-        (st.timeouts, st.fast_retransmits, st.retransmits),
+        (st.timeouts, st.fast_retransmits, st.retransmits - st.rescue_retransmits),
         (0, 1, 4),
         "{st:?}"
     );
+    assert!(st.rescue_retransmits <= 1);
     // All four holes go out within one round trip of the first retransmission.
     let when = |k: u64| sk.sent.iter().rev().find(|e| e.1 == k * MSS).unwrap().0;
     let span = when(30).saturating_since(when(21));
@@ -214,6 +217,24 @@ fn sack_repairs_several_losses_in_about_one_round_trip() {
     let mut nr = Net::new(&cfg(Variant::NewReno, 20), 60 * MSS, &lost);
     nr.run_until(Instant::from_secs(30));
     assert!(sk.done_at.unwrap() + Duration::from_millis(200) <= nr.done_at.unwrap());
+}
+
+#[test]
+fn sack_rescue_retransmission_repairs_a_lost_last_segment_without_a_timeout() {
+    // All 20 segments go out at once; 5 and the last, 19, are lost. The SACKs for 6-18 make 5
+    // a lost hole (rule 1); 19 lies above every SACKed segment, so rules 1-3 never name it and,
+    // with no new data to send, only RFC 6675's rescue retransmission (rule 4) or a timeout
+    // can repair it.
+    let mut sk = Net::new(&cfg(Variant::Sack, 20), 20 * MSS, &[5, 19]);
+    sk.run_until(Instant::from_secs(30));
+    let st = sk.s.stats();
+    assert_eq!(sk.r.rcv_nxt(), 20 * MSS);
+    assert_eq!(
+        (st.timeouts, st.fast_retransmits, st.rescue_retransmits),
+        (0, 1, 1),
+        "{st:?}"
+    );
+    assert_eq!(st.retransmits, 2, "segment 5, then 19 as the rescue");
 }
 
 #[test]
