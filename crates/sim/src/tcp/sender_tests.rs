@@ -205,7 +205,11 @@ fn sack_repairs_several_losses_in_about_one_round_trip() {
     // Four holes repaired, plus at most the one rescue retransmission RFC 6675 allows per
     // recovery (here of a segment whose SACK was still on its way).
     assert_eq!(
-        (st.timeouts, st.fast_retransmits, st.retransmits - st.rescue_retransmits),
+        (
+            st.timeouts,
+            st.fast_retransmits,
+            st.retransmits - st.rescue_retransmits
+        ),
         (0, 1, 4),
         "{st:?}"
     );
