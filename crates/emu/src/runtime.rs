@@ -29,7 +29,7 @@ use std::os::fd::AsRawFd;
 use mslink_link::{Duration, Instant};
 
 use crate::clock::{fine_timers, Clock};
-use crate::coalesce::{self, Plan, MAX_SEGMENTS};
+use crate::coalesce::{self, Plan};
 use crate::gso::{self, Processed, VNET_HDR_LEN};
 use crate::hop::EmulatedHop;
 use crate::tun::Tun;
@@ -177,12 +177,8 @@ pub fn run(
                             header_len: 0,
                         }
                     };
-                    let mut iov = [io::IoSlice::new(&[]); MAX_SEGMENTS + 1];
-                    iov[0] = io::IoSlice::new(&head);
-                    for (k, p) in hop.pending(side).take(plan.count).enumerate() {
-                        iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
-                    }
-                    (plan.count, tun.write_vectored(&iov[..plan.count + 1]))
+                    let written = tun.write_planned(&head, plan, hop.pending(side));
+                    (plan.count, written.map(|(n, _)| n))
                 } else {
                     (1, tun.write(hop.front_deliver(side).expect("checked")))
                 };

@@ -189,6 +189,27 @@ impl Tun {
     }
 }
 
+impl Tun {
+    /// Writes the first `plan.count` of `packets` as [`crate::coalesce::plan`] planned them:
+    /// `head`, then each packet from `plan.header_len` on. Returns the bytes written and the
+    /// bytes the write should take (a TUN write takes all or fails).
+    pub fn write_planned<'a>(
+        &self,
+        head: &[u8],
+        plan: crate::coalesce::Plan,
+        packets: impl IntoIterator<Item = &'a [u8]>,
+    ) -> io::Result<(usize, usize)> {
+        let mut iov = [io::IoSlice::new(&[]); crate::coalesce::MAX_SEGMENTS + 1];
+        iov[0] = io::IoSlice::new(head);
+        for (k, p) in packets.into_iter().take(plan.count).enumerate() {
+            iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
+        }
+        let parts = &iov[..plan.count + 1];
+        let want = parts.iter().map(|s| s.len()).sum();
+        self.write_vectored(parts).map(|n| (n, want))
+    }
+}
+
 impl AsRawFd for Tun {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

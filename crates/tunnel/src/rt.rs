@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
 
-use mslink_emu::coalesce::{self, Plan, MAX_SEGMENTS};
+use mslink_emu::coalesce::{self, Plan};
 use mslink_emu::gso::{self, Processed, VNET_HDR_LEN};
 use mslink_emu::tun::Tun;
 use mslink_link::link::LinkStats;
@@ -496,19 +496,13 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
                     header_len: 0,
                 }
             };
-            let mut iov = [io::IoSlice::new(&[]); MAX_SEGMENTS + 1];
-            iov[0] = io::IoSlice::new(&head);
-            for (k, p) in up[at..at + plan.count].iter().enumerate() {
-                iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
-            }
-            let want: usize = iov[..plan.count + 1].iter().map(|s| s.len()).sum();
             // A TUN write takes a whole packet or fails; a short count would be a kernel bug.
-            match tun.write_vectored(&iov[..plan.count + 1]) {
-                Ok(n) if n == want => {
+            match tun.write_planned(&head, plan, up[at..].iter().map(|p| p.as_slice())) {
+                Ok((n, want)) if n == want => {
                     snap.tun_writes += plan.count as u64;
                     snap.tun_coalesced_writes += u64::from(plan.count > 1);
                 }
-                Ok(n) => {
+                Ok((n, want)) => {
                     snap.tun_write_errors += plan.count as u64;
                     log.emit(Level::Warn, format_args!("TUN took {n} of {want} bytes"));
                 }

@@ -239,11 +239,6 @@ impl Snoop {
         }
     }
 
-    /// Whether the local timer guards this (oldest cached) segment now.
-    fn timer_guards(&self, seg: &Cached) -> bool {
-        guards(&self.config, seg)
-    }
-
     fn local_rto(&self, c: &Conn) -> Duration {
         let floor = Duration::from_secs_f64(self.config.local_rto_min_ms / 1e3);
         c.srtt.map_or(floor, |s| s.saturating_mul(2).max(floor))
@@ -472,8 +467,7 @@ impl Service for Snoop {
             .values()
             .filter_map(|c| {
                 let (_, oldest) = c.cache.iter().next()?;
-                self.timer_guards(oldest)
-                    .then(|| c.progress_at + self.local_rto(c))
+                guards(&self.config, oldest).then(|| c.progress_at + self.local_rto(c))
             })
             .min()
     }
