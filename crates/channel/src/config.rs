@@ -59,6 +59,10 @@ pub enum ErrorModelConfig {
         /// Frames into the cycle at the start.
         #[serde(default)]
         offset: u64,
+        /// Frames shorter than this (bytes) pass and are not counted: the pattern meets
+        /// data frames only, not a link service's control frames (default 0: every frame).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        min_bytes: usize,
     },
     /// Independent loss whose probability ramps up from `low` to `high` and back down in time,
     /// with no loss before and after (003 §7, Fig. 12).
@@ -90,6 +94,10 @@ pub enum ErrorModelConfig {
         /// The layers, in order.
         layers: Vec<ErrorModelConfig>,
     },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn ramp_low() -> f64 {
@@ -177,9 +185,12 @@ impl ErrorModelConfig {
                 probability("loss_bad", p.loss_bad)?;
                 Box::new(GilbertElliott::new(*p))
             }
-            ErrorModelConfig::Pattern { good, bad, offset } => {
-                Box::new(Pattern::new(*good, *bad, *offset))
-            }
+            ErrorModelConfig::Pattern {
+                good,
+                bad,
+                offset,
+                min_bytes,
+            } => Box::new(Pattern::new(*good, *bad, *offset).counting_from(*min_bytes)),
             ErrorModelConfig::Ramp {
                 start_s,
                 rise_s,

@@ -196,15 +196,17 @@ fn fig4_one_hscsd_orderings() {
 }
 
 /// 003 Fig. 1 and Fig. 3 (§3.1). Without local retransmission, single drops per hundred cost
-/// little but bursts of two or more bring timeouts: throughput falls by a third or more, and
-/// from three-packet bursts on it stays near half. With persistent local retransmission the
-/// throughput follows the link's remaining capacity, (1 - loss) times the error-free rate,
-/// within 15%, all the way to 83% loss; at 5% loss it is far above TCP alone at 5%.
+/// little, a burst of two brings a timeout and halves throughput, and as bursts outgrow the
+/// 8 KB window (five segments) they swallow the timeout's retransmission as well, so the timer
+/// backs off and TCP collapses. With persistent local retransmission the throughput follows
+/// the link's remaining capacity, (1 - loss) times the error-free rate, within 6%, all the way
+/// to 83% loss; at 5% loss it is far above TCP alone at 5%.
 #[test]
 fn fig003_persistent_retransmission_hides_loss() {
     let f1 = Scenario::parse(include_str!("../../../scenarios/003/fig1_tcp_bursts.toml")).unwrap();
-    let pattern =
-        |good: u32, bad: u32| format!("{{ model = \"pattern\", good = {good}, bad = {bad} }}");
+    let pattern = |good: u32, bad: u32| {
+        format!("{{ model = \"pattern\", min_bytes = 200, good = {good}, bad = {bad} }}")
+    };
     let raw: Vec<f64> = (0..=8)
         .map(|k| {
             let x = mean_throughput(&f1, &[("segment.0.error", &pattern(100 - k, k))], 1);
@@ -212,12 +214,22 @@ fn fig003_persistent_retransmission_hides_loss() {
             x
         })
         .collect();
-    assert!(raw[1] >= 0.9 * raw[0]);
-    assert!(raw[2] <= 0.8 * raw[0]);
+    assert!(raw[1] >= 0.9 * raw[0], "single drops are handled");
+    assert!(
+        raw[2] <= 0.65 * raw[0],
+        "two-packet bursts halve throughput"
+    );
     for k in 3..=8 {
-        assert!(raw[k] <= 0.65 * raw[0], "{k}% burst");
-        assert!(raw[k] <= 1.03 * raw[k - 1], "no recovery with more loss");
+        assert!(
+            raw[k] <= 1.03 * raw[k - 1],
+            "{k}%: no recovery with more loss"
+        );
     }
+    assert!(
+        raw[6] <= 0.4 * raw[0],
+        "bursts longer than the window: collapse"
+    );
+    assert!(raw[8] <= 0.15 * raw[0], "8% in bursts of eight");
     let f3 = Scenario::parse(include_str!(
         "../../../scenarios/003/fig3_tcp_persistent.toml"
     ))
@@ -234,7 +246,7 @@ fn fig003_persistent_retransmission_hides_loss() {
             want / 1e3
         );
         assert!(
-            (x - want).abs() <= 0.15 * want,
+            (x - want).abs() <= 0.06 * want,
             "{:.0}% loss: {x} vs {want}",
             loss * 100.0
         );
@@ -244,7 +256,7 @@ fn fig003_persistent_retransmission_hides_loss() {
     }
     // At 83% the result must not hinge on the TCP window: with empty keepalives the link's
     // poll/retransmission rhythm phase-locked with the five-in-six pattern at a 10 KB window
-    // and TCP moved 0.56 kbit/s (persistent.rs). Measured now: 116, 112, 122, 111 kbit/s.
+    // and TCP moved 0.56 kbit/s (persistent.rs). Measured now: 123, 122, 122, 123 kbit/s.
     let want = clean / 6.0;
     for buf in ["8192", "10240", "16384", "32768"] {
         let x = mean_throughput(
@@ -261,4 +273,39 @@ fn fig003_persistent_retransmission_hides_loss() {
             "83% loss, {buf}-byte buffers: {x} vs {want}"
         );
     }
+}
+
+/// 003 Figs. 6-7 (§3.2.3): 400 good data frames then 100 lost, over persistent local
+/// retransmission. The burst holds every packet back for more than a second, so TCP's timer
+/// fires and TCP resends packets the link delivers anyway, but those redundant packets stay a
+/// few percent of the transfer (003: about 3%) and TCP keeps most of the link's remaining
+/// capacity (003: 80% of it).
+#[test]
+fn fig003_competing_retransmissions_cost_little() {
+    let f6 = Scenario::parse(include_str!(
+        "../../../scenarios/003/fig6_competing_retransmission.toml"
+    ))
+    .unwrap();
+    let clean = mean_throughput(&f6, &[("segment.0.error", "{ model = \"perfect\" }")], 1);
+    let f = run(&f6, 0, &mut |_| Err("no traces".into()))
+        .unwrap()
+        .flows
+        .remove(0);
+    assert!(f.completed);
+    let available = 0.8 * clean;
+    let redundant = f.duplicates as f64 / f.received as f64;
+    eprintln!(
+        "003 fig6: {:.1} kbit/s of {:.1} available, {} timeouts, {:.1}% redundant",
+        f.throughput_bps / 1e3,
+        available / 1e3,
+        f.timeouts,
+        redundant * 100.0
+    );
+    assert!(f.timeouts >= 3, "the bursts must set off TCP's timer");
+    assert!(redundant > 0.0 && redundant <= 0.08, "{redundant}");
+    assert!(
+        f.throughput_bps >= 0.75 * available && f.throughput_bps <= 1.03 * available,
+        "{} vs {available}",
+        f.throughput_bps
+    );
 }

@@ -100,8 +100,8 @@ pub(crate) struct RlpParams {
     /// Deliver in sequence (true) or each frame on arrival (OOS RLP).
     pub(crate) in_order: bool,
     /// Poll with the oldest held data frame instead of an empty keepalive once that frame has
-    /// been retransmitted, and answer a duplicate data frame with an `Ack` (persistent
-    /// retransmission, see `super::persistent`).
+    /// been retransmitted, and answer with an `Ack` both a duplicate data frame and a repair
+    /// that advances the in-order point (persistent retransmission, see `super::persistent`).
     pub(crate) probe_with_data: bool,
 }
 
@@ -278,10 +278,15 @@ impl Rlp {
             // Frame s left the sender's buffer no earlier than everything up to s - window.
             self.rx.give_up_below(now, s + 1 - w, &mut self.stats);
         }
+        let base = self.rx.base;
         if s < self.rx.base || !self.rx.accept(now, s, fp, payload, &mut self.stats) {
             self.stats.duplicates += 1;
             // A data probe the receiver already holds: the sender polls for this answer.
             self.ack_pending |= self.p.probe_with_data;
+        } else if self.p.probe_with_data && s < next && self.rx.base > base {
+            // A repair that moved the cumulative point: say so at once, or the idle sender's
+            // next probe would carry this very frame again (a full frame of airtime).
+            self.ack_pending = true;
         }
         true
     }

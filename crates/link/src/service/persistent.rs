@@ -17,7 +17,10 @@
 //! "probe" packets re-establishing contact after an error burst). The poll is an empty
 //! keepalive unless the oldest unacknowledged frame has already been retransmitted, i.e. is
 //! known to have been lost: then the probe is that data frame itself, and the receiver answers
-//! a duplicate with an `Ack`. With
+//! a duplicate with an `Ack`. The receiver also acknowledges at once a repair that moves its
+//! in-order point: otherwise an idle sender's next probe carried the frame just repaired, a
+//! full frame of airtime for nothing (with 003 Fig. 3's 32 KB TCP window at 42% loss, 415
+//! kbit/s instead of 447 against a linear 443). With
 //! empty keepalives only, a periodic error pattern (003's "five packets dropped out of every
 //! six") could phase-lock with the sender's alternation of retransmission and keepalive so
 //! that only keepalives got through: a 10 KB TCP window at 83% loss moved 64 packets in
@@ -148,6 +151,47 @@ mod tests {
             .collect();
         assert_eq!(got, [1, 2]);
         assert_eq!(b.name(), "persistent");
+    }
+
+    #[test]
+    fn a_repair_that_moves_the_in_order_point_is_acknowledged_at_once() {
+        let c = PersistentConfig::default(); // window 32: volunteered acks every 16 frames
+        let f = HeaderFormat::new(SeqWidth::W8);
+        let (mut a, mut b) = (Rlp::persistent(&c, f), Rlp::persistent(&c, f));
+        let now = Instant::ZERO;
+        for i in 0..3u8 {
+            a.handle_sdu(now, Sdu::whole(vec![i])).unwrap();
+        }
+        let first = frames(&mut a, now);
+        b.handle_frame(now, &first[0]);
+        b.handle_frame(now, &first[2]); // frame 1 lost
+        let nack = frames(&mut b, now);
+        assert_eq!(nack.len(), 1, "one NACK for the gap");
+        a.handle_frame(now, &nack[0]);
+        let repair = frames(&mut a, now);
+        assert_eq!(repair.len(), 1, "frame 1 again");
+        b.handle_frame(now, &repair[0]);
+        let answer = frames(&mut b, now);
+        assert_eq!(
+            answer.len(),
+            1,
+            "the repair is acknowledged without waiting"
+        );
+        a.handle_frame(now, &answer[0]);
+        assert!(
+            a.poll_timeout().is_none(),
+            "the sender holds nothing, so it has nothing to poll for"
+        );
+        // A frame that arrives in order and repairs nothing waits for the half-window ack.
+        a.handle_sdu(now, Sdu::whole(vec![3])).unwrap();
+        for d in frames(&mut a, now) {
+            b.handle_frame(now, &d);
+        }
+        assert!(frames(&mut b, now).is_empty());
+        let got: Vec<u8> = std::iter::from_fn(|| b.poll_deliver())
+            .map(|d| d.data[0])
+            .collect();
+        assert_eq!(got, [0, 1, 2, 3]);
     }
 
     /// Sends `n` one-byte SDUs over a hop of one frame per 15 ms slot whose forward direction
