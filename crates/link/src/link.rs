@@ -192,6 +192,16 @@ impl MultiServiceLink {
         self.slots.len()
     }
 
+    /// Bytes waiting to be sent on this end: every service's send queue and the frames
+    /// staged for the scheduler. An XCP router at this interface reads it as its queue
+    /// (001 Fig. 3, the access point's wireless interface).
+    pub fn queued_bytes(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| s.service.queued_bytes() + s.staged.as_ref().map_or(0, Vec::len))
+            .sum()
+    }
+
     /// Takes a packet from above. Returns the service that took it.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
         if packet.len() > self.mtu {

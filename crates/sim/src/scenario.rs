@@ -60,6 +60,10 @@ pub struct Scenario {
     /// device at once.
     #[serde(rename = "host", default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostSpec>,
+    /// XCP routers on intermediate nodes' interfaces (001 Fig. 3: the access point's wireless
+    /// interface in the download case).
+    #[serde(rename = "xcp_router", default, skip_serializing_if = "Vec::is_empty")]
+    pub xcp_routers: Vec<XcpRouterSpec>,
     /// Parameter grid: dotted key -> values; each combination is one run (times `reps`).
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
     pub sweep: toml::Table,
@@ -74,6 +78,19 @@ pub struct HostSpec {
     /// The model.
     #[serde(flatten)]
     pub config: crate::host::HostConfig,
+}
+
+/// An XCP router's control law on one interface of an intermediate node.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XcpRouterSpec {
+    /// The node: neither end of the path (an end host's own interface is
+    /// `[[host]] xcp_capacity_bps`).
+    pub node: usize,
+    /// The segment the interface sends onto: `node - 1` (leftward) or `node` (rightward).
+    pub segment: usize,
+    /// The capacity the router believes the link has, bit/s (001 sweeps it).
+    pub capacity_bps: f64,
 }
 
 /// Run control.
@@ -467,6 +484,50 @@ impl Scenario {
             h.config
                 .validate()
                 .map_err(|e| invalid(format!("host[{i}]"), e))?;
+        }
+        for (i, r) in self.xcp_routers.iter().enumerate() {
+            let k = |x: &str| format!("xcp_router[{i}].{x}");
+            if r.node == 0 || r.node >= nodes - 1 {
+                return Err(invalid(
+                    k("node"),
+                    format!(
+                        "{} is not an intermediate node (1 to {}); an end host's own interface \
+                         takes `xcp_capacity_bps` in its [[host]] table",
+                        r.node,
+                        nodes.saturating_sub(2)
+                    ),
+                ));
+            }
+            if r.segment != r.node && r.segment + 1 != r.node {
+                return Err(invalid(
+                    k("segment"),
+                    format!(
+                        "node {} sends onto segment {} or {}, not {}",
+                        r.node,
+                        r.node - 1,
+                        r.node,
+                        r.segment
+                    ),
+                ));
+            }
+            if !(r.capacity_bps.is_finite() && r.capacity_bps > 0.0) {
+                return Err(invalid(
+                    k("capacity_bps"),
+                    format!("must be a positive rate, got {}", r.capacity_bps),
+                ));
+            }
+            if self.xcp_routers[..i]
+                .iter()
+                .any(|o| (o.node, o.segment) == (r.node, r.segment))
+            {
+                return Err(invalid(
+                    k("segment"),
+                    format!(
+                        "node {} has two XCP routers toward segment {}",
+                        r.node, r.segment
+                    ),
+                ));
+            }
         }
         for (i, f) in self.flows.iter().enumerate() {
             let k = |x: &str| format!("flow[{i}].{x}");

@@ -161,6 +161,9 @@ struct World<'a, 'c> {
     host_armed: Vec<Option<Instant>>,
     /// XCP router on a host's interface (`xcp_capacity_bps`), by node.
     xcp: Vec<Option<crate::xcp::XcpRouter>>,
+    /// XCP routers on intermediate nodes' interfaces (`[[xcp_router]]`), by segment and
+    /// direction.
+    xcp_egress: Vec<[Option<crate::xcp::XcpRouter>; 2]>,
 }
 
 /// Runs repetition `rep` of `sc` (validate it first). `load` returns the text of a trace file.
@@ -283,6 +286,22 @@ pub fn run_with_capture(
                     ..Default::default()
                 };
                 Some(crate::xcp::XcpRouter::new(&cfg, Instant::ZERO))
+            })
+            .collect(),
+        xcp_egress: (0..sc.segments.len())
+            .map(|seg| {
+                [0, 1].map(|dir| {
+                    // Direction 0 leaves node `seg`, direction 1 leaves node `seg + 1`.
+                    let r = sc
+                        .xcp_routers
+                        .iter()
+                        .find(|r| r.segment == seg && r.node == seg + dir)?;
+                    let cfg = crate::xcp::XcpRouterConfig {
+                        capacity_bps: r.capacity_bps,
+                        ..Default::default()
+                    };
+                    Some(crate::xcp::XcpRouter::new(&cfg, Instant::ZERO))
+                })
             })
             .collect(),
     };
@@ -513,7 +532,7 @@ impl World<'_, '_> {
     }
 
     /// A packet is at `node`: deliver it there or forward it along the path.
-    fn at_node(&mut self, now: Instant, node: usize, p: Vec<u8>) {
+    fn at_node(&mut self, now: Instant, node: usize, mut p: Vec<u8>) {
         let Some(dst) = packet::destination(&p) else {
             return;
         };
@@ -526,6 +545,9 @@ impl World<'_, '_> {
             return;
         }
         let (seg, dir) = if dst > node { (node, 0) } else { (node - 1, 1) };
+        if self.xcp_egress[seg][dir].is_some() {
+            self.xcp_forward(now, seg, dir, &mut p);
+        }
         if let Some(c) = self.capture.as_mut() {
             c(seg, dir, now, &p);
         }
@@ -548,6 +570,29 @@ impl World<'_, '_> {
                 self.after_end(now, seg, dir);
             }
         }
+    }
+
+    /// The XCP router on the interface into (`seg`, `dir`) sees a forwarded packet: its
+    /// queue is what that interface has waiting (the link end's send queues, or the wired
+    /// queue), and it lowers the packet's feedback (001 Fig. 3: the access point's wireless
+    /// interface is the bottleneck of a download).
+    fn xcp_forward(&mut self, now: Instant, seg: usize, dir: usize, p: &mut [u8]) {
+        let Ok(Some(x)) = crate::tcp::segment::parse(p).map(|w| w.xcp) else {
+            return;
+        };
+        if x.cwnd == 0 {
+            return; // an ACK's echo: not the router's to change
+        }
+        let queue = match &self.segs[seg] {
+            Seg::Wired(wd) => wd.queue[dir].iter().map(Vec::len).sum(),
+            Seg::Wireless(wl) => wl.ends[dir].queued_bytes(),
+        };
+        let Some(r) = self.xcp_egress[seg][dir].as_mut() else {
+            return;
+        };
+        r.catch_up(now);
+        let fb = r.on_wire(p.len(), queue, x);
+        crate::tcp::segment::set_xcp_feedback(p, fb);
     }
 
     fn wired_next(&mut self, now: Instant, seg: usize, dir: usize) {

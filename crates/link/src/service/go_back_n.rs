@@ -229,6 +229,10 @@ impl GoBackN {
 }
 
 impl Service for GoBackN {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         "go_back_n"
     }

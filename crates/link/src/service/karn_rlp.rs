@@ -329,6 +329,10 @@ impl Rlp {
 }
 
 impl Service for Rlp {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         self.p.name
     }

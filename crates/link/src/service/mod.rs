@@ -120,6 +120,11 @@ pub trait Service: Send {
     fn stats(&self) -> &ServiceStats;
     /// Data header bytes this service adds to each SDU (its framing overhead).
     fn data_overhead(&self) -> usize;
+
+    /// Payload bytes waiting in the service's send queue (Snoop's queued local retransmissions
+    /// included; frames sent and held for retransmission are not): the interface queue an XCP
+    /// router reads.
+    fn queued_bytes(&self) -> usize;
     /// Largest SDU this service can carry in one frame when `frame_budget` bytes are left for
     /// its header and payload. Default: the budget less the data header.
     fn max_sdu(&self, frame_budget: usize) -> usize {

@@ -15,6 +15,8 @@ pub struct SendQueue {
     sdus: VecDeque<Sdu>,
     limit: usize,
     max_len: usize,
+    /// Payload bytes of the SDUs waiting.
+    bytes: usize,
 }
 
 impl SendQueue {
@@ -24,6 +26,7 @@ impl SendQueue {
             sdus: VecDeque::new(),
             limit,
             max_len: usize::MAX,
+            bytes: 0,
         }
     }
 
@@ -42,13 +45,21 @@ impl SendQueue {
             return Err(sdu);
         }
         stats.sdus_in += 1;
+        self.bytes += sdu.data.len();
         self.sdus.push_back(sdu);
         Ok(())
     }
 
     /// The oldest SDU, removed.
     pub fn pop_front(&mut self) -> Option<Sdu> {
-        self.sdus.pop_front()
+        let sdu = self.sdus.pop_front()?;
+        self.bytes -= sdu.data.len();
+        Some(sdu)
+    }
+
+    /// Payload bytes of the SDUs waiting (an XCP router's queue, for one).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// The oldest SDU.
@@ -86,6 +97,8 @@ mod tests {
         assert!(q.offer(Sdu::whole(vec![2]), &mut s).is_ok());
         assert!(q.offer(Sdu::whole(vec![3]), &mut s).is_err());
         assert_eq!((s.sdus_in, s.sdus_refused, q.len()), (2, 2, 2));
+        assert_eq!(q.bytes(), 2, "refused SDUs are not counted");
         assert_eq!(q.pop_front().unwrap().data, vec![1]);
+        assert_eq!(q.bytes(), 1);
     }
 }

@@ -84,6 +84,10 @@ impl Raw {
 }
 
 impl Service for Raw {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         "raw"
     }

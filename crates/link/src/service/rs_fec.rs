@@ -490,6 +490,10 @@ impl RsFec {
 }
 
 impl Service for RsFec {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         "rs_fec"
     }

@@ -484,6 +484,10 @@ impl SelectiveRepeat {
 }
 
 impl Service for SelectiveRepeat {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         "selective_repeat"
     }

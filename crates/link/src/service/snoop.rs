@@ -399,6 +399,10 @@ impl Snoop {
 }
 
 impl Service for Snoop {
+    fn queued_bytes(&self) -> usize {
+        self.raw.queued_bytes() + self.urgent.iter().map(|s| s.data.len()).sum::<usize>()
+    }
+
     fn name(&self) -> &'static str {
         "snoop"
     }

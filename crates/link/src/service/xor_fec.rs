@@ -213,6 +213,10 @@ impl XorFec {
 }
 
 impl Service for XorFec {
+    fn queued_bytes(&self) -> usize {
+        self.queue.bytes()
+    }
+
     fn name(&self) -> &'static str {
         "xor_fec"
     }
