@@ -159,18 +159,28 @@ pub fn run(args: &SimArgs) -> Result<()> {
         .with_context(|| format!("scenario {}", path.display()))?;
     let sweep_keys: Vec<String> = points[0].iter().map(|(k, _)| k.clone()).collect();
     let mut jobs = Vec::new();
+    let mut notes = std::collections::BTreeSet::new();
     for (pi, point) in points.iter().enumerate() {
         let sc = base
             .with_overrides(point)
             .with_context(|| format!("scenario {}, sweep point {pi}", path.display()))?;
         sc.validate()
             .with_context(|| format!("scenario {}{}", path.display(), describe(point)))?;
+        for n in sc.notes() {
+            notes.insert(n);
+        }
         for rep in 0..sc.sim.reps {
             jobs.push(Job {
                 point: pi,
                 rep,
                 scenario: sc.clone(),
             });
+        }
+    }
+    if !args.quiet {
+        // Once per distinct note, whichever sweep points share it.
+        for n in &notes {
+            eprintln!("mslink: note: scenario {}: {n}", path.display());
         }
     }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -141,6 +141,50 @@ impl LinkConfig {
             > self.frame_size
     }
 
+    /// Consequences of this configuration a user may not expect, one sentence each (the
+    /// simulator prints them before a run): a service that must segment packets loses two
+    /// sequence bits to the fragment position, and a window larger than its sequence space
+    /// allows is clamped.
+    pub fn notes(&self) -> Vec<String> {
+        let Ok(width) = self.seq_width() else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        for spec in &self.services {
+            let Some(window) = spec.config.window() else {
+                continue;
+            };
+            let Ok(format) = self.header_format(spec) else {
+                continue;
+            };
+            let limit = crate::service::go_back_n::clamp_window(u64::MAX, format.seq_space());
+            if window <= limit {
+                continue;
+            }
+            let why = if self.segments(spec) {
+                format!(
+                    "; it segments packets (mtu {} + {} bytes of framing + its {}-byte header > \
+                     frame_size {}), which takes two sequence bits: set mtu to the largest \
+                     packet sent to keep them",
+                    self.mtu,
+                    self.link_format().overhead(),
+                    spec.config.data_header_bytes(width),
+                    self.frame_size
+                )
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "service `{}` ({}): window {window} is clamped to {limit}, the most its \
+                 {}-bit sequence numbers allow{why}",
+                spec.name,
+                spec.config.scheme(),
+                format.seq_space().bits(),
+            ));
+        }
+        notes
+    }
+
     /// Whether any service of the link segments packets.
     pub fn segmented(&self) -> bool {
         self.services.iter().any(|s| self.segments(s))
@@ -264,6 +308,44 @@ mod tests {
             c.segmented(),
             "1500-byte packets need several 1000-byte frames"
         );
+    }
+
+    #[test]
+    fn notes_name_a_window_clamped_by_segmentation() {
+        let text = |mtu: usize| {
+            format!(
+                "frame_size = 100\nmtu = {mtu}\nseq_bits = 8\n\
+                 [[service]]\nname = \"tcp\"\nscheme = \"selective_repeat\"\n\
+                 [[service]]\nname = \"cbr\"\nscheme = \"raw\"\n"
+            )
+        };
+        // 93 + tag + CRC + SR's 2 bytes = 100: whole frames, 7-bit sequence numbers, the
+        // default window of 32 fits.
+        let fits: LinkConfig = toml::from_str(&text(93)).unwrap();
+        fits.validate().unwrap();
+        assert!(fits.notes().is_empty(), "{:?}", fits.notes());
+        // One byte more: SR segments, keeps 5 bits, and its window is clamped to 15.
+        let cut: LinkConfig = toml::from_str(&text(94)).unwrap();
+        cut.validate().unwrap();
+        let notes = cut.notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        for part in [
+            "`tcp`",
+            "window 32",
+            "clamped to 15",
+            "5-bit",
+            "segments",
+            "mtu 94",
+        ] {
+            assert!(notes[0].contains(part), "{part}: {}", notes[0]);
+        }
+        // A window asked for within the space is not worth a note, even when segmenting.
+        let small: LinkConfig = toml::from_str(&text(94).replace(
+            "scheme = \"selective_repeat\"",
+            "scheme = \"selective_repeat\"\nwindow = 8",
+        ))
+        .unwrap();
+        assert!(small.notes().is_empty());
     }
 
     #[test]

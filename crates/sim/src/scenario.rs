@@ -380,6 +380,22 @@ impl Scenario {
         Ok(points)
     }
 
+    /// Consequences of a valid scenario a user may not expect (a service window clamped by
+    /// its sequence space, see `LinkConfig::notes`), each naming its segment.
+    pub fn notes(&self) -> Vec<String> {
+        self.segments
+            .iter()
+            .enumerate()
+            .filter(|(_, seg)| seg.kind == SegmentKind::Wireless)
+            .flat_map(|(i, seg)| {
+                seg.link_config()
+                    .notes()
+                    .into_iter()
+                    .map(move |n| format!("segment[{i}].link: {n}"))
+            })
+            .collect()
+    }
+
     /// Checks every value a run needs.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let s = &self.sim;

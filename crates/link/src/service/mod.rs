@@ -193,6 +193,21 @@ impl ServiceConfig {
         }
     }
 
+    /// The window the configuration asks for, for schemes that keep one in the link's
+    /// sequence space (before clamping to the space, see [`crate::config::LinkConfig::notes`]).
+    pub fn window(&self) -> Option<u64> {
+        match self {
+            ServiceConfig::GoBackN(c) => Some(c.window),
+            ServiceConfig::SelectiveRepeat(c) => Some(c.window),
+            ServiceConfig::KarnRlp(c) | ServiceConfig::OosRlp(c) => Some(c.window),
+            ServiceConfig::Persistent(c) => Some(c.window),
+            ServiceConfig::Raw(_)
+            | ServiceConfig::XorFec(_)
+            | ServiceConfig::RsFec(_)
+            | ServiceConfig::Snoop(_) => None,
+        }
+    }
+
     /// Builds one end of the service for the given header format (segmentation and width come
     /// from the link; each scheme sets its own `piggyback_ack`).
     pub fn build(&self, format: HeaderFormat) -> Box<dyn Service> {
