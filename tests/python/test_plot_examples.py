@@ -106,3 +106,33 @@ def test_example_003_fig5(tmp_path: Path) -> None:
         losses = [m[(p, kk)] for kk in (0, 1, 2, 4)]
         assert losses == sorted(losses, reverse=True)
         assert abs(m[(p, 0)] - p) < 0.05
+
+
+def test_example_004_tables(tmp_path: Path, cli: str) -> None:
+    """examples/tables_004.py on a small Fig. 4 run (one HSCSD link, 30 KB, 2 repetitions):
+    a row per scheme and a mean ± sd cell per loss rate; a missing folder is a clear error."""
+    out = tmp_path / "fig4"
+    subprocess.run(
+        [
+            cli, "sim", str(ROOT / "scenarios/004/fig4_ftp_one_hscsd.toml"),
+            "--out", str(out), "--reps", "2", "--quiet", "--no-plots",
+            "--set", "flow.0.size_bytes=30000",
+        ],
+        check=True,
+    )  # fmt: skip
+    script = str(ROOT / "examples" / "tables_004.py")
+    p = subprocess.run(
+        [sys.executable, script, str(out), "--unit", "kbit"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].split(" | ")[1:3] == ["0.01", "0.02"]
+    schemes = [r.split(" | ")[0].strip("| ") for r in rows[1:]]
+    assert schemes == ["raw", "go_back_n", "selective_repeat", "karn_rlp", "snoop"]
+    assert all(r.count("±") == 4 for r in rows[1:])
+    bad = subprocess.run(
+        [sys.executable, script, str(tmp_path / "nothing")], capture_output=True, text=True
+    )
+    assert bad.returncode != 0 and "no such file" in bad.stderr
