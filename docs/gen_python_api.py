@@ -121,6 +121,7 @@ def render() -> str:
             "normalized",
             "validate",
             "is_valid",
+            "notes",
             "get",
             "set",
             "update",
@@ -136,6 +137,10 @@ def render() -> str:
         "### exception `ScenarioError`",
         "",
         "A subclass of `ValueError`. " + doc(mslink.ScenarioError),
+        "",
+        "### warning `ScenarioNote`",
+        "",
+        "A subclass of `UserWarning`. " + doc(mslink.ScenarioNote),
         "",
     ]
     lines += function("run", mslink.run)

@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from .scenario import Scenario, ScenarioError
+from .scenario import Scenario, ScenarioError, ScenarioNote
 
 if TYPE_CHECKING:
     from . import plot
@@ -33,6 +33,7 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioError",
+    "ScenarioNote",
     "__version__",
     "plot",
     "run",

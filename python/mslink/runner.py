@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
@@ -19,7 +20,7 @@ import pandas as pd
 
 from . import _core, _tasks
 from .results import Chunk, Result, build
-from .scenario import PathLike, Scenario, as_scenario
+from .scenario import PathLike, Scenario, ScenarioNote, as_scenario
 
 ScenarioLike = Union[Scenario, PathLike, Mapping[str, Any]]
 
@@ -73,6 +74,8 @@ def execute(
 
     sc, sets = _sets(as_scenario(scenario), grid, reps, seed)
     base_toml, name, keys, points, per_point = _core.plan(sc._doc, sets)
+    for note in _core.notes(sc._doc, sets):
+        warnings.warn(f"scenario {name}: {note}", ScenarioNote, stacklevel=3)
     job_list = [(pi, rep) for pi, n in enumerate(per_point) for rep in range(n)]
     files = sc.trace_files()
     base_dir = str(sc.base_dir)

@@ -24,6 +24,12 @@ ScenarioError = _core.ScenarioError
 ``err.field`` is the dotted path of the offending key (``"flow[0].rate_bps"``), or ``""``
 when the error is not about one key (a TOML syntax error names the line instead)."""
 
+
+class ScenarioNote(UserWarning):
+    """Issued by :func:`mslink.run` and :func:`mslink.sweep` for each of
+    :meth:`Scenario.notes`: the scenario is valid, but does something you may not have meant."""
+
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 _INDEX = re.compile(r"\[(\d+)\]")
@@ -150,6 +156,12 @@ class Scenario:
         """Checks everything a run needs (every sweep point too); returns ``self``."""
         _core.validate(self._doc)
         return self
+
+    def notes(self) -> list[str]:
+        """Consequences of this valid scenario you may not expect, e.g. a service window its
+        sequence numbers cannot hold (what ``mslink sim`` prints as ``note:`` lines; runs
+        issue them as :class:`ScenarioNote` warnings)."""
+        return _core.notes(self._doc, [])
 
     def is_valid(self) -> bool:
         """Whether :meth:`validate` would pass."""

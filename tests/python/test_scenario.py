@@ -150,3 +150,18 @@ def test_version_and_value_helpers() -> None:
         mslink.sweep_value('{ name = "cbr", scheme = "raw" }') == '{ name = "cbr", scheme = "raw" }'
     )
     assert mslink.toml_value('{ name = "cbr", scheme = "raw" }')["scheme"] == "raw"
+
+
+def test_notes_name_a_clamped_window_and_runs_warn() -> None:
+    """A valid scenario whose Selective Repeat window its sequence numbers cannot hold (the
+    link segments: one MTU byte too many) gets a note; a run issues it as a ScenarioNote."""
+    sc = Scenario.load(ROOT / "scenarios/004/fig4_ftp_one_hscsd.toml")
+    assert sc.notes() == []
+    sc["segment.1.link.mtu"] = 95  # 95 + 4 (CRC) + 2 (SR header) > 100-byte frames
+    sc["sweep"] = {"segment.1.link.service.0": [{"name": "tcp", "scheme": "selective_repeat"}]}
+    notes = sc.notes()
+    assert len(notes) == 1
+    assert "segment[1].link" in notes[0] and "clamped to 15" in notes[0]
+    sc["flow.0.size_bytes"] = 2000
+    with pytest.warns(mslink.ScenarioNote, match="clamped to 15"):
+        mslink.run(sc, progress=False)

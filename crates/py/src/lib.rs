@@ -172,6 +172,29 @@ fn validate(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
     plan_inner(py, doc, Vec::new()).map(|_| ())
 }
 
+/// What `mslink sim` prints as `note:` lines: consequences of a valid scenario a user may not
+/// expect (a service window clamped by its sequence space), over every sweep point after
+/// `sets`, each once, in order.
+#[pyfunction]
+fn notes(
+    py: Python<'_>,
+    doc: &Bound<'_, PyAny>,
+    sets: Vec<(String, String)>,
+) -> PyResult<Vec<String>> {
+    let base = typed(py, convert::from_py(doc, "")?)?;
+    let base = base
+        .with_overrides(&sets)
+        .map_err(|e| sim_error(py, e, ""))?;
+    let mut out = std::collections::BTreeSet::new();
+    for point in base.sweep_points().map_err(|e| sim_error(py, e, ""))? {
+        let sc = base
+            .with_overrides(&point)
+            .map_err(|e| sim_error(py, e, ""))?;
+        out.extend(sc.notes());
+    }
+    Ok(out.into_iter().collect())
+}
+
 /// A sweep expanded for execution.
 type Plan = (
     String,                     // base scenario (overrides applied), TOML text
@@ -276,6 +299,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(notes, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
