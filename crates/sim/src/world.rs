@@ -280,12 +280,9 @@ pub fn run_with_capture(
         xcp: (0..=sc.segments.len())
             .map(|n| {
                 let h = sc.hosts.iter().find(|h| h.node == n)?;
-                let c = h.config.xcp_capacity_bps?;
-                let cfg = crate::xcp::XcpRouterConfig {
-                    capacity_bps: c,
-                    ..Default::default()
-                };
-                Some(crate::xcp::XcpRouter::new(&cfg, Instant::ZERO))
+                Some(crate::xcp::XcpRouter::with_capacity(
+                    h.config.xcp_capacity_bps?,
+                ))
             })
             .collect(),
         xcp_egress: (0..sc.segments.len())
@@ -296,11 +293,7 @@ pub fn run_with_capture(
                         .xcp_routers
                         .iter()
                         .find(|r| r.segment == seg && r.node == seg + dir)?;
-                    let cfg = crate::xcp::XcpRouterConfig {
-                        capacity_bps: r.capacity_bps,
-                        ..Default::default()
-                    };
-                    Some(crate::xcp::XcpRouter::new(&cfg, Instant::ZERO))
+                    Some(crate::xcp::XcpRouter::with_capacity(r.capacity_bps))
                 })
             })
             .collect(),
@@ -425,13 +418,7 @@ impl World<'_, '_> {
                 let mut p = p;
                 if let Some(r) = self.xcp[node].as_mut() {
                     // 001: the sending host is the XCP router of its own interface.
-                    if let Ok(Some(x)) = crate::tcp::segment::parse(&p).map(|w| w.xcp) {
-                        if x.cwnd > 0 {
-                            r.catch_up(now);
-                            let fb = r.on_wire(p.len(), h.backlog_bytes(), x);
-                            crate::tcp::segment::set_xcp_feedback(&mut p, fb);
-                        }
-                    }
+                    r.mark(now, &mut p, h.backlog_bytes());
                 }
                 h.handle_packet(now, p);
                 self.host_pump(now, node);
@@ -577,22 +564,13 @@ impl World<'_, '_> {
     /// queue), and it lowers the packet's feedback (001 Fig. 3: the access point's wireless
     /// interface is the bottleneck of a download).
     fn xcp_forward(&mut self, now: Instant, seg: usize, dir: usize, p: &mut [u8]) {
-        let Ok(Some(x)) = crate::tcp::segment::parse(p).map(|w| w.xcp) else {
-            return;
-        };
-        if x.cwnd == 0 {
-            return; // an ACK's echo: not the router's to change
-        }
         let queue = match &self.segs[seg] {
             Seg::Wired(wd) => wd.queue[dir].iter().map(Vec::len).sum(),
             Seg::Wireless(wl) => wl.ends[dir].queued_bytes(),
         };
-        let Some(r) = self.xcp_egress[seg][dir].as_mut() else {
-            return;
-        };
-        r.catch_up(now);
-        let fb = r.on_wire(p.len(), queue, x);
-        crate::tcp::segment::set_xcp_feedback(p, fb);
+        if let Some(r) = self.xcp_egress[seg][dir].as_mut() {
+            r.mark(now, p, queue);
+        }
     }
 
     fn wired_next(&mut self, now: Instant, seg: usize, dir: usize) {

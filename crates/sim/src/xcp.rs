@@ -273,6 +273,32 @@ impl XcpRouter {
         }
     }
 
+    /// A router with `capacity_bps` as its static capacity estimate and the default initial
+    /// interval, its first interval starting at time zero (how the simulator builds one).
+    pub fn with_capacity(capacity_bps: f64) -> Self {
+        let cfg = XcpRouterConfig {
+            capacity_bps,
+            ..Default::default()
+        };
+        Self::new(&cfg, Instant::ZERO)
+    }
+
+    /// Sees IP packet `p` enter the interface while `queue_bytes` wait there: if it is a TCP
+    /// data segment with an XCP header, runs the intervals due by `now` and lowers the
+    /// header's feedback in place. ACKs (whose header echoes feedback, `cwnd` 0) and other
+    /// packets pass unchanged.
+    pub fn mark(&mut self, now: Instant, p: &mut [u8], queue_bytes: usize) {
+        let Ok(Some(x)) = crate::tcp::segment::parse(p).map(|w| w.xcp) else {
+            return;
+        };
+        if x.cwnd == 0 {
+            return;
+        }
+        self.catch_up(now);
+        let fb = self.on_wire(p.len(), queue_bytes, x);
+        crate::tcp::segment::set_xcp_feedback(p, fb);
+    }
+
     /// Sees a packet's wire congestion header: lowers its feedback and returns the new value.
     pub fn on_wire(
         &mut self,
