@@ -73,8 +73,8 @@ def execute(
     from tqdm.auto import tqdm
 
     sc, sets = _sets(as_scenario(scenario), grid, reps, seed)
-    base_toml, name, keys, points, per_point = _core.plan(sc._doc, sets)
-    for note in _core.notes(sc._doc, sets):
+    base_toml, name, keys, points, per_point, notes = _core.plan(sc._doc, sets)
+    for note in notes:
         warnings.warn(f"scenario {name}: {note}", ScenarioNote, stacklevel=3)
     job_list = [(pi, rep) for pi, n in enumerate(per_point) for rep in range(n)]
     files = sc.trace_files()

@@ -160,8 +160,8 @@ class Scenario:
     def notes(self) -> list[str]:
         """Consequences of this valid scenario you may not expect, e.g. a service window its
         sequence numbers cannot hold (what ``mslink sim`` prints as ``note:`` lines; runs
-        issue them as :class:`ScenarioNote` warnings)."""
-        return _core.notes(self._doc, [])
+        issue them as :class:`ScenarioNote` warnings). Validates first, as :meth:`validate`."""
+        return _core.plan(self._doc, [])[5]
 
     def is_valid(self) -> bool:
         """Whether :meth:`validate` would pass."""

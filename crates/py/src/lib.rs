@@ -172,29 +172,6 @@ fn validate(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
     plan_inner(py, doc, Vec::new()).map(|_| ())
 }
 
-/// What `mslink sim` prints as `note:` lines: consequences of a valid scenario a user may not
-/// expect (a service window clamped by its sequence space), over every sweep point after
-/// `sets`, each once, in order.
-#[pyfunction]
-fn notes(
-    py: Python<'_>,
-    doc: &Bound<'_, PyAny>,
-    sets: Vec<(String, String)>,
-) -> PyResult<Vec<String>> {
-    let base = typed(py, convert::from_py(doc, "")?)?;
-    let base = base
-        .with_overrides(&sets)
-        .map_err(|e| sim_error(py, e, ""))?;
-    let mut out = std::collections::BTreeSet::new();
-    for point in base.sweep_points().map_err(|e| sim_error(py, e, ""))? {
-        let sc = base
-            .with_overrides(&point)
-            .map_err(|e| sim_error(py, e, ""))?;
-        out.extend(sc.notes());
-    }
-    Ok(out.into_iter().collect())
-}
-
 /// A sweep expanded for execution.
 type Plan = (
     String,                     // base scenario (overrides applied), TOML text
@@ -202,6 +179,7 @@ type Plan = (
     Vec<String>,                // sweep keys, in column order
     Vec<Vec<(String, String)>>, // per point: (key, value text)
     Vec<u32>,                   // repetitions per point
+    Vec<String>,                // notes over all points, each once (what `mslink sim` prints)
 );
 
 fn plan_inner(
@@ -219,6 +197,7 @@ fn plan_inner(
     let points = base.sweep_points().map_err(|e| sim_error(py, e, ""))?;
     let keys = points[0].iter().map(|(k, _)| k.clone()).collect();
     let mut reps = Vec::with_capacity(points.len());
+    let mut notes = std::collections::BTreeSet::new();
     for point in &points {
         let at = if point.is_empty() {
             String::new()
@@ -230,15 +209,23 @@ fn plan_inner(
             .with_overrides(point)
             .map_err(|e| sim_error(py, e, &at))?;
         sc.validate().map_err(|e| sim_error(py, e, &at))?;
+        notes.extend(sc.notes());
         reps.push(sc.sim.reps);
     }
     let text = toml::to_string(&base).map_err(|e| scenario_error(py, "", e.to_string()))?;
-    Ok((text, base.sim.name.clone(), keys, points, reps))
+    Ok((
+        text,
+        base.sim.name.clone(),
+        keys,
+        points,
+        reps,
+        notes.into_iter().collect(),
+    ))
 }
 
 /// Expands a document for a run, as `mslink sim` does: `sets` first (e.g. `sim.reps`,
 /// `sim.seed`), then the `[sweep]` grid; every point is validated. Returns (base TOML, name,
-/// sweep keys, points, reps per point).
+/// sweep keys, points, reps per point, notes).
 #[pyfunction]
 fn plan(py: Python<'_>, doc: &Bound<'_, PyAny>, sets: Vec<(String, String)>) -> PyResult<Plan> {
     plan_inner(py, doc, sets)
@@ -299,7 +286,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
-    m.add_function(wrap_pyfunction!(notes, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
