@@ -10,12 +10,17 @@ fn scenario() -> Scenario {
 /// Throughput (bit/s) of the transfer with `sets` applied (5 MB: steady state is reached
 /// within the first few hundred packets on this link).
 fn throughput(sets: &[(&str, &str)]) -> (f64, mslink_sim::RunResult) {
+    throughput_of(&scenario(), sets)
+}
+
+/// [`throughput`] of another scenario.
+fn throughput_of(sc: &Scenario, sets: &[(&str, &str)]) -> (f64, mslink_sim::RunResult) {
     let mut all: Vec<(String, String)> = sets
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     all.push(("flow.0.size_bytes".into(), "5000000".into()));
-    let sc = scenario().with_overrides(&all).unwrap();
+    let sc = sc.with_overrides(&all).unwrap();
     sc.validate().unwrap();
     let r = run(&sc, 0, &mut |_| Err("no traces".into())).unwrap();
     assert!(r.flows[0].completed, "{sets:?} did not finish");
@@ -96,20 +101,15 @@ fn host_costs_show_with_a_single_slot_and_vanish_in_an_interface_queue() {
     ))
     .unwrap();
     let rate = |device: &str, per_packet: &str, per_byte: &str| {
-        let mut sets: Vec<(String, String)> = vec![("flow.0.size_bytes".into(), "5000000".into())];
-        for h in [0, 1] {
-            sets.push((format!("host.{h}.device"), device.into()));
-            sets.push((format!("host.{h}.per_packet_us"), per_packet.into()));
-            sets.push((format!("host.{h}.per_byte_ns"), per_byte.into()));
-        }
-        let s = sc.with_overrides(&sets).unwrap();
-        s.validate().unwrap();
-        let f = run(&s, 0, &mut |_| Err("no traces".into()))
-            .unwrap()
-            .flows
-            .remove(0);
-        assert!(f.completed);
-        f.throughput_bps
+        let sets = [
+            ("host.0.device", device),
+            ("host.1.device", device),
+            ("host.0.per_packet_us", per_packet),
+            ("host.1.per_packet_us", per_packet),
+            ("host.0.per_byte_ns", per_byte),
+            ("host.1.per_byte_ns", per_byte),
+        ];
+        throughput_of(&sc, &sets).0
     };
     let base = rate(SLOT, "0", "0");
     let os = rate(SLOT, "400", "0");
