@@ -3,7 +3,8 @@
 //!
 //! Contract: everything except [`rt`] is sans-IO (DESIGN.md rule 1): [`wire`] (the datagram
 //! format), [`replay`] (RFC 6479 window), [`keys`], [`handshake`] (Noise IK / NNpsk0),
-//! [`crypto`] (sealing), [`ratelimit`] (initiations a responder processes), [`session`] (the [`Tunnel`] state machine that runs a
+//! [`crypto`] (sealing), [`ratelimit`] (initiations a responder processes), [`pool`] (the
+//! driver's bounded buffer free-list), [`session`] (the [`Tunnel`] state machine that runs a
 //! `MultiServiceLink` end to end inside the sessions, 004 §IV) and [`config`]. [`rt`] is the
 //! only real-time glue: TUN device, UDP socket, clock, poll loop and signals, kept in one file
 //! so it can move onto the emulator's driver.
@@ -13,6 +14,7 @@ pub mod config;
 pub mod crypto;
 pub mod handshake;
 pub mod keys;
+pub mod pool;
 pub mod ratelimit;
 pub mod replay;
 #[cfg(target_os = "linux")]

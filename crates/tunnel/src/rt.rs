@@ -43,10 +43,17 @@ use mslink_link::Instant;
 use crate::config::{parse_cidr, TunnelConfig};
 use crate::handshake::Credentials;
 use crate::keys::Key;
+use crate::pool::BufferPool;
 use crate::session::{Tunnel, TunnelStats};
 
 /// Most datagrams or packets read per descriptor per wake-up.
 pub const BURST: usize = 64;
+
+/// Spare buffers the driver keeps between wake-ups, and the largest it keeps: the free-list
+/// is fed by delivered packets but drawn only for datagrams, so it must be bounded
+/// ([`BufferPool`]).
+const POOL_BUFFERS: usize = 2 * BURST;
+const POOL_BUFFER_BYTES: usize = 65_536;
 
 /// How often [`Control::snapshot`] is refreshed.
 pub const SNAPSHOT_EVERY: StdDuration = StdDuration::from_millis(20);
@@ -436,7 +443,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     let mut recv = RecvBatch::new();
     // Datagrams made but not yet taken by the socket, and spare buffers.
     let mut out: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::with_capacity(BURST);
-    let mut pool: Vec<Vec<u8>> = Vec::new();
+    let mut pool = BufferPool::new(POOL_BUFFERS, POOL_BUFFER_BYTES);
     let mut last = tunnel.stats();
     let mut snap_at = StdInstant::now() - SNAPSHOT_EVERY;
     let mut next_stats = opts.stats_interval.map(|d| StdInstant::now() + d);
@@ -454,11 +461,11 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         // Datagrams out in batches (sendmmsg), stopping at a full send buffer.
         loop {
             while out.len() < BURST {
-                let mut b = pool.pop().unwrap_or_default();
+                let mut b = pool.take();
                 match tunnel.poll_transmit(now, &mut b) {
                     Some(to) => out.push_back((to, b)),
                     None => {
-                        pool.push(b);
+                        pool.give(b);
                         break;
                     }
                 }
@@ -467,7 +474,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
                 break;
             }
             match send_batch(&sock, &out, &mut udp_gso) {
-                Ok(k) => pool.extend(out.drain(..k).map(|(_, b)| b)),
+                Ok(k) => out.drain(..k).for_each(|(_, b)| pool.give(b)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     snap.udp_backpressure += 1;
                     break;
@@ -477,7 +484,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
                     snap.udp_send_errors += 1;
                     let (to, b) = out.pop_front().expect("not empty");
                     log.emit(Level::Debug, format_args!("UDP send to {to}: {e}"));
-                    pool.push(b);
+                    pool.give(b);
                 }
             }
         }
@@ -522,10 +529,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             }
             at += plan.count;
         }
-        pool.extend(up.drain(..).map(|mut b| {
-            b.clear();
-            b
-        }));
+        up.drain(..).for_each(|b| pool.give(b));
         // Events and counters.
         let s = tunnel.stats();
         report_events(&log, &last, &s, &tunnel);
