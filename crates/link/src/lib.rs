@@ -16,6 +16,7 @@ pub mod config;
 pub mod fec;
 pub mod hop;
 pub mod link;
+pub mod rto;
 pub mod sar;
 pub mod sched;
 pub mod service;

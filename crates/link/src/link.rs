@@ -16,9 +16,21 @@
 //!   transmit outcome to the scheduler (ELF learns error rates from it, 003 §6).
 //!
 //! Each service sees only its own virtual link and keeps a single entry and exit point, so the
-//! services are the same code that runs alone. At most one frame per service waits in the
-//! scheduler at any time: the service decides what that frame is (a retransmission can overtake
-//! new data) when the scheduler can take it.
+//! services are the same code that runs alone.
+//!
+//! Late binding (why a class keeps its promise under contention). The scheduler holds at most
+//! one *reservation* per service, never a built frame: the service builds its frame (calls its
+//! own `poll_transmit`) only when the scheduler has chosen it and the MAC takes the frame. So
+//! every recovery timer a frame starts (NACK repeat, keepalive, retransmission timeout, FEC
+//! block timeout, gap wait) counts from the instant the frame leaves on the link, exactly as
+//! when the service runs alone, and a retransmission that became due while the service waited
+//! for its turn goes first. (Building the frame when its service joined the scheduler let the
+//! frame wait up to one round of the other classes with its timers running: a continuous-media
+//! class on OOS RLP beside TCP saw its repairs arrive after its receiver had given up, and lost
+//! as much as Raw, 004 §V.D.) Schedulers stamp a reservation with a predicted length, the
+//! length of the service's previous frame; the difference between what each service was
+//! charged and what it sent is carried into its next reservation, so over any busy period a
+//! service is charged exactly the bytes it sent, to within one frame.
 
 use std::collections::VecDeque;
 
@@ -111,8 +123,12 @@ struct Slot {
     sdu_max: usize,
     /// Whether this service's frames carry the link CRC.
     crc: bool,
-    /// The frame waiting in the scheduler, tag byte reserved.
-    staged: Option<Vec<u8>>,
+    /// The service holds a reservation in the scheduler (its frame is built when served).
+    reserved: bool,
+    /// Wire length of the service's previous frame: the length a reservation is stamped with.
+    predicted: u32,
+    /// Bytes charged to the scheduler minus bytes sent (the prediction error carried over).
+    overcharged: i64,
     row: ServiceRow,
 }
 
@@ -165,7 +181,9 @@ impl MultiServiceLink {
                     reassembler: Reassembler::new(header.seq_space().max_window(), config.mtu),
                     sdu_max,
                     crc,
-                    staged: None,
+                    reserved: false,
+                    predicted: config.frame_size.max(1) as u32,
+                    overcharged: 0,
                     row: ServiceRow {
                         name: spec.name.clone(),
                         scheme: spec.config.scheme().into(),
@@ -192,14 +210,11 @@ impl MultiServiceLink {
         self.slots.len()
     }
 
-    /// Bytes waiting to be sent on this end: every service's send queue and the frames
-    /// staged for the scheduler. An XCP router at this interface reads it as its queue
-    /// (001 Fig. 3, the access point's wireless interface).
+    /// Bytes waiting to be sent on this end: every service's send queue. An XCP router at
+    /// this interface reads it as its queue (001 Fig. 3, the access point's wireless
+    /// interface).
     pub fn queued_bytes(&self) -> usize {
-        self.slots
-            .iter()
-            .map(|s| s.service.queued_bytes() + s.staged.as_ref().map_or(0, Vec::len))
-            .sum()
+        self.slots.iter().map(|s| s.service.queued_bytes()).sum()
     }
 
     /// Takes a packet from above. Returns the service that took it.
@@ -288,47 +303,52 @@ impl MultiServiceLink {
         }
     }
 
-    /// Appends the next frame for the MAC to `buf`, if any service has one.
+    /// Appends the next frame for the MAC to `buf`, if any service has one. The frame counts
+    /// as sent at `now`: call this only when the MAC can put it on the air.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<TxFrame> {
         let tag_len = self.format.tagged as usize;
         for (i, slot) in self.slots.iter_mut().enumerate() {
-            if slot.staged.is_some() || !slot.service.has_transmit(now) {
+            if slot.reserved || !slot.service.has_transmit(now) {
                 continue;
             }
+            // Stamp with the predicted length less what the service was overcharged before.
+            let charge = (i64::from(slot.predicted) - slot.overcharged).clamp(1, u32::MAX as i64);
+            slot.overcharged += charge;
+            self.scheduler.enqueue(now, i, charge as u32);
+            slot.reserved = true;
+        }
+        loop {
+            let i = self.scheduler.dequeue(now)?;
+            let slot = &mut self.slots[i];
+            slot.reserved = false;
             let mut b = self.spare.pop().unwrap_or_default();
             b.clear();
             b.resize(tag_len, 0);
-            if slot.service.poll_transmit(now, &mut b) {
-                let wire = b.len() + if slot.crc { 4 } else { 0 };
-                self.scheduler.enqueue(now, i, wire as u32);
-                slot.staged = Some(b);
-            } else {
+            if !slot.service.poll_transmit(now, &mut b) {
+                // Nothing to send any more (an ACK made the repair moot, ...): the charge
+                // stays on the books and comes off the service's next reservation.
                 self.spare.push(b);
+                continue;
             }
-        }
-        let i = self.scheduler.dequeue(now)?;
-        let slot = &mut self.slots[i];
-        let mut b = slot
-            .staged
-            .take()
-            .expect("scheduler returned a queue with no staged frame");
-        let format = LinkFormat {
-            tagged: self.format.tagged,
-            crc: slot.crc,
-        };
-        let range = format.seal(i as u8, &mut b, tag_len);
-        let len = range.len();
-        slot.row.framing_bytes += format.overhead() as u64;
-        self.stats.frames_sent += 1;
-        self.stats.bytes_sent += len as u64;
-        if buf.is_empty() {
-            std::mem::swap(buf, &mut b);
+            let format = LinkFormat {
+                tagged: self.format.tagged,
+                crc: slot.crc,
+            };
+            let range = format.seal(i as u8, &mut b, tag_len);
+            let len = range.len();
+            slot.overcharged -= len as i64;
+            slot.predicted = len as u32;
+            slot.row.framing_bytes += format.overhead() as u64;
+            self.stats.frames_sent += 1;
+            self.stats.bytes_sent += len as u64;
+            if buf.is_empty() {
+                std::mem::swap(buf, &mut b);
+            } else {
+                buf.extend_from_slice(&b);
+            }
             self.spare.push(b);
-        } else {
-            buf.extend_from_slice(&b);
-            self.spare.push(b);
+            return Some(TxFrame { service: i, len });
         }
-        Some(TxFrame { service: i, len })
     }
 
     /// The next whole packet for the layer above.
@@ -346,9 +366,7 @@ impl MultiServiceLink {
 
     /// True if `poll_transmit(now, ..)` would produce a frame.
     pub fn has_transmit(&self, now: Instant) -> bool {
-        self.slots
-            .iter()
-            .any(|s| s.staged.is_some() || s.service.has_transmit(now))
+        self.slots.iter().any(|s| s.service.has_transmit(now))
     }
 
     /// Counters, per service and for the whole link end.

@@ -143,6 +143,8 @@ struct World<'a, 'c> {
     segs: Vec<Seg>,
     dirs: Vec<[DirectionResult; 2]>,
     sources: Vec<Source>,
+    /// TCP and WWW results taken when a run ends early (its transfers done, 004 §V), by flow.
+    frozen: Vec<Option<results::FlowResult>>,
     sinks: Vec<Sink>,
     sent: Vec<u64>,
     window: Duration,
@@ -261,6 +263,7 @@ pub fn run_with_capture(
         dirs: vec![Default::default(); segs.len()],
         segs,
         sources: Vec::new(),
+        frozen: Vec::new(),
         sinks: Vec::new(),
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
@@ -365,12 +368,32 @@ pub fn run_with_capture(
         && w.flows
             .iter()
             .all(|(_, f)| matches!(f.app, AppKind::Ftp | AppKind::Www | AppKind::Cbr));
-    let mut end = Instant::ZERO + duration + secs(sc.sim.drain_s);
-    while let Some((now, ev)) = w.q.pop_until(end) {
-        w.handle(now, ev);
-        if only_tcp && w.tcp_left == 0 {
-            end = now;
-            break;
+    let cap = Instant::ZERO + duration;
+    let drain = secs(sc.sim.drain_s);
+    let mut end = cap + drain;
+    if only_tcp {
+        // The run ends when the transfers do, or at the cap: the TCP and WWW results are
+        // taken then. Datagram sources stop, and what they already sent gets `drain_s` to
+        // arrive, so packets still queued or in the air are not counted as lost.
+        let mut horizon = cap;
+        while let Some((now, ev)) = w.q.pop_until(horizon) {
+            w.handle(now, ev);
+            if w.tcp_left == 0 && w.frozen.is_empty() {
+                end = now;
+                w.freeze_tcp(end);
+                horizon = now + drain;
+            }
+        }
+        if w.frozen.is_empty() {
+            end = cap;
+            w.freeze_tcp(end);
+            while let Some((now, ev)) = w.q.pop_until(cap + drain) {
+                w.handle(now, ev);
+            }
+        }
+    } else {
+        while let Some((now, ev)) = w.q.pop_until(end) {
+            w.handle(now, ev);
         }
     }
     Ok(w.finish(rep, seed, end))

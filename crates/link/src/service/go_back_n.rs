@@ -263,7 +263,10 @@ impl Service for GoBackN {
                             data: frame[off..].to_vec(),
                         });
                     } else if s < self.rcv_next {
+                        // Already delivered: the copy was not needed (the receiver never
+                        // gives a frame up, so every duplicate is spurious).
                         self.stats.duplicates += 1;
+                        self.stats.spurious += 1;
                     } // else: ahead of the expected frame, dropped (004: "drops everything else")
                     if self.ack_delay == Duration::ZERO {
                         self.ack_pending = true;

@@ -280,7 +280,7 @@ impl Rlp {
         }
         let base = self.rx.base;
         if s < self.rx.base || !self.rx.accept(now, s, fp, payload, &mut self.stats) {
-            self.stats.duplicates += 1;
+            self.rx.duplicate(now, s, &mut self.stats);
             // A data probe the receiver already holds: the sender polls for this answer.
             self.ack_pending |= self.p.probe_with_data;
         } else if self.p.probe_with_data && s < next && self.rx.base > base {
@@ -308,8 +308,8 @@ impl Rlp {
     /// Rearms the gap timer and volunteers an ack every half window.
     fn after_rx(&mut self) {
         match (
-            self.p.gap_wait,
-            self.rx.gap_deadline(self.p.gap_wait.unwrap_or_default()),
+            self.gap_wait(),
+            self.rx.gap_deadline(self.gap_wait().unwrap_or_default()),
         ) {
             (Some(_), Some(t)) => self.timers.set(T::Gap as usize, t),
             _ => self.timers.clear(T::Gap as usize),
@@ -325,6 +325,19 @@ impl Rlp {
             seq: self.space.encode(seq),
             ack: None,
         }
+    }
+
+    /// How long the receiver waits for a gap by itself: the configured wait, stretched in
+    /// proportion when the measured NACK interval has grown beyond the configured one (see
+    /// `RecvWindow`), so the wait still covers the NACKs the configuration meant it to.
+    fn gap_wait(&self) -> Option<Duration> {
+        let w = self.p.gap_wait?;
+        let (eff, conf) = (self.rx.nack_interval(), self.p.nack_interval);
+        if eff <= conf || conf == Duration::ZERO {
+            return Some(w);
+        }
+        let scaled = w.as_nanos() as u128 * eff.as_nanos() as u128 / conf.as_nanos() as u128;
+        Some(Duration::from_nanos(scaled.min(u64::MAX as u128) as u64))
     }
 }
 
@@ -365,7 +378,7 @@ impl Service for Rlp {
             self.keepalive_pending = true;
         }
         if self.timers.expired(T::Gap as usize, now) {
-            if let Some(wait) = self.p.gap_wait {
+            if let Some(wait) = self.gap_wait() {
                 self.rx.give_up_expired(now, wait, &mut self.stats);
             }
         }

@@ -91,8 +91,17 @@ pub struct ServiceStats {
     pub frames_received: u64,
     /// Frames received that could not be parsed or made no sense (a peer's violation is data).
     pub malformed: u64,
-    /// Data frames received again after they had been accepted.
+    /// Data frames received again after they had been accepted or given up (`spurious` plus
+    /// `late`, for the schemes that tell them apart).
     pub duplicates: u64,
+    /// Spurious retransmissions seen by this end's receiver: copies of data frames it already
+    /// had (a retransmission whose original had arrived, or a copy the channel made). Zero on
+    /// a loss-free channel, whatever other classes share the link.
+    #[serde(default)]
+    pub spurious: u64,
+    /// Late repairs seen by this end's receiver: copies of data frames it had already given up.
+    #[serde(default)]
+    pub late: u64,
     /// Packets from the peer a TCP-aware service withheld from the layer above on purpose
     /// (Snoop's duplicate ACKs after a local retransmission, 004 §III.A).
     pub suppressed: u64,

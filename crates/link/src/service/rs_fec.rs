@@ -322,7 +322,11 @@ impl RsFec {
                     }
                     self.release();
                 }
-                _ => self.stats.duplicates += 1,
+                _ => {
+                    // Persistent: nothing is given up, so every copy it had is spurious.
+                    self.stats.duplicates += 1;
+                    self.stats.spurious += 1;
+                }
             }
         }
         let t = h.nsym as u32 / 2;

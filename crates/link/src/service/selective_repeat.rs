@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 use super::go_back_n::{clamp_window, delay_ms, put_control, put_data, timer_ms};
 use super::queue::SendQueue;
 use super::{Delivery, Sdu, Service, ServiceStats};
+use crate::rto::RtoEstimator;
 use crate::time::{Duration, Instant};
 use crate::timer::Timers;
 use crate::wire::{FragPos, Header, HeaderFormat, SeqSpace};
@@ -71,20 +72,25 @@ impl Default for SelectiveRepeatConfig {
 /// One sequence number inside the receive window.
 #[derive(Debug)]
 enum RxSlot {
-    /// Not received; detected missing at `since`, `nacks` NACKs sent, the next due at
-    /// `nack_at`.
+    /// Not received; detected missing at `since`, `nacks` NACKs sent (the first at
+    /// `first_nack`), the next due at `nack_at`.
     Missing {
         since: Instant,
         nack_at: Instant,
         nacks: u32,
+        first_nack: Instant,
     },
-    /// Given up (counted as abandoned), waiting only to be passed over.
-    Lost,
+    /// Given up (counted as abandoned), waiting only to be passed over; when its first NACK
+    /// went out, if it had one.
+    Lost { first_nack: Option<Instant> },
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
     Done,
 }
+
+/// The measured NACK repeat interval is at most this many times the configured one.
+const MAX_NACK_STRETCH: u64 = 64;
 
 /// The receiving half shared by Selective Repeat and the RLP family: a window of sequence
 /// numbers `[base, next)` with, for each, the frame held or the fact that it is missing.
@@ -97,13 +103,32 @@ enum RxSlot {
 /// NACK is sent. A sender that retransmits at most n - 1 times and abandons the frame on the
 /// n-th NACK (Karn's RLP) agrees exactly, so each gap is settled at both ends after n - 1 NACK
 /// intervals, in parallel with every other gap.
+///
+/// The NACK repeat interval adapts to the repair time (ours; 004 fixes it per link). A repair
+/// takes the NACK's trip, the sender's wait for its turn in the link's scheduler, and the
+/// retransmission's trip; beside other traffic classes the wait grows (up to a round of the
+/// other classes under SCFQ), and a fixed interval tuned for the link alone then repeats the
+/// NACK, and gives the frame up, before the repair can arrive (004 §V.D's promise: the same
+/// residual loss as alone). Each repair answering a frame's first NACK is a sample (Karn's
+/// rule: none from a frame NACKed twice, none from a repair that came late); the interval is
+/// the larger of RFC 6298's `SRTT + 4 RTTVAR` ([`crate::rto::RtoEstimator`]) and 9/8 of the
+/// longest recent sample, never below the configured one.
+///
+/// Duplicates are told apart: a copy of a frame the receiver had already received is a
+/// *spurious* retransmission (or a copy the channel made); a copy of a frame it had given up is
+/// a *late* repair. Given-up numbers are remembered for one window below `base`.
 #[derive(Debug)]
 pub(crate) struct RecvWindow {
     /// Lowest sequence number not yet delivered nor given up (the cumulative acknowledgement).
     pub(crate) base: u64,
     slots: VecDeque<RxSlot>,
     window: u64,
-    nack_interval: Duration,
+    nack_rtt: RtoEstimator,
+    /// The longest repair time seen lately (decays by 1/64 per sample).
+    repair_max: Duration,
+    /// Sequence numbers below `base` that were given up, ascending, within a window of `base`,
+    /// with the time of their first NACK.
+    given_up: VecDeque<(u64, Option<Instant>)>,
     nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
@@ -125,13 +150,63 @@ impl RecvWindow {
             base: 0,
             slots: VecDeque::new(),
             window,
-            nack_interval,
+            nack_rtt: RtoEstimator::new(
+                Duration::ZERO,
+                nack_interval,
+                nack_interval.saturating_mul(MAX_NACK_STRETCH),
+                nack_interval,
+            ),
+            given_up: VecDeque::new(),
+            repair_max: Duration::ZERO,
             nack_limit,
             in_order,
             missing: 0,
             nack_at_min: None,
             nack_ready: false,
             out: VecDeque::new(),
+        }
+    }
+
+    /// The current NACK repeat interval: the configured one, or the measured repair time
+    /// (`SRTT + 4 RTTVAR`) when that is longer.
+    pub(crate) fn nack_interval(&self) -> Duration {
+        let m = self.repair_max.as_nanos();
+        self.nack_rtt
+            .rto()
+            .max(Duration::from_nanos(m.saturating_add(m / 8)))
+    }
+
+    /// One repair time: into RFC 6298's estimator and the decaying maximum. The maximum is
+    /// there because repair times beside other classes are bimodal (fast while the class has
+    /// the link to itself, up to a round of the scheduler longer while it is backlogged), and
+    /// `SRTT + 4 RTTVAR` of a mostly-fast series falls below the slow mode.
+    fn repair_sample(&mut self, r: Duration) {
+        self.nack_rtt.sample(r);
+        let m = self.repair_max.as_nanos();
+        self.repair_max = r.max(Duration::from_nanos(m - m / 64));
+    }
+
+    /// Counts a data frame `seq` the receiver did not take (below `base`, or refused by
+    /// [`Self::accept`]): a duplicate, and either spurious (it had arrived) or late (it had
+    /// been given up). A late repair is no repair-time sample: it may answer a later NACK than
+    /// the first, and measured from the first it would stretch the interval, which would make
+    /// the next late repair look slower still.
+    pub(crate) fn duplicate(&mut self, _now: Instant, seq: u64, st: &mut ServiceStats) {
+        st.duplicates += 1;
+        let given_up = if seq >= self.base {
+            match self.slots.get((seq - self.base) as usize) {
+                Some(RxSlot::Lost { first_nack }) => Some(*first_nack),
+                _ => None,
+            }
+        } else {
+            self.given_up
+                .binary_search_by_key(&seq, |&(s, _)| s)
+                .ok()
+                .map(|i| self.given_up[i].1)
+        };
+        match given_up {
+            Some(_) => st.late += 1,
+            None => st.spurious += 1,
         }
     }
 
@@ -151,6 +226,7 @@ impl RecvWindow {
                 since: now,
                 nack_at: now,
                 nacks: 0,
+                first_nack: now,
             });
             self.missing += 1;
         }
@@ -171,11 +247,14 @@ impl RecvWindow {
         debug_assert!(seq >= self.base && seq - self.base < self.window);
         let hole = seq < self.next();
         if hole {
-            if !matches!(
-                self.slots[(seq - self.base) as usize],
-                RxSlot::Missing { .. }
-            ) {
-                return false;
+            match self.slots[(seq - self.base) as usize] {
+                RxSlot::Missing {
+                    nacks: 1,
+                    first_nack,
+                    ..
+                } => self.repair_sample(now.saturating_since(first_nack)),
+                RxSlot::Missing { .. } => {}
+                _ => return false,
             }
             self.missing -= 1;
         } else {
@@ -199,17 +278,29 @@ impl RecvWindow {
 
     /// Removes the slot at `base`: delivers a held frame, counts a missing one as abandoned.
     fn release_front(&mut self, st: &mut ServiceStats) {
+        while self
+            .given_up
+            .front()
+            .is_some_and(|&(s, _)| s + self.window < self.base)
+        {
+            self.given_up.pop_front();
+        }
         match self.slots.pop_front() {
-            Some(RxSlot::Missing { .. }) => {
+            Some(RxSlot::Missing {
+                nacks, first_nack, ..
+            }) => {
                 self.missing -= 1;
                 st.abandoned += 1;
+                self.given_up
+                    .push_back((self.base, (nacks > 0).then_some(first_nack)));
             }
+            Some(RxSlot::Lost { first_nack }) => self.given_up.push_back((self.base, first_nack)),
             Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
                 let seq = self.base;
                 self.out.push_back(Delivery { seq, fp, data });
             }
-            Some(RxSlot::Done) | Some(RxSlot::Lost) | None => {}
+            Some(RxSlot::Done) | None => {}
         }
         self.base += 1;
     }
@@ -306,7 +397,7 @@ impl RecvWindow {
             return None;
         }
         let ack = self.base;
-        let again = now + self.nack_interval;
+        let again = now + self.nack_interval();
         let due = |s: &RxSlot| matches!(s, RxSlot::Missing { nack_at, .. } if *nack_at <= now);
         let first = self.slots.iter().position(due);
         let mut more = 0u32;
@@ -314,7 +405,13 @@ impl RecvWindow {
             let end = self.slots.len().min(i + 33);
             for j in i..end {
                 let slot = &mut self.slots[j];
-                let RxSlot::Missing { nack_at, nacks, .. } = slot else {
+                let RxSlot::Missing {
+                    nack_at,
+                    nacks,
+                    first_nack,
+                    ..
+                } = slot
+                else {
                     continue;
                 };
                 if *nack_at > now {
@@ -323,10 +420,15 @@ impl RecvWindow {
                 if j > i {
                     more |= 1 << (j - i - 1);
                 }
+                if *nacks == 0 {
+                    *first_nack = now;
+                }
                 *nacks += 1;
                 *nack_at = again;
                 if self.nack_limit.is_some_and(|n| *nacks >= n) {
-                    *slot = RxSlot::Lost;
+                    *slot = RxSlot::Lost {
+                        first_nack: Some(*first_nack),
+                    };
                     self.missing -= 1;
                     st.abandoned += 1;
                 }
@@ -512,7 +614,7 @@ impl Service for SelectiveRepeat {
                     if s < self.rx.base
                         || !self.rx.accept(now, s, fp, &frame[off..], &mut self.stats)
                     {
-                        self.stats.duplicates += 1;
+                        self.rx.duplicate(now, s, &mut self.stats);
                     }
                     self.schedule_ack(now);
                     true

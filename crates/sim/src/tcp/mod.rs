@@ -23,7 +23,9 @@
 
 pub mod cc;
 pub mod receiver;
-pub mod rto;
+/// The RFC 6298 estimator lives in the link crate (one implementation for TCP and the link's
+/// ARQ services).
+pub use mslink_link::rto;
 pub mod sack;
 pub mod segment;
 pub mod sender;

@@ -179,18 +179,39 @@ impl World<'_, '_> {
         }
     }
 
-    pub(super) fn finish(self, rep: u32, seed: u64, end: Instant) -> RunResult {
+    /// The TCP and WWW flows' results at `end`, kept while datagram flows drain after a run
+    /// that ended early; datagram sources stop sending.
+    pub(super) fn freeze_tcp(&mut self, end: Instant) {
+        self.frozen = (0..self.flows.len())
+            .map(|i| self.tcp_result(i, end))
+            .collect();
+        for s in &mut self.sources {
+            s.stop = s.stop.min(end);
+        }
+    }
+
+    fn tcp_result(&self, i: usize, end: Instant) -> Option<FlowResult> {
+        let name = &self.flows[i].0;
+        if let Some(t) = &self.tcp[i] {
+            return Some(t.result(name, self.service_names(i), end));
+        }
+        self.www[i]
+            .as_ref()
+            .map(|w| w.result(name, self.service_names(i), end))
+    }
+
+    pub(super) fn finish(mut self, rep: u32, seed: u64, end: Instant) -> RunResult {
         let mut flows = Vec::new();
         let mut timeseries = Vec::new();
+        let frozen = std::mem::take(&mut self.frozen);
         for (i, (name, f)) in self.flows.iter().enumerate() {
             let s = &self.sinks[i];
-            if let Some(t) = &self.tcp[i] {
-                flows.push(t.result(name, self.service_names(i), end));
-                self.push_series(&mut timeseries, &flows[i].flow, s);
-                continue;
-            }
-            if let Some(w) = &self.www[i] {
-                flows.push(w.result(name, self.service_names(i), end));
+            let tcp = match frozen.get(i) {
+                Some(r) => r.clone(),
+                None => self.tcp_result(i, end),
+            };
+            if let Some(r) = tcp {
+                flows.push(r);
                 self.push_series(&mut timeseries, &flows[i].flow, s);
                 continue;
             }

@@ -1,4 +1,6 @@
-//! The retransmission timeout estimator of RFC 6298, with a clock granularity.
+//! The retransmission timeout estimator of RFC 6298, with a clock granularity: one
+//! implementation for the simulator's TCP, the Reed-Solomon service's retransmissions and the
+//! NACK repeat interval of the selective-repeat and RLP receivers.
 //!
 //! Contract. [`RtoEstimator::sample`] takes one RTT measurement (the caller applies Karn's
 //! rule, RFC 6298 §3: never a sample from a retransmitted segment) and clears any backoff;
@@ -8,7 +10,7 @@
 //! 004's 500 ms timers did), at least the minimum RTO (2.4), times the backoff, at most the
 //! maximum (2.5).
 
-use mslink_link::Duration;
+use crate::time::Duration;
 
 /// RFC 6298 (2.3): alpha = 1/8, beta = 1/4, K = 4.
 const K: u64 = 4;
