@@ -1,6 +1,6 @@
 //! Named random streams: one independent, reproducible generator per component.
 //!
-//! Contract (DESIGN.md rule 4). [`stream`] gives the ChaCha8 generator of component `name` for
+//! Contract (determinism: same scenario and seed, same results). [`stream`] gives the ChaCha8 generator of component `name` for
 //! `seed`: the seed picks the key, a fixed FNV-1a hash of the name picks the stream, so adding a
 //! component never shifts another's draws. The simulator and the emulator derive their error
 //! processes' generators here, so one seed gives both the same draws per link direction.

@@ -80,9 +80,8 @@ enum RxSlot {
         nacks: u32,
         first_nack: Instant,
     },
-    /// Given up (counted as abandoned), waiting only to be passed over; when its first NACK
-    /// went out, if it had one.
-    Lost { first_nack: Option<Instant> },
+    /// Given up (counted as abandoned), waiting only to be passed over.
+    Lost,
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
@@ -126,9 +125,8 @@ pub(crate) struct RecvWindow {
     nack_rtt: RtoEstimator,
     /// The longest repair time seen lately (decays by 1/64 per sample).
     repair_max: Duration,
-    /// Sequence numbers below `base` that were given up, ascending, within a window of `base`,
-    /// with the time of their first NACK.
-    given_up: VecDeque<(u64, Option<Instant>)>,
+    /// Sequence numbers below `base` that were given up, ascending, within a window of `base`.
+    given_up: VecDeque<u64>,
     nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
@@ -167,8 +165,8 @@ impl RecvWindow {
         }
     }
 
-    /// The current NACK repeat interval: the configured one, or the measured repair time
-    /// (`SRTT + 4 RTTVAR`) when that is longer.
+    /// The current NACK repeat interval: the larger of `SRTT + 4 RTTVAR` of the repair times
+    /// and 9/8 of the longest recent one, never below the configured interval.
     pub(crate) fn nack_interval(&self) -> Duration {
         let m = self.repair_max.as_nanos();
         self.nack_rtt
@@ -191,22 +189,20 @@ impl RecvWindow {
     /// been given up). A late repair is no repair-time sample: it may answer a later NACK than
     /// the first, and measured from the first it would stretch the interval, which would make
     /// the next late repair look slower still.
-    pub(crate) fn duplicate(&mut self, _now: Instant, seq: u64, st: &mut ServiceStats) {
+    pub(crate) fn duplicate(&self, seq: u64, st: &mut ServiceStats) {
         st.duplicates += 1;
         let given_up = if seq >= self.base {
-            match self.slots.get((seq - self.base) as usize) {
-                Some(RxSlot::Lost { first_nack }) => Some(*first_nack),
-                _ => None,
-            }
+            matches!(
+                self.slots.get((seq - self.base) as usize),
+                Some(RxSlot::Lost)
+            )
         } else {
-            self.given_up
-                .binary_search_by_key(&seq, |&(s, _)| s)
-                .ok()
-                .map(|i| self.given_up[i].1)
+            self.given_up.binary_search(&seq).is_ok()
         };
-        match given_up {
-            Some(_) => st.late += 1,
-            None => st.spurious += 1,
+        if given_up {
+            st.late += 1;
+        } else {
+            st.spurious += 1;
         }
     }
 
@@ -281,20 +277,17 @@ impl RecvWindow {
         while self
             .given_up
             .front()
-            .is_some_and(|&(s, _)| s + self.window < self.base)
+            .is_some_and(|&s| s + self.window < self.base)
         {
             self.given_up.pop_front();
         }
         match self.slots.pop_front() {
-            Some(RxSlot::Missing {
-                nacks, first_nack, ..
-            }) => {
+            Some(RxSlot::Missing { .. }) => {
                 self.missing -= 1;
                 st.abandoned += 1;
-                self.given_up
-                    .push_back((self.base, (nacks > 0).then_some(first_nack)));
+                self.given_up.push_back(self.base);
             }
-            Some(RxSlot::Lost { first_nack }) => self.given_up.push_back((self.base, first_nack)),
+            Some(RxSlot::Lost) => self.given_up.push_back(self.base),
             Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
                 let seq = self.base;
@@ -426,9 +419,7 @@ impl RecvWindow {
                 *nacks += 1;
                 *nack_at = again;
                 if self.nack_limit.is_some_and(|n| *nacks >= n) {
-                    *slot = RxSlot::Lost {
-                        first_nack: Some(*first_nack),
-                    };
+                    *slot = RxSlot::Lost;
                     self.missing -= 1;
                     st.abandoned += 1;
                 }
@@ -614,7 +605,7 @@ impl Service for SelectiveRepeat {
                     if s < self.rx.base
                         || !self.rx.accept(now, s, fp, &frame[off..], &mut self.stats)
                     {
-                        self.rx.duplicate(now, s, &mut self.stats);
+                        self.rx.duplicate(s, &mut self.stats);
                     }
                     self.schedule_ack(now);
                     true
