@@ -1,6 +1,6 @@
 //! mslink-channel: what a wireless channel does to each frame.
 //!
-//! Contract: sans-IO, no clock or I/O. An [`ErrorModel`] turns `(now, frame length, rng)` into
+//! Contract: sans-IO (no clock, no I/O). An [`ErrorModel`] turns `(now, frame length, rng)` into
 //! an [`Outcome`] — delivered, lost, truncated at a byte, or delivered with bits inverted at given
 //! positions. Models keep their own state (burst phase, bits to the next error) and draw every
 //! random number from the generator the driver passes in, so a driver that gives each link

@@ -1,9 +1,10 @@
 //! Named random streams: one independent, reproducible generator per component.
 //!
-//! Contract (determinism: same scenario and seed, same results). [`stream`] gives the ChaCha8 generator of component `name` for
-//! `seed`: the seed picks the key, a fixed FNV-1a hash of the name picks the stream, so adding a
-//! component never shifts another's draws. The simulator and the emulator derive their error
-//! processes' generators here, so one seed gives both the same draws per link direction.
+//! Contract (determinism: one scenario and seed, one result). [`stream`] gives the ChaCha8
+//! generator of component `name` for `seed`: the seed picks the key, a fixed FNV-1a hash of the
+//! name picks the stream, so adding a component never shifts another's draws. The simulator
+//! and the emulator derive their error processes' generators here, so one seed gives both the
+//! same draws per link direction.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
