@@ -14,6 +14,11 @@
 use mslink_sim::world::RunResult;
 use mslink_sim::{run, Scenario};
 
+#[path = "common/wlan.rs"]
+#[allow(dead_code)]
+mod wlan;
+use wlan::*;
+
 fn multi() -> Scenario {
     Scenario::parse(include_str!(
         "../../../scenarios/004/fig13_fig16_fig18_multi_one_wlan.toml"
@@ -22,38 +27,29 @@ fn multi() -> Scenario {
 }
 
 fn run_with(sc: &Scenario, sets: &[(&str, &str)], rep: u32) -> RunResult {
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let s = sc.with_overrides(&sets).unwrap();
-    s.validate().unwrap();
-    run(&s, rep, &mut |_| Err("no traces".into())).unwrap()
+    run(&overridden(sc, sets), rep, &mut |_| Err("no traces".into())).unwrap()
 }
 
 /// Every (TCP service, media service) pair the test puts side by side: the ARQ schemes on
 /// both classes, with 004's tight WLAN timers (the ones a waiting frame would trip).
 const PAIRS: [(&str, &str); 5] = [
     (
-        r#"{ name = "tcp", scheme = "selective_repeat", timeout_ms = 20, nack_interval_ms = 15 }"#,
+        SR,
         r#"{ name = "cbr", scheme = "oos_rlp", max_retransmissions = 1, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#,
     ),
     (
-        r#"{ name = "tcp", scheme = "karn_rlp", max_retransmissions = 3, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#,
+        KARN,
         r#"{ name = "cbr", scheme = "selective_repeat", timeout_ms = 20, nack_interval_ms = 15 }"#,
     ),
     (
-        r#"{ name = "tcp", scheme = "go_back_n", timeout_ms = 20 }"#,
+        GBN,
         r#"{ name = "cbr", scheme = "karn_rlp", max_retransmissions = 1, nack_interval_ms = 15, keepalive_interval_ms = 10, gap_wait_ms = 60 }"#,
     ),
     (
         r#"{ name = "tcp", scheme = "persistent" }"#,
         r#"{ name = "cbr", scheme = "go_back_n", timeout_ms = 20 }"#,
     ),
-    (
-        r#"{ name = "tcp", scheme = "snoop" }"#,
-        r#"{ name = "cbr", scheme = "persistent" }"#,
-    ),
+    (SNOOP, r#"{ name = "cbr", scheme = "persistent" }"#),
 ];
 
 #[test]

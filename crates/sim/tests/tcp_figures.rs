@@ -12,12 +12,7 @@ use wlan::*;
 
 /// Mean throughput (bit/s) of flow 0 of `sc` with `sets` applied, over `reps` repetitions.
 fn mean_throughput(sc: &Scenario, sets: &[(&str, &str)], reps: u32) -> f64 {
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let s = sc.with_overrides(&sets).unwrap();
-    s.validate().unwrap();
+    let s = overridden(sc, sets);
     (0..reps)
         .map(|r| {
             let f = run(&s, r, &mut |_| Err("no traces".into()))

@@ -184,13 +184,13 @@ fn configs(net: u8, a_peer: SocketAddr, psk: bool) -> (TunnelConfig, TunnelConfi
     (a, b)
 }
 
-/// Sends `len` seeded random bytes over TCP from A to B's `to`; returns (sent crc, received crc,
-/// bytes received).
-fn tcp_transfer(ns: &Netns, to: SocketAddr, len: usize) -> (u32, u32, usize) {
+/// Accepts one TCP connection at `to` in B and reads it to the end: (CRC-32, bytes) of what
+/// arrived.
+fn tcp_sink(ns: &Netns, to: SocketAddr) -> JoinHandle<(u32, usize)> {
     let listener = within(&ns.b, move || TcpListener::bind(to).expect("bind in B"))
         .join()
         .unwrap();
-    let server = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let (mut s, _) = listener.accept().expect("accept");
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut h = crc32fast::Hasher::new();
@@ -205,7 +205,13 @@ fn tcp_transfer(ns: &Netns, to: SocketAddr, len: usize) -> (u32, u32, usize) {
             n += k;
         }
         (h.finalize(), n)
-    });
+    })
+}
+
+/// Sends `len` seeded random bytes over TCP from A to B's `to`; returns (sent crc, received crc,
+/// bytes received).
+fn tcp_transfer(ns: &Netns, to: SocketAddr, len: usize) -> (u32, u32, usize) {
+    let server = tcp_sink(ns, to);
     let client = within(&ns.a, move || {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let mut data = vec![0u8; len];
@@ -422,19 +428,7 @@ fn rss_bytes() -> u64 {
 /// ever held, so the process's memory shows only what the tunnels keep); returns the bytes
 /// B received.
 fn tcp_stream(ns: &Netns, to: SocketAddr, len: usize) -> usize {
-    let listener = within(&ns.b, move || TcpListener::bind(to).expect("bind in B"))
-        .join()
-        .unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut buf = vec![0u8; 1 << 16];
-        let mut n = 0;
-        while let Ok(k @ 1..) = s.read(&mut buf) {
-            n += k;
-        }
-        n
-    });
+    let server = tcp_sink(ns, to);
     within(&ns.a, move || {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5))
             .expect("connect across the tunnel");
@@ -448,7 +442,7 @@ fn tcp_stream(ns: &Netns, to: SocketAddr, len: usize) -> usize {
     })
     .join()
     .unwrap();
-    server.join().unwrap()
+    server.join().unwrap().1
 }
 
 /// Issue 16: an end's memory must not grow with the traffic it receives. The driver's buffer

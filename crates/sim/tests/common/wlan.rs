@@ -22,3 +22,14 @@ pub const WLAN_LOSS: [(&str, &str); 4] = [
     ("3%", "32768"),
     ("5.9%", "16384"),
 ];
+
+/// `sc` with `sets` applied and validated.
+pub fn overridden(sc: &mslink_sim::Scenario, sets: &[(&str, &str)]) -> mslink_sim::Scenario {
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let s = sc.with_overrides(&sets).unwrap();
+    s.validate().unwrap();
+    s
+}
