@@ -280,7 +280,7 @@ impl Rlp {
         }
         let base = self.rx.base;
         if s < self.rx.base || !self.rx.accept(now, s, fp, payload, &mut self.stats) {
-            self.rx.duplicate(s, &mut self.stats);
+            self.rx.duplicate(now, s, &mut self.stats);
             // A data probe the receiver already holds: the sender polls for this answer.
             self.ack_pending |= self.p.probe_with_data;
         } else if self.p.probe_with_data && s < next && self.rx.base > base {

@@ -80,12 +80,20 @@ enum RxSlot {
         nacks: u32,
         first_nack: Instant,
     },
-    /// Given up (counted as abandoned), waiting only to be passed over.
-    Lost,
+    /// Given up (counted as abandoned), waiting only to be passed over; the NACK times of a
+    /// frame given up by its last NACK.
+    Lost(Option<NackTimes>),
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
     Done,
+}
+
+/// When a frame given up by its last NACK was first and last NACKed.
+#[derive(Clone, Copy, Debug)]
+struct NackTimes {
+    first: Instant,
+    last: Instant,
 }
 
 /// The measured NACK repeat interval is at most this many times the configured one.
@@ -109,9 +117,12 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// other classes under SCFQ), and a fixed interval tuned for the link alone then repeats the
 /// NACK, and gives the frame up, before the repair can arrive (004 §V.D's promise: the same
 /// residual loss as alone). Each repair answering a frame's first NACK is a sample (Karn's
-/// rule: none from a frame NACKed twice, none from a repair that came late); the interval is
-/// the larger of RFC 6298's `SRTT + 4 RTTVAR` ([`crate::rto::RtoEstimator`]) and 9/8 of the
-/// longest recent sample, never below the configured one.
+/// rule: none from a frame NACKed twice), and so is a late repair that can only answer an
+/// earlier NACK than the last (see [`Self::duplicate`]): without those the estimator would
+/// never see the repairs the interval cuts off. The interval is the larger of RFC 6298's
+/// `SRTT + 4 RTTVAR` ([`crate::rto::RtoEstimator`]) and 9/8 of the longest recent sample
+/// (repair times beside other classes are bimodal, and `SRTT + 4 RTTVAR` of a mostly fast
+/// series falls below the slow mode), never below the configured one.
 ///
 /// Duplicates are told apart: a copy of a frame the receiver had already received is a
 /// *spurious* retransmission (or a copy the channel made); a copy of a frame it had given up is
@@ -123,10 +134,12 @@ pub(crate) struct RecvWindow {
     slots: VecDeque<RxSlot>,
     window: u64,
     nack_rtt: RtoEstimator,
-    /// The longest repair time seen lately (decays by 1/64 per sample).
+    /// The longest repair time seen lately (decays by 1/1024 per sample).
     repair_max: Duration,
     /// Sequence numbers below `base` that were given up, ascending, within a window of `base`.
-    given_up: VecDeque<u64>,
+    given_up: VecDeque<(u64, Option<NackTimes>)>,
+    /// The shortest repair time seen.
+    repair_min: Option<Duration>,
     nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
@@ -156,6 +169,7 @@ impl RecvWindow {
             ),
             given_up: VecDeque::new(),
             repair_max: Duration::ZERO,
+            repair_min: None,
             nack_limit,
             in_order,
             missing: 0,
@@ -174,35 +188,45 @@ impl RecvWindow {
             .max(Duration::from_nanos(m.saturating_add(m / 8)))
     }
 
-    /// One repair time: into RFC 6298's estimator and the decaying maximum. The maximum is
-    /// there because repair times beside other classes are bimodal (fast while the class has
-    /// the link to itself, up to a round of the scheduler longer while it is backlogged), and
-    /// `SRTT + 4 RTTVAR` of a mostly-fast series falls below the slow mode.
+    /// One repair time: into RFC 6298's estimator, the decaying maximum and the minimum.
     fn repair_sample(&mut self, r: Duration) {
         self.nack_rtt.sample(r);
         let m = self.repair_max.as_nanos();
-        self.repair_max = r.max(Duration::from_nanos(m - m / 64));
+        self.repair_max = r.max(Duration::from_nanos(m - m / 1024));
+        self.repair_min = Some(self.repair_min.map_or(r, |x| x.min(r)));
     }
 
     /// Counts a data frame `seq` the receiver did not take (below `base`, or refused by
-    /// [`Self::accept`]): a duplicate, and either spurious (it had arrived) or late (it had
-    /// been given up). A late repair is no repair-time sample: it may answer a later NACK than
-    /// the first, and measured from the first it would stretch the interval, which would make
-    /// the next late repair look slower still.
-    pub(crate) fn duplicate(&self, seq: u64, st: &mut ServiceStats) {
+    /// [`Self::accept`]) at `now`: a duplicate, and either spurious (it had arrived) or late (it
+    /// had been given up).
+    ///
+    /// A late repair is the only sight of the repair times the interval cut off, so it is a
+    /// sample when it is unambiguous: it came sooner after the frame's last NACK than the
+    /// fastest repair ever seen, so it answers an earlier NACK, and is timed from the first.
+    /// (Timing every late copy from the first NACK would count a copy answering the last NACK
+    /// as one slow repair; the longer interval that follows makes such copies slower still.)
+    pub(crate) fn duplicate(&mut self, now: Instant, seq: u64, st: &mut ServiceStats) {
         st.duplicates += 1;
         let given_up = if seq >= self.base {
-            matches!(
-                self.slots.get((seq - self.base) as usize),
-                Some(RxSlot::Lost)
-            )
+            match self.slots.get((seq - self.base) as usize) {
+                Some(RxSlot::Lost(t)) => Some(*t),
+                _ => None,
+            }
         } else {
-            self.given_up.binary_search(&seq).is_ok()
+            self.given_up
+                .binary_search_by_key(&seq, |&(s, _)| s)
+                .ok()
+                .map(|i| self.given_up[i].1)
         };
-        if given_up {
-            st.late += 1;
-        } else {
+        let Some(times) = given_up else {
             st.spurious += 1;
+            return;
+        };
+        st.late += 1;
+        if let (Some(t), Some(min)) = (times, self.repair_min) {
+            if now.saturating_since(t.last) < min {
+                self.repair_sample(now.saturating_since(t.first));
+            }
         }
     }
 
@@ -248,7 +272,17 @@ impl RecvWindow {
                     nacks: 1,
                     first_nack,
                     ..
-                } => self.repair_sample(now.saturating_since(first_nack)),
+                } => {
+                    if std::env::var("DBG").is_ok() {
+                        eprintln!(
+                            "SAMPLE {} int {} win {}",
+                            now.saturating_since(first_nack).as_nanos() / 1000,
+                            self.nack_interval().as_nanos() / 1000,
+                            self.window
+                        );
+                    }
+                    self.repair_sample(now.saturating_since(first_nack))
+                }
                 RxSlot::Missing { .. } => {}
                 _ => return false,
             }
@@ -277,7 +311,7 @@ impl RecvWindow {
         while self
             .given_up
             .front()
-            .is_some_and(|&s| s + self.window < self.base)
+            .is_some_and(|&(s, _)| s + self.window < self.base)
         {
             self.given_up.pop_front();
         }
@@ -285,9 +319,9 @@ impl RecvWindow {
             Some(RxSlot::Missing { .. }) => {
                 self.missing -= 1;
                 st.abandoned += 1;
-                self.given_up.push_back(self.base);
+                self.given_up.push_back((self.base, None));
             }
-            Some(RxSlot::Lost) => self.given_up.push_back(self.base),
+            Some(RxSlot::Lost(t)) => self.given_up.push_back((self.base, t)),
             Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
                 let seq = self.base;
@@ -419,7 +453,10 @@ impl RecvWindow {
                 *nacks += 1;
                 *nack_at = again;
                 if self.nack_limit.is_some_and(|n| *nacks >= n) {
-                    *slot = RxSlot::Lost;
+                    *slot = RxSlot::Lost(Some(NackTimes {
+                        first: *first_nack,
+                        last: now,
+                    }));
                     self.missing -= 1;
                     st.abandoned += 1;
                 }
@@ -605,7 +642,7 @@ impl Service for SelectiveRepeat {
                     if s < self.rx.base
                         || !self.rx.accept(now, s, fp, &frame[off..], &mut self.stats)
                     {
-                        self.rx.duplicate(s, &mut self.stats);
+                        self.rx.duplicate(now, s, &mut self.stats);
                     }
                     self.schedule_ack(now);
                     true
@@ -758,6 +795,107 @@ mod tests {
             out.push(std::mem::take(&mut buf));
         }
         out
+    }
+
+    fn ms(x: u64) -> Duration {
+        Duration::from_millis(x)
+    }
+
+    /// A receive window of 32 frames, 15 ms NACK interval, NACK limit `limit`, in order.
+    fn rx(limit: Option<u32>) -> RecvWindow {
+        RecvWindow::new(32, ms(15), limit, true)
+    }
+
+    /// Loses frame `seq` (frame `seq + 1` arrives at `t`), sends its first NACK at `t`, and
+    /// repairs it `repair` later. Returns the time of the repair.
+    fn repair(w: &mut RecvWindow, seq: u64, t: Instant, repair: Duration) -> Instant {
+        let mut st = ServiceStats::default();
+        assert!(w.accept(t, seq + 1, FragPos::Whole, &[1], &mut st));
+        assert_eq!(w.take_nack(t, &mut st).map(|n| n.1), Some(seq));
+        let at = t + repair;
+        assert!(w.accept(at, seq, FragPos::Whole, &[0], &mut st));
+        at
+    }
+
+    #[test]
+    fn nack_interval_stays_at_the_configured_floor_for_fast_repairs() {
+        let mut w = rx(None);
+        let mut t = Instant::ZERO;
+        for k in 0..20 {
+            t = repair(&mut w, 2 * k, t, ms(5)) + ms(1);
+        }
+        assert_eq!(w.nack_interval(), ms(15));
+    }
+
+    #[test]
+    fn nack_interval_grows_to_cover_the_slow_repairs_of_a_bimodal_series() {
+        // Mostly 8 ms repairs, now and then 20 ms (a frame waiting a round of the scheduler):
+        // the interval must exceed the slow mode, or the next slow repair comes too late.
+        let mut w = rx(None);
+        let mut t = Instant::ZERO;
+        for k in 0..200 {
+            let r = if k % 25 == 0 { ms(20) } else { ms(8) };
+            t = repair(&mut w, 2 * k, t, r) + ms(1);
+        }
+        assert!(w.nack_interval() > ms(20), "{:?}", w.nack_interval());
+        // The maximum decays slowly: bounded by 9/8 of the slowest repair.
+        assert!(w.nack_interval() <= Duration::from_micros(22_500));
+    }
+
+    #[test]
+    fn duplicates_are_spurious_or_late() {
+        let mut w = rx(Some(2));
+        let mut st = ServiceStats::default();
+        let t0 = Instant::ZERO;
+        assert!(w.accept(t0, 0, FragPos::Whole, &[0], &mut st));
+        // A copy of a frame that arrived (now below the window's base): spurious.
+        w.duplicate(t0, 0, &mut st);
+        assert_eq!((st.spurious, st.late), (1, 0));
+        // Frame 1 lost, NACKed twice (the limit): given up on the second NACK.
+        assert!(w.accept(t0, 2, FragPos::Whole, &[2], &mut st));
+        assert!(w.take_nack(t0, &mut st).is_some());
+        let t1 = t0 + w.nack_interval();
+        w.on_timeout(t1);
+        assert!(w.take_nack(t1, &mut st).is_some());
+        assert_eq!(st.abandoned, 1);
+        // Its repair then comes late.
+        w.duplicate(t1 + ms(1), 1, &mut st);
+        assert_eq!((st.spurious, st.late, st.duplicates), (1, 1, 2));
+    }
+
+    #[test]
+    fn a_late_repair_that_cannot_answer_the_last_nack_teaches_the_interval() {
+        let mut w = rx(Some(2));
+        let mut t = Instant::ZERO;
+        for k in 0..10 {
+            t = repair(&mut w, 2 * k, t, ms(8)) + ms(1);
+        }
+        assert_eq!(w.nack_interval(), ms(15));
+        let mut st = ServiceStats::default();
+        // Frame 20 lost; first NACK at t, the last (give-up) one 15 ms later.
+        assert!(w.accept(t, 21, FragPos::Whole, &[1], &mut st));
+        assert!(w.take_nack(t, &mut st).is_some());
+        let last = t + ms(15);
+        w.on_timeout(last);
+        assert!(w.take_nack(last, &mut st).is_some());
+        // The repair comes 2 ms after the last NACK: faster than any repair (8 ms), so it
+        // answers the first NACK and took 17 ms.
+        w.duplicate(last + ms(2), 20, &mut st);
+        assert_eq!(st.late, 1);
+        assert!(w.nack_interval() >= ms(17), "{:?}", w.nack_interval());
+        // One arriving 8 ms after a last NACK may answer that NACK: no sample.
+        let mut w2 = rx(Some(2));
+        let mut t = Instant::ZERO;
+        for k in 0..10 {
+            t = repair(&mut w2, 2 * k, t, ms(8)) + ms(1);
+        }
+        assert!(w2.accept(t, 21, FragPos::Whole, &[1], &mut st));
+        assert!(w2.take_nack(t, &mut st).is_some());
+        let last = t + ms(15);
+        w2.on_timeout(last);
+        assert!(w2.take_nack(last, &mut st).is_some());
+        w2.duplicate(last + ms(8), 20, &mut st);
+        assert_eq!(w2.nack_interval(), ms(15));
     }
 
     #[test]
