@@ -142,46 +142,60 @@ impl LinkConfig {
     }
 
     /// Consequences of this configuration a user may not expect, one sentence each (the
-    /// simulator prints them before a run): a service that must segment packets loses two
-    /// sequence bits to the fragment position, and a window larger than its sequence space
-    /// allows is clamped.
+    /// simulator prints them before a run): a service that segments packets (each fragment is
+    /// a frame the channel can lose, so a packet's loss grows with the number of its frames,
+    /// and the fragment position takes two sequence bits, which may clamp the window), a
+    /// window larger than its sequence space allows, and the scheduler's own notes (ELF
+    /// reservations beyond 003 §6.3's admission condition).
     pub fn notes(&self) -> Vec<String> {
         let Ok(width) = self.seq_width() else {
             return Vec::new();
         };
         let mut notes = Vec::new();
         for spec in &self.services {
-            let Some(window) = spec.config.window() else {
-                continue;
-            };
             let Ok(format) = self.header_format(spec) else {
                 continue;
             };
             let limit = crate::service::go_back_n::clamp_window(u64::MAX, format.seq_space());
-            if window <= limit {
-                continue;
-            }
-            let why = if self.segments(spec) {
+            let clamped = spec.config.window().filter(|&w| w > limit);
+            let header = spec.config.data_header_bytes(width);
+            let framing = self.link_format().overhead();
+            let clamp = |w: u64| {
                 format!(
-                    "; it segments packets (mtu {} + {} bytes of framing + its {}-byte header > \
-                     frame_size {}), which takes two sequence bits: set mtu to the largest \
-                     packet sent to keep them",
-                    self.mtu,
-                    self.link_format().overhead(),
-                    spec.config.data_header_bytes(width),
-                    self.frame_size
+                    "window {w} is clamped to {limit}, the most its {}-bit sequence numbers allow",
+                    format.seq_space().bits()
                 )
-            } else {
-                String::new()
             };
-            notes.push(format!(
-                "service `{}` ({}): window {window} is clamped to {limit}, the most its \
-                 {}-bit sequence numbers allow{why}",
-                spec.name,
-                spec.config.scheme(),
-                format.seq_space().bits(),
-            ));
+            if self.segments(spec) {
+                let whole = self.frame_size.saturating_sub(framing + header);
+                let frames = self.mtu.div_ceil(whole.max(1));
+                let window = clamped.map_or(String::new(), |w| {
+                    format!(
+                        "; the fragment position takes two sequence bits, and its {}",
+                        clamp(w)
+                    )
+                });
+                notes.push(format!(
+                    "service `{}` ({}): segments packets (mtu {} + {framing} bytes of framing + \
+                     its {header}-byte header > frame_size {}): a packet over {whole} bytes \
+                     takes up to {frames} frames and is lost if any of them is, so its loss is \
+                     up to {frames} times the frame loss; set mtu to the largest packet sent \
+                     (at most {whole} keeps every packet whole){window}",
+                    spec.name,
+                    spec.config.scheme(),
+                    self.mtu,
+                    self.frame_size,
+                ));
+            } else if let Some(w) = clamped {
+                notes.push(format!(
+                    "service `{}` ({}): {}",
+                    spec.name,
+                    spec.config.scheme(),
+                    clamp(w)
+                ));
+            }
         }
+        notes.extend(self.scheduler.notes());
         notes
     }
 
@@ -311,6 +325,61 @@ mod tests {
     }
 
     #[test]
+    fn notes_name_every_service_that_segments() {
+        // The trap: 16-bit sequence numbers (the default) add a byte to Karn's RLP's and XOR
+        // FEC's header, and a 995-byte packet no longer fits a 1000-byte frame.
+        let text = |bits: u32| {
+            format!(
+                "frame_size = 1000\nmtu = 995\nseq_bits = {bits}\n\
+                 [[service]]\nname = \"a\"\nscheme = \"karn_rlp\"\n\
+                 [[service]]\nname = \"b\"\nscheme = \"xor_fec\"\n\
+                 [[service]]\nname = \"c\"\nscheme = \"raw\"\n"
+            )
+        };
+        let cut: LinkConfig = toml::from_str(&text(16)).unwrap();
+        cut.validate().unwrap();
+        let notes = cut.notes();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        for (n, name) in notes.iter().zip(["`a` (karn_rlp)", "`b` (xor_fec)"]) {
+            for part in [
+                name,
+                "segments",
+                "mtu 995",
+                "over 993 bytes",
+                "up to 2 frames",
+            ] {
+                assert!(n.contains(part), "{part}: {n}");
+            }
+        }
+        // One-byte fields: 995 + tag + CRC + 1 = 1001 still cuts; mtu 994 fits.
+        let fits: LinkConfig = toml::from_str(&text(8).replace("mtu = 995", "mtu = 994")).unwrap();
+        assert!(fits.notes().is_empty(), "{:?}", fits.notes());
+    }
+
+    #[test]
+    fn notes_name_elf_reservations_beyond_admission() {
+        let text = |video_pf: f64| {
+            format!(
+                "frame_size = 1000\nmtu = 990\n\
+                 [[service]]\nname = \"a\"\nscheme = \"raw\"\n\
+                 [[service]]\nname = \"v\"\nscheme = \"raw\"\n\
+                 [scheduler]\npolicy = \"elf\"\nlink_rate_bps = 800000\n\
+                 [[scheduler.flows]]\nreserved_bps = 8000\npower_factor = 3.0\n\
+                 [[scheduler.flows]]\nreserved_bps = 350000\npower_factor = {video_pf}\n"
+            )
+        };
+        // 003 Table 2: 0.01 * 3 + 0.4375 * 2.5 = 1.124 > 1.
+        let over: LinkConfig = toml::from_str(&text(2.5)).unwrap();
+        over.validate().unwrap();
+        let notes = over.notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("1.124 > 1"), "{}", notes[0]);
+        // 0.03 + 0.4375 * 2.2 = 0.9925: admitted.
+        let ok: LinkConfig = toml::from_str(&text(2.2)).unwrap();
+        assert!(ok.notes().is_empty(), "{:?}", ok.notes());
+    }
+
+    #[test]
     fn notes_name_a_window_clamped_by_segmentation() {
         let text = |mtu: usize| {
             format!(
@@ -339,13 +408,19 @@ mod tests {
         ] {
             assert!(notes[0].contains(part), "{part}: {}", notes[0]);
         }
-        // A window asked for within the space is not worth a note, even when segmenting.
+        // A window asked for within the space is not clamped, but segmenting is still worth
+        // its own note: a 94-byte packet takes two frames and is lost if either is.
         let small: LinkConfig = toml::from_str(&text(94).replace(
             "scheme = \"selective_repeat\"",
             "scheme = \"selective_repeat\"\nwindow = 8",
         ))
         .unwrap();
-        assert!(small.notes().is_empty());
+        let notes = small.notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!notes[0].contains("clamped"), "{}", notes[0]);
+        for part in ["`tcp`", "segments", "over 93 bytes", "up to 2 frames"] {
+            assert!(notes[0].contains(part), "{part}: {}", notes[0]);
+        }
     }
 
     #[test]

@@ -380,9 +380,16 @@ impl Scenario {
         Ok(points)
     }
 
-    /// Consequences of a valid scenario a user may not expect (a service window clamped by
-    /// its sequence space, see `LinkConfig::notes`), each naming its segment.
+    /// Consequences of a valid scenario a user may not expect (a service that segments
+    /// packets, a window clamped by its sequence space, ELF reservations beyond 003 §6.3's
+    /// admission condition; see `LinkConfig::notes`), each naming its segment or the cell.
     pub fn notes(&self) -> Vec<String> {
+        let cell = self.cell.iter().flat_map(|c| {
+            c.scheduler
+                .notes()
+                .into_iter()
+                .map(|n| format!("cell.scheduler: {n}"))
+        });
         self.segments
             .iter()
             .enumerate()
@@ -393,6 +400,7 @@ impl Scenario {
                     .into_iter()
                     .map(move |n| format!("segment[{i}].link: {n}"))
             })
+            .chain(cell)
             .collect()
     }
 

@@ -198,6 +198,28 @@ pub struct ElfConfig {
     pub lag_limit_bytes: f64,
 }
 
+impl ElfConfig {
+    /// 003 §6.3's admission condition for the reservations, `sum_G W_i * P_i <= 1` with
+    /// `W_i = B_i / B`: above it, the guaranteed flows together need more air time than the
+    /// link has when every one of them is error-limited, so not every guarantee can hold.
+    /// Returns `sum_G W_i * P_i` when it exceeds 1 (the configuration is still valid: the
+    /// error-free condition `sum_G W_i <= 1` is what construction refuses).
+    pub fn overcommitted(&self) -> Option<f64> {
+        if !(self.link_rate_bps > 0.0) {
+            return None;
+        }
+        let worst: f64 = self
+            .flows
+            .iter()
+            .filter_map(|f| {
+                f.reserved_bps
+                    .map(|b| b / self.link_rate_bps * f.power_factor)
+            })
+            .sum();
+        (worst > 1.0 + 1e-12).then_some(worst)
+    }
+}
+
 impl Default for ElfConfig {
     fn default() -> Self {
         ElfConfig {

@@ -93,6 +93,27 @@ impl Default for SchedulerConfig {
 }
 
 impl SchedulerConfig {
+    /// Consequences of this configuration a user may not expect, one sentence each: ELF
+    /// reservations that break 003 §6.3's admission condition.
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            SchedulerConfig::Elf(c) => c
+                .overcommitted()
+                .map(|worst| {
+                    format!(
+                        "ELF reservations break 003 §6.3's admission condition: the sum of \
+                         W_i * P_i over reserved flows (W_i = reserved_bps / link_rate_bps, P_i \
+                         the power factor) is {worst:.3} > 1, so when every reserved flow is \
+                         error-limited they need more air time than the link has and not every \
+                         guarantee can hold; lower reserved_bps or power_factor"
+                    )
+                })
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The policy's name (the `policy` tag).
     pub fn policy(&self) -> &'static str {
         match self {
