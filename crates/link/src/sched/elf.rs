@@ -205,7 +205,7 @@ impl ElfConfig {
     /// Returns `sum_G W_i * P_i` when it exceeds 1 (the configuration is still valid: the
     /// error-free condition `sum_G W_i <= 1` is what construction refuses).
     pub fn overcommitted(&self) -> Option<f64> {
-        if !(self.link_rate_bps > 0.0) {
+        if self.link_rate_bps.is_nan() || self.link_rate_bps <= 0.0 {
             return None;
         }
         let worst: f64 = self
