@@ -8,8 +8,9 @@
 //! most `max_retransmissions` (k) times (004: "by default 3"); a NACK after the last retry makes
 //! it *abandon* the frame and send a `Keepalive` whose `base` (oldest frame it still holds)
 //! tells the receiver to stop waiting. Both ends share the configuration, so the receiver also
-//! knows k: the (k+1)-th NACK of a frame is its last, and the receiver gives the frame up as it
-//! sends it. Without this a receiver would learn of abandoned frames one at a time (`base` can
+//! knows k: the (k+1)-th NACK of a frame is its last, and the receiver gives the frame up a
+//! short grace after it (the fastest repair it has measured: a copy arriving sooner answers an
+//! earlier NACK and is still taken; see `RecvWindow`). Without this a receiver would learn of abandoned frames one at a time (`base` can
 //! only pass an abandoned frame once every frame before it is settled), and at high loss its
 //! in-order backlog would grow without bound. With it every gap is settled after k NACK
 //! intervals; with `nack_interval_ms` above the round-trip time a frame is lost exactly when
@@ -280,7 +281,7 @@ impl Rlp {
         }
         let base = self.rx.base;
         if s < self.rx.base || !self.rx.accept(now, s, fp, payload, &mut self.stats) {
-            self.rx.duplicate(now, s, &mut self.stats);
+            self.rx.duplicate(s, &mut self.stats);
             // A data probe the receiver already holds: the sender polls for this answer.
             self.ack_pending |= self.p.probe_with_data;
         } else if self.p.probe_with_data && s < next && self.rx.base > base {
@@ -382,7 +383,7 @@ impl Service for Rlp {
                 self.rx.give_up_expired(now, wait, &mut self.stats);
             }
         }
-        self.rx.on_timeout(now);
+        self.rx.on_timeout(now, &mut self.stats);
         self.after_rx();
     }
 

@@ -72,28 +72,22 @@ impl Default for SelectiveRepeatConfig {
 /// One sequence number inside the receive window.
 #[derive(Debug)]
 enum RxSlot {
-    /// Not received; detected missing at `since`, `nacks` NACKs sent (the first at
-    /// `first_nack`), the next due at `nack_at`.
+    /// Not received; detected missing at `since`, `nacks` NACKs sent (the last two at
+    /// `prev_nack` and `last_nack`), the next due at `nack_at`; after its last NACK, `nack_at`
+    /// is when the frame is given up.
     Missing {
         since: Instant,
         nack_at: Instant,
         nacks: u32,
-        first_nack: Instant,
+        prev_nack: Instant,
+        last_nack: Instant,
     },
-    /// Given up (counted as abandoned), waiting only to be passed over; the NACK times of a
-    /// frame given up by its last NACK.
-    Lost(Option<NackTimes>),
+    /// Given up (counted as abandoned), waiting only to be passed over.
+    Lost,
     /// Received, waiting for the frames before it (in-order delivery).
     Held { fp: FragPos, data: Vec<u8> },
     /// Received and already delivered (out-of-order delivery).
     Done,
-}
-
-/// When a frame given up by its last NACK was first and last NACKed.
-#[derive(Clone, Copy, Debug)]
-struct NackTimes {
-    first: Instant,
-    last: Instant,
 }
 
 /// The measured NACK repeat interval is at most this many times the configured one.
@@ -106,10 +100,14 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// window never holds more than `window` slots, and `nack_ready` is true exactly when some
 /// missing frame's NACK is due (`nack_at <= now` at the last update).
 ///
-/// With a `nack_limit` of n, the n-th NACK of a frame is its last: the frame is given up as that
-/// NACK is sent. A sender that retransmits at most n - 1 times and abandons the frame on the
-/// n-th NACK (Karn's RLP) agrees exactly, so each gap is settled at both ends after n - 1 NACK
-/// intervals, in parallel with every other gap.
+/// With a `nack_limit` of n, the n-th NACK of a frame is its last: a sender that retransmits at
+/// most n - 1 times abandons the frame when it gets that NACK (Karn's RLP), so each gap is
+/// settled at both ends after n - 1 NACK intervals, in parallel with every other gap. The
+/// receiver gives the frame up a *grace* after its last NACK: the shortest repair time it has
+/// measured. A copy arriving sooner cannot answer the last NACK (no repair was ever that
+/// fast), so it answers an earlier one and is a repair still on its way, not given up yet;
+/// waiting for it costs lost frames that much delay and no one else anything (the sender
+/// sends no copy after the last NACK). Before any repair is measured the grace is zero.
 ///
 /// The NACK repeat interval adapts to the repair time (ours; 004 fixes it per link). A repair
 /// takes the NACK's trip, the sender's wait for its turn in the link's scheduler, and the
@@ -117,9 +115,10 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// other classes under SCFQ), and a fixed interval tuned for the link alone then repeats the
 /// NACK, and gives the frame up, before the repair can arrive (004 §V.D's promise: the same
 /// residual loss as alone). Each repair answering a frame's first NACK is a sample (Karn's
-/// rule: none from a frame NACKed twice), and so is a late repair that can only answer an
-/// earlier NACK than the last (see [`Self::duplicate`]): without those the estimator would
-/// never see the repairs the interval cuts off. The interval is the larger of RFC 6298's
+/// rule: none from a frame NACKed twice), and so is one arriving in the grace after the last
+/// NACK, timed from the NACK before it (if it answers an earlier one still, the sample is
+/// short, which is safe): without those the estimator would never see the repairs the
+/// interval cuts off. The interval is the larger of RFC 6298's
 /// `SRTT + 4 RTTVAR` ([`crate::rto::RtoEstimator`]) and 9/8 of the longest recent sample
 /// (repair times beside other classes are bimodal, and `SRTT + 4 RTTVAR` of a mostly fast
 /// series falls below the slow mode), never below the configured one.
@@ -137,7 +136,7 @@ pub(crate) struct RecvWindow {
     /// The longest repair time seen lately (decays by 1/1024 per sample).
     repair_max: Duration,
     /// Sequence numbers below `base` that were given up, ascending, within a window of `base`.
-    given_up: VecDeque<(u64, Option<NackTimes>)>,
+    given_up: VecDeque<u64>,
     /// The shortest repair time seen.
     repair_min: Option<Duration>,
     nack_limit: Option<u32>,
@@ -197,37 +196,28 @@ impl RecvWindow {
     }
 
     /// Counts a data frame `seq` the receiver did not take (below `base`, or refused by
-    /// [`Self::accept`]) at `now`: a duplicate, and either spurious (it had arrived) or late (it
-    /// had been given up).
-    ///
-    /// A late repair is the only sight of the repair times the interval cut off, so it is a
-    /// sample when it is unambiguous: it came sooner after the frame's last NACK than the
-    /// fastest repair ever seen, so it answers an earlier NACK, and is timed from the first.
-    /// (Timing every late copy from the first NACK would count a copy answering the last NACK
-    /// as one slow repair; the longer interval that follows makes such copies slower still.)
-    pub(crate) fn duplicate(&mut self, now: Instant, seq: u64, st: &mut ServiceStats) {
+    /// [`Self::accept`]): a duplicate, and either spurious (it had arrived) or late (it had
+    /// been given up).
+    pub(crate) fn duplicate(&self, seq: u64, st: &mut ServiceStats) {
         st.duplicates += 1;
         let given_up = if seq >= self.base {
-            match self.slots.get((seq - self.base) as usize) {
-                Some(RxSlot::Lost(t)) => Some(*t),
-                _ => None,
-            }
+            matches!(
+                self.slots.get((seq - self.base) as usize),
+                Some(RxSlot::Lost)
+            )
         } else {
-            self.given_up
-                .binary_search_by_key(&seq, |&(s, _)| s)
-                .ok()
-                .map(|i| self.given_up[i].1)
+            self.given_up.binary_search(&seq).is_ok()
         };
-        let Some(times) = given_up else {
+        if given_up {
+            st.late += 1;
+        } else {
             st.spurious += 1;
-            return;
-        };
-        st.late += 1;
-        if let (Some(t), Some(min)) = (times, self.repair_min) {
-            if now.saturating_since(t.last) < min {
-                self.repair_sample(now.saturating_since(t.first));
-            }
         }
+    }
+
+    /// Whether a slot has had its last NACK (it only waits out the grace).
+    fn finished(&self, nacks: u32) -> bool {
+        self.nack_limit.is_some_and(|n| nacks >= n)
     }
 
     /// One past the highest sequence number seen (or declared sent by a keepalive).
@@ -246,7 +236,8 @@ impl RecvWindow {
                 since: now,
                 nack_at: now,
                 nacks: 0,
-                first_nack: now,
+                prev_nack: now,
+                last_nack: now,
             });
             self.missing += 1;
         }
@@ -267,24 +258,20 @@ impl RecvWindow {
         debug_assert!(seq >= self.base && seq - self.base < self.window);
         let hole = seq < self.next();
         if hole {
-            match self.slots[(seq - self.base) as usize] {
-                RxSlot::Missing {
-                    nacks: 1,
-                    first_nack,
-                    ..
-                } => {
-                    if std::env::var("DBG").is_ok() {
-                        eprintln!(
-                            "SAMPLE {} int {} win {}",
-                            now.saturating_since(first_nack).as_nanos() / 1000,
-                            self.nack_interval().as_nanos() / 1000,
-                            self.window
-                        );
-                    }
-                    self.repair_sample(now.saturating_since(first_nack))
-                }
-                RxSlot::Missing { .. } => {}
-                _ => return false,
+            let RxSlot::Missing {
+                nacks,
+                prev_nack,
+                last_nack,
+                ..
+            } = self.slots[(seq - self.base) as usize]
+            else {
+                return false;
+            };
+            if nacks == 1 {
+                self.repair_sample(now.saturating_since(last_nack));
+            } else if self.finished(nacks) {
+                // In the grace after the last NACK: an answer to an earlier one.
+                self.repair_sample(now.saturating_since(prev_nack));
             }
             self.missing -= 1;
         } else {
@@ -311,7 +298,7 @@ impl RecvWindow {
         while self
             .given_up
             .front()
-            .is_some_and(|&(s, _)| s + self.window < self.base)
+            .is_some_and(|&s| s + self.window < self.base)
         {
             self.given_up.pop_front();
         }
@@ -319,9 +306,9 @@ impl RecvWindow {
             Some(RxSlot::Missing { .. }) => {
                 self.missing -= 1;
                 st.abandoned += 1;
-                self.given_up.push_back((self.base, None));
+                self.given_up.push_back(self.base);
             }
-            Some(RxSlot::Lost(t)) => self.given_up.push_back((self.base, t)),
+            Some(RxSlot::Lost) => self.given_up.push_back(self.base),
             Some(RxSlot::Held { fp, data }) => {
                 st.delivered += 1;
                 let seq = self.base;
@@ -390,31 +377,47 @@ impl RecvWindow {
         }
     }
 
-    /// Timer hook: notes NACKs that fell due at `now`.
-    pub(crate) fn on_timeout(&mut self, now: Instant) {
-        if !self.nack_ready && self.nack_at_min.is_some_and(|t| t <= now) {
+    /// Timer hook: gives up the frames whose grace after their last NACK is over, and notes
+    /// NACKs that fell due at `now`.
+    pub(crate) fn on_timeout(&mut self, now: Instant, st: &mut ServiceStats) {
+        if self.nack_at_min.is_some_and(|t| t <= now) {
+            let limit = self.nack_limit;
+            for slot in &mut self.slots {
+                if let RxSlot::Missing { nack_at, nacks, .. } = slot {
+                    if limit.is_some_and(|n| *nacks >= n) && *nack_at <= now {
+                        *slot = RxSlot::Lost;
+                        self.missing -= 1;
+                        st.abandoned += 1;
+                    }
+                }
+            }
+            self.advance(st);
             self.rescan(now);
         }
     }
 
+    /// Recomputes the next timer (a NACK due or a grace over) and whether a NACK is due.
     fn rescan(&mut self, now: Instant) {
-        self.nack_at_min = self
-            .slots
-            .iter()
-            .filter_map(|s| match s {
-                RxSlot::Missing { nack_at, .. } => Some(*nack_at),
-                _ => None,
-            })
-            .min();
-        self.nack_ready = self.nack_at_min.is_some_and(|t| t <= now);
+        let limit = self.nack_limit;
+        let mut next = None::<Instant>;
+        let mut ready = false;
+        for s in &self.slots {
+            if let RxSlot::Missing { nack_at, nacks, .. } = s {
+                next = Some(next.map_or(*nack_at, |t| t.min(*nack_at)));
+                ready |= *nack_at <= now && limit.is_none_or(|n| *nacks < n);
+            }
+        }
+        self.nack_at_min = next;
+        self.nack_ready = ready;
     }
 
     /// The next NACK to send: the cumulative acknowledgement, the first missing frame whose
     /// NACK is due, and a bitmap of the due missing frames among the 32 after it (the `Nack`
     /// header's `more`, bit `i` for `first + 1 + i`). Each one listed is due again
-    /// `nack_interval` later (multiple NACKs per loss, 004 §III.A), or given up if this was its
-    /// last NACK; the acknowledgement is the one from before that give-up, so the NACK still
-    /// reads as one to the sender.
+    /// `nack_interval` later (multiple NACKs per loss, 004 §III.A), or, after its last NACK,
+    /// given up once the grace is over (at once before any repair was measured); the
+    /// acknowledgement is the one from before that give-up, so the NACK still reads as one to
+    /// the sender.
     pub(crate) fn take_nack(
         &mut self,
         now: Instant,
@@ -425,7 +428,13 @@ impl RecvWindow {
         }
         let ack = self.base;
         let again = now + self.nack_interval();
-        let due = |s: &RxSlot| matches!(s, RxSlot::Missing { nack_at, .. } if *nack_at <= now);
+        let grace = self.repair_min.unwrap_or(Duration::ZERO);
+        let limit = self.nack_limit;
+        let finished = move |nacks: u32| limit.is_some_and(|n| nacks >= n);
+        let due = |s: &RxSlot| {
+            matches!(s, RxSlot::Missing { nack_at, nacks, .. }
+                if *nack_at <= now && !finished(*nacks))
+        };
         let first = self.slots.iter().position(due);
         let mut more = 0u32;
         if let Some(i) = first {
@@ -435,28 +444,25 @@ impl RecvWindow {
                 let RxSlot::Missing {
                     nack_at,
                     nacks,
-                    first_nack,
+                    prev_nack,
+                    last_nack,
                     ..
                 } = slot
                 else {
                     continue;
                 };
-                if *nack_at > now {
+                if *nack_at > now || finished(*nacks) {
                     continue;
                 }
                 if j > i {
                     more |= 1 << (j - i - 1);
                 }
-                if *nacks == 0 {
-                    *first_nack = now;
-                }
+                *prev_nack = if *nacks == 0 { now } else { *last_nack };
+                *last_nack = now;
                 *nacks += 1;
-                *nack_at = again;
-                if self.nack_limit.is_some_and(|n| *nacks >= n) {
-                    *slot = RxSlot::Lost(Some(NackTimes {
-                        first: *first_nack,
-                        last: now,
-                    }));
+                *nack_at = if finished(*nacks) { now + grace } else { again };
+                if finished(*nacks) && grace == Duration::ZERO {
+                    *slot = RxSlot::Lost;
                     self.missing -= 1;
                     st.abandoned += 1;
                 }
@@ -642,7 +648,7 @@ impl Service for SelectiveRepeat {
                     if s < self.rx.base
                         || !self.rx.accept(now, s, fp, &frame[off..], &mut self.stats)
                     {
-                        self.rx.duplicate(now, s, &mut self.stats);
+                        self.rx.duplicate(s, &mut self.stats);
                     }
                     self.schedule_ack(now);
                     true
@@ -663,7 +669,7 @@ impl Service for SelectiveRepeat {
         if self.timers.expired(T_ACK, now) {
             self.ack_pending = true;
         }
-        self.rx.on_timeout(now);
+        self.rx.on_timeout(now, &mut self.stats);
         if self.last_progress + self.timeout > now {
             return;
         }
@@ -849,22 +855,23 @@ mod tests {
         let t0 = Instant::ZERO;
         assert!(w.accept(t0, 0, FragPos::Whole, &[0], &mut st));
         // A copy of a frame that arrived (now below the window's base): spurious.
-        w.duplicate(t0, 0, &mut st);
+        w.duplicate(0, &mut st);
         assert_eq!((st.spurious, st.late), (1, 0));
-        // Frame 1 lost, NACKed twice (the limit): given up on the second NACK.
+        // Frame 1 lost, NACKed twice (the limit); no repair measured yet, so no grace: given
+        // up on the second NACK.
         assert!(w.accept(t0, 2, FragPos::Whole, &[2], &mut st));
         assert!(w.take_nack(t0, &mut st).is_some());
         let t1 = t0 + w.nack_interval();
-        w.on_timeout(t1);
+        w.on_timeout(t1, &mut st);
         assert!(w.take_nack(t1, &mut st).is_some());
         assert_eq!(st.abandoned, 1);
         // Its repair then comes late.
-        w.duplicate(t1 + ms(1), 1, &mut st);
+        w.duplicate(1, &mut st);
         assert_eq!((st.spurious, st.late, st.duplicates), (1, 1, 2));
     }
 
     #[test]
-    fn a_late_repair_that_cannot_answer_the_last_nack_teaches_the_interval() {
+    fn a_repair_still_on_its_way_after_the_last_nack_is_awaited_and_measured() {
         let mut w = rx(Some(2));
         let mut t = Instant::ZERO;
         for k in 0..10 {
@@ -872,30 +879,32 @@ mod tests {
         }
         assert_eq!(w.nack_interval(), ms(15));
         let mut st = ServiceStats::default();
-        // Frame 20 lost; first NACK at t, the last (give-up) one 15 ms later.
+        // Frame 20 lost; first NACK at t, the last one 15 ms later.
         assert!(w.accept(t, 21, FragPos::Whole, &[1], &mut st));
         assert!(w.take_nack(t, &mut st).is_some());
         let last = t + ms(15);
-        w.on_timeout(last);
+        w.on_timeout(last, &mut st);
         assert!(w.take_nack(last, &mut st).is_some());
-        // The repair comes 2 ms after the last NACK: faster than any repair (8 ms), so it
-        // answers the first NACK and took 17 ms.
-        w.duplicate(last + ms(2), 20, &mut st);
-        assert_eq!(st.late, 1);
+        // Not given up yet: no repair was ever faster than 8 ms, so one answering the first
+        // NACK may still come; the timer is set for the end of that grace.
+        assert_eq!(st.abandoned, 0);
+        assert_eq!(w.nack_timer(), Some(last + ms(8)));
+        assert!(!w.nack_ready(), "no third NACK");
+        // It comes 2 ms after the last NACK: accepted, and a 17 ms sample.
+        assert!(w.accept(last + ms(2), 20, FragPos::Whole, &[0], &mut st));
+        assert_eq!(st.late, 0);
         assert!(w.nack_interval() >= ms(17), "{:?}", w.nack_interval());
-        // One arriving 8 ms after a last NACK may answer that NACK: no sample.
-        let mut w2 = rx(Some(2));
-        let mut t = Instant::ZERO;
-        for k in 0..10 {
-            t = repair(&mut w2, 2 * k, t, ms(8)) + ms(1);
-        }
-        assert!(w2.accept(t, 21, FragPos::Whole, &[1], &mut st));
-        assert!(w2.take_nack(t, &mut st).is_some());
-        let last = t + ms(15);
-        w2.on_timeout(last);
-        assert!(w2.take_nack(last, &mut st).is_some());
-        w2.duplicate(last + ms(8), 20, &mut st);
-        assert_eq!(w2.nack_interval(), ms(15));
+        // Another loss whose repair never comes is given up when its grace is over.
+        let t = last + ms(10);
+        assert!(w.accept(t, 23, FragPos::Whole, &[3], &mut st));
+        assert!(w.take_nack(t, &mut st).is_some());
+        let last = t + w.nack_interval();
+        w.on_timeout(last, &mut st);
+        assert!(w.take_nack(last, &mut st).is_some());
+        assert_eq!(st.abandoned, 0);
+        w.on_timeout(last + ms(8), &mut st);
+        assert_eq!(st.abandoned, 1);
+        assert_eq!(w.base, 24);
     }
 
     #[test]
