@@ -8,13 +8,13 @@
 //! most `max_retransmissions` (k) times (004: "by default 3"); a NACK after the last retry makes
 //! it *abandon* the frame and send a `Keepalive` whose `base` (oldest frame it still holds)
 //! tells the receiver to stop waiting. Both ends share the configuration, so the receiver also
-//! knows k: the (k+1)-th NACK of a frame is its last, and the receiver gives the frame up a
-//! short grace after it (the fastest repair it has measured: a copy arriving sooner answers an
-//! earlier NACK and is still taken; see `RecvWindow`). Without this a receiver would learn of abandoned frames one at a time (`base` can
-//! only pass an abandoned frame once every frame before it is settled), and at high loss its
-//! in-order backlog would grow without bound. With it every gap is settled after k NACK
-//! intervals; with `nack_interval_ms` above the round-trip time a frame is lost exactly when
-//! all k + 1 copies are (residual loss p^(k+1), 003 §3.2.3 Fig. 5). When the sender has nothing new to send but still holds
+//! knows k: the (k+1)-th NACK of a frame is its last, and the receiver gives the frame up one
+//! NACK interval after it, the time the sender's answer to it needs (see `RecvWindow`). Without
+//! this a receiver would learn of abandoned frames one at a time (`base` can only pass an
+//! abandoned frame once every frame before it is settled), and at high loss its in-order
+//! backlog would grow without bound. With it every gap is settled after k + 1 NACK intervals;
+//! with `nack_interval_ms` above the round-trip time a frame is lost exactly when all k + 1
+//! copies are (residual loss p^(k+1), 003 §3.2.3 Fig. 5). When the sender has nothing new to send but still holds
 //! frames, it sends a `Keepalive` every `keepalive_interval_ms`; its `next` field lets the
 //! receiver detect a loss just before the idle period, which no later data frame would reveal
 //! (004 §III.C: Karn's RLP beats Selective Repeat on short WWW transfers because of this).

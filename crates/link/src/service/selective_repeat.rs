@@ -100,13 +100,14 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// missing frame's NACK is due (`nack_at <= now` at the last update).
 ///
 /// With a `nack_limit` of n, the n-th NACK of a frame is its last: a sender that retransmits at
-/// most n - 1 times abandons the frame when it gets that NACK (Karn's RLP), so each gap is
-/// settled at both ends after n - 1 NACK intervals, in parallel with every other gap. The
-/// receiver gives the frame up a *grace* after its last NACK: the shortest repair time it has
-/// measured. A copy arriving sooner cannot answer the last NACK (no repair was ever that
-/// fast), so it answers an earlier one and is a repair still on its way, not given up yet;
-/// waiting for it costs lost frames that much delay and no one else anything (the sender
-/// sends no copy after the last NACK). Before any repair is measured the grace is zero.
+/// most n - 1 times abandons the frame when it gets that NACK (Karn's RLP) if it has spent its
+/// retransmissions, and otherwise sends one (its earlier NACKs were lost). So the receiver
+/// gives the frame up a *grace* of one NACK interval after the last NACK, the time a repair
+/// answering it needs, instead of as it sends it: a repair answering an earlier NACK that came
+/// slowly (waiting for its class's turn beside other classes) or one answering the last NACK
+/// still arrives, and a frame is lost only when the sender's k + 1 copies are (003 §3.2.3's
+/// p^(k+1)). Each gap is still settled after n NACK intervals. Before any repair is measured
+/// the grace is zero (the frame is given up as its last NACK goes).
 ///
 /// The NACK repeat interval adapts to the repair time (ours; 004 fixes it per link). A repair
 /// takes the NACK's trip, the sender's wait for its turn in the link's scheduler, and the
@@ -115,7 +116,8 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// NACK, and gives the frame up, before the repair can arrive (004 §V.D's promise: the same
 /// residual loss as alone). Each repair answering a frame's first NACK is a sample (Karn's
 /// rule: none from a frame NACKed twice, nor from a copy taken in the grace). Repairs slower
-/// than the interval are caught by the grace rather than learned: a window-limited sender
+/// than the interval are caught by the grace rather than learned (timing them from the first
+/// NACK made the interval grow with them): a window-limited sender
 /// (speech on OOS RLP over two HSCSD links at 10% loss) whose receiver stretched its interval
 /// to cover them held its window longer, queued more, and so made its repairs slower still,
 /// until it lost half its packets. The interval is the larger of RFC 6298's
@@ -422,7 +424,9 @@ impl RecvWindow {
         }
         let ack = self.base;
         let again = now + self.nack_interval();
-        let grace = self.repair_min.unwrap_or(Duration::ZERO);
+        let grace = self
+            .repair_min
+            .map_or(Duration::ZERO, |_| self.nack_interval());
         let limit = self.nack_limit;
         let finished = move |nacks: u32| Self::finished(limit, nacks);
         let due = |s: &RxSlot| {
@@ -877,14 +881,14 @@ mod tests {
         let last = t + ms(15);
         w.on_timeout(last, &mut st);
         assert!(w.take_nack(last, &mut st).is_some());
-        // Not given up yet: no repair was ever faster than 8 ms, so one answering the first
-        // NACK may still come; the timer is set for the end of that grace.
+        // Not given up yet: a repair answering either NACK may still come (the sender answers
+        // the last one when it never got the first); the timer is set one interval on.
         assert_eq!(st.abandoned, 0);
-        assert_eq!(w.nack_timer(), Some(last + ms(8)));
+        assert_eq!(w.nack_timer(), Some(last + ms(15)));
         assert!(!w.nack_ready(), "no third NACK");
-        // It comes 2 ms after the last NACK: accepted, not late, and not learned from (the
+        // It comes 9 ms after the last NACK: accepted, not late, and not learned from (the
         // interval stays where the ordinary repairs put it).
-        assert!(w.accept(last + ms(2), 20, FragPos::Whole, &[0], &mut st));
+        assert!(w.accept(last + ms(9), 20, FragPos::Whole, &[0], &mut st));
         assert_eq!(st.late, 0);
         assert_eq!(w.nack_interval(), ms(15));
         // Another loss whose repair never comes is given up when its grace is over.
@@ -894,8 +898,9 @@ mod tests {
         let last = t + w.nack_interval();
         w.on_timeout(last, &mut st);
         assert!(w.take_nack(last, &mut st).is_some());
+        w.on_timeout(last + ms(14), &mut st);
         assert_eq!(st.abandoned, 0);
-        w.on_timeout(last + ms(8), &mut st);
+        w.on_timeout(last + ms(15), &mut st);
         assert_eq!(st.abandoned, 1);
         assert_eq!(w.base, 24);
     }
