@@ -5,11 +5,15 @@ deviation over the repetitions, one row per link-layer scheme, one column per lo
     python examples/tables_004.py r/fig2                 # Fig. 2: FTP, Mbit/s
     python examples/tables_004.py r/fig4 --unit kbit     # Fig. 4 (HSCSD) in kbit/s
     python examples/tables_004.py r/fig15 --unit kbit    # Figs. 15 and 20: FTP / WWW / media
+    python examples/tables_004.py r/fig13 --alone r/fig7 # media loss beside TCP vs alone
 
 Single-application files (Figs. 2-6) give the application's throughput; multi-service files
 (Figs. 13-20) give FTP / WWW throughput and the media flow's residual loss and delay (mean plus
-standard deviation, 004's delay metric). docs/results.md holds the tables this printed for
-004's 30 repetitions.
+standard deviation, 004's delay metric). With `--alone`, a multi-service folder also gets the
+table 004 §V.D's claim rests on: the media flow's residual loss (lost packets over all
+repetitions, with a 95% interval) beside each TCP scheme and alone on OOS RLP, from the
+single-application run of the same links (Figs. 7, 9, 10). docs/results.md holds the tables this
+printed for 004's 30 repetitions.
 """
 
 from __future__ import annotations
@@ -68,15 +72,65 @@ def table(flows: pd.DataFrame, scale: float) -> str:
     return "\n".join(lines)
 
 
+def pooled(x: pd.DataFrame) -> str:
+    """Lost over sent, summed over the rows, as a percentage with a 95% interval (normal
+    approximation to the binomial count)."""
+    sent = int(x["sent"].sum())
+    lost = sent - int(x["received"].sum())
+    if sent == 0:
+        return "-"
+    p = lost / sent
+    half = 1.96 * (max(lost, 1) * (1 - p)) ** 0.5 / sent
+    return f"{p * 100:.3f}% ± {half * 100:.3f}"
+
+
+def isolation(multi: pd.DataFrame, alone: pd.DataFrame) -> str:
+    """The media flow's loss beside each TCP scheme (multi-service run) and alone on OOS RLP."""
+
+    def keys(df: pd.DataFrame) -> tuple[str, str]:
+        loss = next(c for c in df.columns if ".error" in c)
+        svc = next(c for c in df.columns if ".link.service" in c)
+        return loss, svc
+
+    mloss, msvc = keys(multi)
+    aloss, asvc = keys(alone)
+    media = multi[~multi["flow"].isin(["ftp", "www"])]
+    media = media.assign(scheme=media[msvc].map(scheme_of))
+    oos = alone[alone[asvc].str.contains('scheme = "oos_rlp"')]
+    schemes = [s for s in dict.fromkeys(media["scheme"]) if s != "raw"]
+    lines = [
+        "| frame loss | alone (OOS RLP) | " + " | ".join(f"beside {s}" for s in schemes) + " |",
+        "|---" * (len(schemes) + 2) + "|",
+    ]
+    for v in dict.fromkeys(media[mloss]):
+        row = [pooled(oos[oos[aloss].astype(str) == str(v)])]
+        row += [pooled(media[(media[mloss] == v) & (media["scheme"] == s)]) for s in schemes]
+        lines.append(f"| {v} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", type=Path, help="an `mslink sim --out` folder")
     ap.add_argument("--unit", choices=sorted(UNITS), default="mbit", help="throughput unit")
+    ap.add_argument(
+        "--alone",
+        type=Path,
+        help="the single-application CBR run of the same links, for the media loss comparison",
+    )
     args = ap.parse_args(argv)
-    csv = args.results / "flows.csv"
-    if not csv.is_file():
-        raise SystemExit(f"{csv}: no such file (run `mslink sim ... --out {args.results}` first)")
-    print(table(pd.read_csv(csv), UNITS[args.unit]))
+
+    def load(folder: Path) -> pd.DataFrame:
+        csv = folder / "flows.csv"
+        if not csv.is_file():
+            raise SystemExit(f"{csv}: no such file (run `mslink sim ... --out {folder}` first)")
+        return pd.read_csv(csv)
+
+    flows = load(args.results)
+    print(table(flows, UNITS[args.unit]))
+    if args.alone is not None:
+        print()
+        print(isolation(flows, load(args.alone)))
 
 
 if __name__ == "__main__":

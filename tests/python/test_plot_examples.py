@@ -136,3 +136,42 @@ def test_example_004_tables(tmp_path: Path, cli: str) -> None:
         [sys.executable, script, str(tmp_path / "nothing")], capture_output=True, text=True
     )
     assert bad.returncode != 0 and "no such file" in bad.stderr
+
+
+def test_example_004_results_document(tmp_path: Path, cli: str) -> None:
+    """examples/results_004.py on small runs of every 004 file it reads: one section per
+    figure, each multi-service figure with its media-loss comparison (alone and beside each TCP
+    scheme, with 95% intervals), and the differences section with its computed figures."""
+    small = {
+        "fig2_ftp_one_wlan": ["flow.0.size_bytes=300000"],
+        "fig3_ftp_two_wlan": ["flow.0.size_bytes=300000"],
+        "fig4_ftp_one_hscsd": ["flow.0.size_bytes=20000"],
+        "fig5_www_one_wlan": ["sim.duration_s=20"],
+        "fig6_www_two_wlan": ["sim.duration_s=20"],
+        "fig7_cbr_one_wlan": ["sim.duration_s=30"],
+        "fig9_cbr_two_wlan": ["sim.duration_s=30"],
+        "fig10_cbr_two_hscsd": ["sim.duration_s=60"],
+        "fig13_fig16_fig18_multi_one_wlan": ["flow.0.size_bytes=2000000"],
+        "fig14_fig17_fig19_multi_two_wlan": ["flow.0.size_bytes=2000000"],
+        "fig15_fig20_multi_two_hscsd": ["flow.0.size_bytes=20000"],
+    }
+    for name, sets in small.items():
+        args = [cli, "sim", str(ROOT / f"scenarios/004/{name}.toml"), "--out", str(tmp_path / name)]
+        args += ["--reps", "2", "--quiet", "--no-plots"]
+        for s in sets:
+            args += ["--set", s]
+        subprocess.run(args, check=True)
+    script = str(ROOT / "examples" / "results_004.py")
+    p = subprocess.run(
+        [sys.executable, script, str(tmp_path)], check=True, capture_output=True, text=True
+    )
+    doc = p.stdout
+    assert doc.startswith("# 004's TCP and multi-service figures at 30 repetitions")
+    assert doc.count("\n## Fig") == 8, doc
+    assert doc.count("| frame loss | alone (OOS RLP) | beside selective_repeat |") == 3
+    assert "## Where these results differ from 004" in doc
+    assert "{" not in doc.split("## Where these results differ from 004")[1], "unfilled field"
+    bad = subprocess.run(
+        [sys.executable, script, str(tmp_path / "none")], capture_output=True, text=True
+    )
+    assert bad.returncode != 0 and "no such file" in bad.stderr
