@@ -6,7 +6,9 @@ The tables hold what ``mslink sim --out DIR`` writes, column for column:
 * ``timeseries``: ``timeseries.csv`` (with the sweep columns added after ``point``);
 * ``links``: one row per segment direction per run (the counters of ``summary.json``);
 * ``services``: one row per service at each link end per run (``summary.json``'s link
-  counters, nested counters flattened as ``service.<name>`` and ``reassembly.<name>``);
+  counters, nested counters flattened as ``service.<name>`` and ``reassembly.<name>``;
+  ``service.spurious`` and ``service.late`` count the data frames that end's receiver got
+  again after it had them or had given them up, docs/engine.md);
 * ``runs``: one row per run: events executed and simulated seconds;
 * ``summary``: the content of ``summary.json`` as a dict.
 

@@ -161,3 +161,15 @@ def test_mslink_command_starts_its_own_server_process(tmp_path: Path) -> None:
     )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)
+
+
+def test_services_count_spurious_and_late_copies() -> None:
+    """The services table carries each receiver's spurious and late copies: none at all for any
+    service on 004's multi-service WLAN link without channel loss, whatever shares it."""
+    sc = Scenario.load(ROOT / "scenarios/004/fig13_fig16_fig18_multi_one_wlan.toml")
+    sc = sc.update({"segment.1.error": {"model": "perfect"}, "flow.0.size_bytes": 2_000_000})
+    res = mslink.run(sc, reps=1, progress=False)
+    for col in ("service.spurious", "service.late", "service.retransmissions"):
+        assert col in res.services.columns
+        assert (res.services[col] == 0).all(), res.services[["scheme", col]]
+    assert set(res.services.scheme) >= {"selective_repeat", "karn_rlp", "oos_rlp", "snoop"}
