@@ -228,6 +228,17 @@ impl ErrorModelConfig {
                     key: "file".into(),
                     what: format!("{file}: {e}"),
                 })?;
+                if trace.entries.is_empty() {
+                    // Replaying nothing would be a perfect channel: almost surely not meant.
+                    return Err(ModelError {
+                        key: "file".into(),
+                        what: format!(
+                            "{file}: the trace has no entries (only blank lines or comments); \
+                             an empty trace would deliver every frame: use `model = \"perfect\"` \
+                             for that, or `mslink trace gen` to make a trace"
+                        ),
+                    });
+                }
                 Box::new(Replay::new(trace))
             }
             ErrorModelConfig::Stack { layers } => Box::new(Stack::new(
@@ -266,6 +277,20 @@ mod tests {
             let c: ErrorModelConfig = toml::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
             c.build(&mut no_files).unwrap();
         }
+    }
+
+    #[test]
+    fn an_empty_trace_file_is_an_error_not_a_perfect_channel() {
+        let c: ErrorModelConfig = toml::from_str("model = 'trace'\nfile = 'e.trace'").unwrap();
+        for text in ["", "\n\n", "# only a comment\n  # and another\n"] {
+            let err = c.build(&mut |_| Ok(text.into())).err().expect("refused");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("e.trace") && msg.contains("no entries"),
+                "{msg}"
+            );
+        }
+        assert!(c.build(&mut |_| Ok("loss\nok * 9\n".into())).is_ok());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use mslink_link::sched::SchedulerConfig;
 use mslink_link::{Duration, Instant};
 use rand_chacha::ChaCha8Rng;
 
-use crate::scenario::ScenarioError;
+use crate::scenario::{ScenarioError, TRACE_STAND_IN};
 use crate::world::{stream, FlowResult, TimePoint};
 
 /// The cell as configured.
@@ -94,7 +94,7 @@ impl CellConfig {
         }
         for (i, s) in self.stations.iter().enumerate() {
             s.error
-                .build(&mut |_| Ok(String::new()))
+                .build(&mut |_| Ok(TRACE_STAND_IN.into()))
                 .map_err(|e| bad(format!("cell.station[{i}].error"), e.to_string()))?;
         }
         self.scheduler
