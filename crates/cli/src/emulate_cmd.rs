@@ -63,6 +63,10 @@ pub struct EmulateArgs {
     /// --set error.model=independent --set error.loss=0.05. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Seed of the error processes, to replay a run exactly (default: the link file's `seed`,
+    /// else a fresh one per run, printed in the summary).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Shortcut: independent frame loss with this probability in both directions.
     #[arg(long, value_name = "P")]
     pub loss: Option<f64>,
@@ -199,9 +203,26 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "link settings".into());
-    toml::Value::Table(table)
+    let mut cfg = toml::Value::Table(table)
         .try_into::<EmuConfig>()
-        .with_context(|| format!("{what} (after --set overrides)"))
+        .with_context(|| format!("{what} (after --set overrides)"))?;
+    // Repetitions of a lossy run should not replay one loss pattern: without a seed, each run
+    // draws its own, and the summary says which (--seed replays it).
+    cfg.seed = match args.seed.or(cfg.seed) {
+        Some(s) => Some(s),
+        None => Some(fresh_seed()?),
+    };
+    Ok(cfg)
+}
+
+/// A seed from the kernel's entropy pool.
+fn fresh_seed() -> Result<u64> {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .context("reading /dev/urandom for a fresh seed (give one with --seed)")?;
+    Ok(u64::from_le_bytes(b))
 }
 
 fn load_relative(
@@ -597,7 +618,11 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         }
     }
     if !args.quiet && !args.direct {
-        eprintln!("mslink emulate: {}", line(&summary));
+        eprintln!(
+            "mslink emulate: {} | seed {}",
+            line(&summary),
+            cfg.seed.unwrap_or(1)
+        );
         if tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()) {
             let o = |f: fn(&runtime::OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
             eprintln!(
@@ -665,6 +690,7 @@ mod tests {
                 "error_reverse.bad=1".into(),
                 "link.service.0.window=64".into(),
             ],
+            seed: None,
             loss: Some(0.05),
             scheme: Some("selective_repeat".into()),
             pair: false,
@@ -690,6 +716,15 @@ mod tests {
         assert!(c.error_reverse.is_some());
         let text = toml::to_string(&c.link).unwrap();
         assert!(text.contains("window = 64"), "{text}");
+        // No seed anywhere: a fresh one per call; --seed wins over the file's.
+        assert!(c.seed.is_some());
+        assert_ne!(c.seed, config(&args).unwrap().seed);
+        let mut seeded = args;
+        seeded.seed = Some(42);
+        seeded.sets.push("seed=7".into());
+        assert_eq!(config(&seeded).unwrap().seed, Some(42));
+        seeded.seed = None;
+        assert_eq!(config(&seeded).unwrap().seed, Some(7));
     }
 
     #[test]

@@ -16,9 +16,16 @@ fn mslink() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mslink"))
 }
 
+/// Whether the tests that need namespaces can run; without root they are skipped, unless
+/// `MSLINK_REQUIRE_ROOT=1` (as CI sets), which makes the missing privilege a failure.
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    let root = unsafe { libc::geteuid() == 0 };
+    assert!(
+        root || std::env::var("MSLINK_REQUIRE_ROOT").as_deref() != Ok("1"),
+        "MSLINK_REQUIRE_ROOT=1 but not running as root: the emulator tests need it"
+    );
+    root
 }
 
 /// A scratch directory holding the traffic script, removed when dropped (also when a test
@@ -657,4 +664,52 @@ fn a_seeded_random_model_gives_the_simulator_s_draws() {
     assert_eq!(emu.sent, count);
     assert!(emu.lost > 0);
     assert_eq!((s.sent, s.lost, s.bytes), (emu.sent, emu.lost, emu.bytes));
+}
+
+/// Issue 16: repetitions of a lossy run draw their own loss patterns. Without a seed each run
+/// picks a fresh one and reports it (summary and JSON); `--seed` replays a run's exact channel
+/// draws (the same frames meet the same fates).
+#[test]
+fn each_run_draws_a_fresh_seed_and_seed_replays_one() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let d = scratch("seed");
+    let count = 300u64;
+    let run = |extra: &[&str]| {
+        let client =
+            format!("sleep 0.5; python3 traffic.py udp-client $MSLINK_RIGHT 7003 {count} 500 400");
+        let mut args = vec![
+            "--loss",
+            "0.3",
+            "--set",
+            "rate_bps=10e6",
+            "--pair",
+            "--until",
+            "both",
+            "--right",
+            "python3 traffic.py udp-server 7003 recv.txt 1.0",
+            "--left",
+            &client,
+        ];
+        args.extend_from_slice(extra);
+        let v = emulate(&d, &args);
+        let seed = v["config"]["seed"].as_u64().expect("the seed is reported");
+        let frames = &v["left_to_right"]["frames"];
+        (
+            seed,
+            frames["sent"].as_u64().unwrap(),
+            frames["lost"].as_u64().unwrap(),
+        )
+    };
+    let (s1, sent1, lost1) = run(&[]);
+    let (s2, _, _) = run(&[]);
+    assert_ne!(s1, s2, "two runs without a seed drew the same one");
+    let seed = s1.to_string();
+    let (s3, sent3, lost3) = run(&["--seed", &seed]);
+    assert_eq!(s3, s1);
+    assert_eq!(sent3, sent1, "the same traffic");
+    assert_eq!(lost3, lost1, "the same draws for the same frames");
+    assert!(lost1 > 0 && lost1 < sent1);
 }

@@ -13,7 +13,7 @@
 //! rate_bps = 10e6          # both directions; 0 = unlimited
 //! delay_ms = 20            # one way
 //! queue_packets = 1000     # drop-tail in front of each link end (absent = unlimited)
-//! seed = 1
+//! seed = 1               # absent: `mslink emulate` draws a fresh one and reports it
 //!
 //! [error]
 //! model = "independent"
@@ -61,8 +61,11 @@ pub struct EmuConfig {
     /// in one frame).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_bytes: Option<usize>,
-    /// Seed of the error processes (each direction has its own stream).
-    pub seed: u64,
+    /// Seed of the error processes (each direction has its own stream). Absent: the driver
+    /// picks one (`mslink emulate` draws a fresh seed per run and prints it, so repetitions
+    /// differ and any run can be replayed with `--seed`); [`EmuConfig::build`] uses 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Error model of both directions (independent processes, same parameters).
     pub error: ErrorModelConfig,
     /// Error model of the right-to-left direction, if it differs.
@@ -92,7 +95,7 @@ impl Default for EmuConfig {
             queue_bytes: None,
             mtu: 1500,
             frame_bytes: None,
-            seed: 1,
+            seed: None,
             error: ErrorModelConfig::Perfect,
             error_reverse: None,
             link: LinkConfig::default(),
@@ -212,7 +215,7 @@ impl EmuConfig {
                 capacity: cap_fwd,
                 delay,
                 model: fwd,
-                rng: mslink_channel::streams::stream(self.seed, "segment0.dir0.error"),
+                rng: mslink_channel::streams::stream(self.seed.unwrap_or(1), "segment0.dir0.error"),
                 queue_packets: self.queue_packets,
                 queue_bytes: self.queue_bytes,
             },
@@ -220,7 +223,7 @@ impl EmuConfig {
                 capacity: cap_rev,
                 delay,
                 model: rev,
-                rng: mslink_channel::streams::stream(self.seed, "segment0.dir1.error"),
+                rng: mslink_channel::streams::stream(self.seed.unwrap_or(1), "segment0.dir1.error"),
                 queue_packets: self.queue_packets,
                 queue_bytes: self.queue_bytes,
             },
