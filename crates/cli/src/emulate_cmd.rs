@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -117,8 +117,11 @@ pub struct EmulateArgs {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal that stopped the run (0: none), for the exit code 128 + signal.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
@@ -520,15 +523,15 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
                     next_stats = Some(t + every);
                 }
             }
+            if STOP.load(Ordering::SeqCst) {
+                return Control::Interrupt;
+            }
             if now >= next_check {
                 next_check = now + Duration::from_millis(5);
                 poll_children(&mut status, &mut lc, &mut rc);
                 if finished(&status) {
                     return Control::Stop;
                 }
-            }
-            if STOP.load(Ordering::SeqCst) {
-                return Control::Stop;
             }
             Control::Continue
         };
@@ -643,6 +646,12 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             "packet accounting does not add up (a bug): {}",
             line(&summary)
         );
+    }
+    // Stopped by a signal: the shell's convention, 128 + its number (130 for Ctrl-C, 143 for
+    // SIGTERM), not the status of the commands the emulator then stopped.
+    let sig = SIGNAL.load(Ordering::SeqCst);
+    if sig != 0 {
+        return Ok(128 + sig);
     }
     let main = match until {
         Until::Left => status[0],

@@ -126,6 +126,25 @@ fn invalid(key: &str, what: impl Into<String>) -> EmuConfigError {
     }
 }
 
+/// Upper bounds of the numbers a real-time hop can honour: 1 Tbit/s; a minute of one-way delay
+/// (a geostationary hop is 0.27 s); ten minutes of drain.
+pub const MAX_RATE_BPS: f64 = 1e12;
+/// See [`MAX_RATE_BPS`].
+pub const MAX_DELAY_MS: f64 = 60_000.0;
+/// See [`MAX_RATE_BPS`].
+pub const MAX_DRAIN_MS: f64 = 600_000.0;
+
+fn at_most(key: &str, v: f64, max: f64, unit: &str) -> Result<f64, EmuConfigError> {
+    if v <= max {
+        Ok(v)
+    } else {
+        Err(invalid(
+            key,
+            format!("{v} {unit} is more than the {max} {unit} this emulator takes"),
+        ))
+    }
+}
+
 fn non_negative(key: &str, v: f64) -> Result<f64, EmuConfigError> {
     if v.is_finite() && v >= 0.0 {
         Ok(v)
@@ -165,9 +184,24 @@ impl EmuConfig {
         epoch: Instant,
         load: &mut dyn FnMut(&str) -> Result<String, String>,
     ) -> Result<EmulatedHop, EmuConfigError> {
-        non_negative("rate_bps", self.rate_bps)?;
-        non_negative("delay_ms", self.delay_ms)?;
-        non_negative("drain_ms", self.drain_ms)?;
+        at_most(
+            "rate_bps",
+            non_negative("rate_bps", self.rate_bps)?,
+            MAX_RATE_BPS,
+            "bit/s",
+        )?;
+        at_most(
+            "delay_ms",
+            non_negative("delay_ms", self.delay_ms)?,
+            MAX_DELAY_MS,
+            "ms",
+        )?;
+        at_most(
+            "drain_ms",
+            non_negative("drain_ms", self.drain_ms)?,
+            MAX_DRAIN_MS,
+            "ms",
+        )?;
         if !(68..=65535).contains(&self.mtu) {
             return Err(invalid("mtu", format!("{} is not in 68..=65535", self.mtu)));
         }

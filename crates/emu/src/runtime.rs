@@ -51,7 +51,13 @@ pub enum Control {
     Continue,
     /// Stop reading and drain.
     Stop,
+    /// Stop reading and drain for at most [`INTERRUPT_DRAIN`] (a signal: the user is waiting).
+    /// Also heard while draining, so no drain outlasts it.
+    Interrupt,
 }
+
+/// The longest drain after [`Control::Interrupt`].
+pub const INTERRUPT_DRAIN: Duration = Duration::from_millis(500);
 
 /// Receives a copy of each packet: (side, inbound, time, bytes).
 pub type Capture<'c> = &'c mut dyn FnMut(usize, bool, Instant, &[u8]);
@@ -98,7 +104,8 @@ fn would_block(e: &io::Error) -> bool {
 }
 
 /// Runs the hop between `tuns` until `tick` returns [`Control::Stop`], then drains for at most
-/// `drain`. `coalesce`: on devices with a virtio-net header, write runs of one TCP flow as one
+/// `drain` ([`INTERRUPT_DRAIN`] after [`Control::Interrupt`], which `tick` may also return while
+/// draining). `coalesce`: on devices with a virtio-net header, write runs of one TCP flow as one
 /// super-packet.
 pub fn run(
     hop: &mut EmulatedHop,
@@ -212,12 +219,20 @@ pub fn run(
                 }
             }
         }
-        match draining_until {
-            None => {
-                if tick(now, hop) == Control::Stop {
-                    draining_until = Some(now + drain);
-                }
+        match (draining_until, tick(now, hop)) {
+            (None, Control::Continue) => {}
+            (None, Control::Stop) => draining_until = Some(now.saturating_add(drain)),
+            (d, Control::Interrupt) => {
+                let cap = now + INTERRUPT_DRAIN;
+                draining_until = Some(
+                    d.map_or(cap, |end| end.min(cap))
+                        .min(now.saturating_add(drain)),
+                );
             }
+            (Some(_), _) => {}
+        }
+        match draining_until {
+            None => {}
             Some(end) => {
                 // Done when nothing moves any more: every accepted packet delivered, or no
                 // timer left that could still recover one.
