@@ -3,10 +3,11 @@
 //! Contract. [`Pair`] owns two [`Service`] ends, 0 and 1, and one simulated link direction
 //! from each end to the other (direction `d` carries end `d`'s frames to end `1 - d`). Each
 //! direction has a rate (bits/s, 0 = unlimited), a propagation delay and a [`Channel`] that
-//! decides each frame's [`Fate`]: delivered, lost, duplicated, corrupted (dropped and counted,
-//! as the CRC check of the link layer below would do), or replaced by arbitrary bytes (to test
-//! robustness: those bytes reach `handle_frame` as they are). A direction keeps frames in order
-//! and sends one at a time; a frame is taken from a service only when its direction is free.
+//! decides each frame's [`Fate`]: delivered, lost, duplicated, delayed (so that later frames
+//! overtake it), corrupted (dropped and counted, as the CRC check of the link layer below would
+//! do), or replaced by arbitrary bytes (to test robustness: those bytes reach `handle_frame` as
+//! they are). A direction keeps frames in order unless delayed and sends one at a time; a frame
+//! is taken from a service only when its direction is free.
 //!
 //! Time is virtual: the driver jumps from event to event (a frame arrival, a service timeout, a
 //! link becoming free, an SDU offered) and never reads a clock. Events at one instant run in a
@@ -59,6 +60,9 @@ pub enum Fate {
     Lose,
     /// The frame arrives twice, back to back.
     Duplicate,
+    /// The frame arrives intact, this much later than it would: frames sent after it may
+    /// arrive first (reordering).
+    Delay(Duration),
     /// The frame arrives damaged and the link's CRC check drops it (counted, not delivered).
     Corrupt,
     /// These bytes arrive instead of the frame and reach `handle_frame` unchecked.
@@ -99,6 +103,8 @@ pub struct DirStats {
     pub lost: u64,
     /// Frames duplicated.
     pub duplicated: u64,
+    /// Frames delayed (possibly reordered).
+    pub delayed: u64,
     /// Frames corrupted (dropped by the CRC check).
     pub corrupted: u64,
     /// Frames replaced by garbage.
@@ -411,6 +417,12 @@ impl Pair {
                     st.duplicated += 1;
                     self.flight[d].push_back((arrive, buf.clone()));
                     self.flight[d].push_back((arrive, buf.clone()));
+                }
+                Fate::Delay(extra) => {
+                    st.delayed += 1;
+                    let at = arrive + extra;
+                    let i = self.flight[d].partition_point(|(t, _)| *t <= at);
+                    self.flight[d].insert(i, (at, buf.clone()));
                 }
                 Fate::Corrupt => st.corrupted += 1,
                 Fate::Garbage(g) => {
