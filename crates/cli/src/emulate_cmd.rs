@@ -518,7 +518,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
                     eprintln!(
                         "[{:8.3}s] {}",
                         now.as_nanos() as f64 / 1e9,
-                        line(&hop.summary())
+                        line(&hop.live_summary())
                     );
                     next_stats = Some(t + every);
                 }

@@ -144,6 +144,10 @@ pub struct EmulatedHop {
     /// The time of the previous run: a frame that was not ready then became ready after it.
     prev: Instant,
     buf: Vec<u8>,
+    /// Per direction and service: packets missing when the hop last *settled* (quiet, no
+    /// timer armed), which nothing can deliver any more. [`Self::live_summary`] reports them
+    /// lost or abandoned from then on, so its counters never go down.
+    settled_missing: [std::cell::RefCell<Vec<u64>>; 2],
 }
 
 fn is_ip(p: &[u8]) -> bool {
@@ -175,6 +179,7 @@ impl EmulatedHop {
             now: Instant::ZERO,
             prev: Instant::ZERO,
             buf: Vec::with_capacity(2048),
+            settled_missing: Default::default(),
         }
     }
 
@@ -283,21 +288,48 @@ impl EmulatedHop {
     /// not delivered are lost (raw services: by the error model; others: abandoned) once the
     /// hop is [quiet](Self::quiet), and in flight before.
     pub fn summary(&self) -> Summary {
+        self.summarize(false)
+    }
+
+    /// The counters while the hop runs: packets missing when it last settled (quiet with no
+    /// timer armed, so nothing can deliver them any more) are lost or abandoned, every other
+    /// missing packet is in flight. Unlike [`Self::summary`] taken at a momentarily quiet
+    /// instant (which counts packets still under recovery as lost), no counter ever goes down.
+    pub fn live_summary(&self) -> Summary {
+        self.summarize(true)
+    }
+
+    fn summarize(&self, live: bool) -> Summary {
         let ends = [self.ends[0].stats(), self.ends[1].stats()];
         let quiet = self.quiet();
+        let settled = quiet && !self.timers_pending();
         let directions = [0, 1].map(|i| {
             let d = &self.dirs[i];
             let mut p = d.packets;
             p.in_flight = d.queue.len() as u64 + d.out.len() as u64;
-            for (tx, rx) in ends[i].services.iter().zip(&ends[1 - i].services) {
+            let mut known = self.settled_missing[i].borrow_mut();
+            known.resize(ends[i].services.len(), 0);
+            for (s, (tx, rx)) in ends[i]
+                .services
+                .iter()
+                .zip(&ends[1 - i].services)
+                .enumerate()
+            {
                 let accepted = tx.packets_in - tx.packets_refused;
                 let missing = accepted.saturating_sub(rx.packets_delivered);
-                if !quiet {
-                    p.in_flight += missing;
-                } else if tx.scheme == "raw" {
-                    p.lost_channel += missing;
+                if settled {
+                    known[s] = known[s].max(missing);
+                }
+                let decided = match (live, quiet) {
+                    (true, _) => known[s].min(missing),
+                    (false, true) => missing,
+                    (false, false) => 0,
+                };
+                p.in_flight += missing - decided;
+                if tx.scheme == "raw" {
+                    p.lost_channel += decided;
                 } else {
-                    p.abandoned += missing;
+                    p.abandoned += decided;
                 }
             }
             DirectionSummary {
@@ -534,6 +566,22 @@ mod tests {
                 "rate_bps = 5e6\ndelay_ms = 2\nqueue_packets = {queue}\n[error]\nmodel = 'independent'\nloss = {loss}\n[[link.service]]\nname = 'x'\nscheme = '{scheme}'\n"
             ));
             let mut now = Instant::ZERO;
+            // The live counters (issue 16): balanced too, and never going down.
+            let mut before = [(0u64, 0u64, 0u64); 2];
+            let mut live_ok = |h: &EmulatedHop| -> Result<(), proptest::test_runner::TestCaseError> {
+                for (i, d) in h.live_summary().directions.iter().enumerate() {
+                    proptest::prop_assert!(d.balanced, "{:?}", d);
+                    let p = d.packets;
+                    let now = (p.delivered, p.lost_channel, p.abandoned);
+                    let b = before[i];
+                    proptest::prop_assert!(
+                        now.0 >= b.0 && now.1 >= b.1 && now.2 >= b.2,
+                        "live counters went down: {:?} -> {:?}", b, now
+                    );
+                    before[i] = now;
+                }
+                Ok(())
+            };
             for (k, (side, len, dt_us)) in steps.into_iter().enumerate() {
                 now += Duration::from_micros(dt_us);
                 let p = if len < 32 { vec![0u8; len] } else { udp(len, k as u32) };
@@ -542,13 +590,22 @@ mod tests {
                 for d in &h.summary().directions {
                     proptest::prop_assert!(d.balanced, "{:?}", d);
                 }
+                live_ok(&h)?;
             }
             drive(&mut h, now + Duration::from_secs_f64(30.0));
+            live_ok(&h)?;
             let s = h.summary();
             for d in &s.directions {
                 proptest::prop_assert!(d.balanced, "{:?}", d);
                 if s.quiet {
                     proptest::prop_assert_eq!(d.packets.in_flight, 0);
+                }
+            }
+            if s.quiet && !h.timers_pending() {
+                // Settled: the live view has decided every packet as the final one does.
+                let live = h.live_summary();
+                for i in 0..2 {
+                    proptest::prop_assert_eq!(live.directions[i].packets, s.directions[i].packets);
                 }
             }
         }
