@@ -16,16 +16,19 @@ fn mslink() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mslink"))
 }
 
-/// Whether the tests that need namespaces can run; without root they are skipped, unless
-/// `MSLINK_REQUIRE_ROOT=1` (as CI sets), which makes the missing privilege a failure.
-fn is_root() -> bool {
+/// True (with a note on stderr) when a test that needs namespaces cannot run because this is
+/// not root; with `MSLINK_REQUIRE_ROOT=1` (as CI sets) the missing privilege is a failure.
+fn skip_without_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() == 0 };
     assert!(
         root || std::env::var("MSLINK_REQUIRE_ROOT").as_deref() != Ok("1"),
         "MSLINK_REQUIRE_ROOT=1 but not running as root: the emulator tests need it"
     );
-    root
+    if !root {
+        eprintln!("skipped: needs root for network namespaces");
+    }
+    !root
 }
 
 /// A scratch directory holding the traffic script, removed when dropped (also when a test
@@ -163,8 +166,7 @@ const SR: &[&str] = &[
 
 #[test]
 fn tcp_over_five_percent_loss_is_much_faster_with_selective_repeat() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let link = [
@@ -200,8 +202,7 @@ fn tcp_over_five_percent_loss_is_much_faster_with_selective_repeat() {
 /// intact either way (SHA-256, checked by `tcp_transfer`).
 #[test]
 fn offloads_keep_mtu_sized_packets_on_the_link() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let d = scratch("offload");
@@ -274,8 +275,7 @@ fn offloads_keep_mtu_sized_packets_on_the_link() {
 /// its size with a valid checksum (the kernel drops it otherwise).
 #[test]
 fn udp_super_packets_arrive_as_datagrams() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let d = scratch("uso");
@@ -362,8 +362,7 @@ fn udp_residual_loss(scheme: &str) -> f64 {
 
 #[test]
 fn udp_cbr_over_oos_rlp_loses_less_than_raw() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let raw = udp_residual_loss("raw");
@@ -375,8 +374,7 @@ fn udp_cbr_over_oos_rlp_loses_less_than_raw() {
 
 #[test]
 fn constant_mahimahi_trace_gives_its_capacity_minus_headers() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let d = scratch("mahimahi");
@@ -433,8 +431,7 @@ fn constant_mahimahi_trace_gives_its_capacity_minus_headers() {
 
 #[test]
 fn an_error_trace_gives_the_simulator_s_per_frame_outcomes() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let d = scratch("trace");
@@ -580,8 +577,7 @@ fn killed_emulator_leaves_nothing(signal: libc::c_int) {
 
 #[test]
 fn nothing_is_left_after_sigkill_or_ctrl_c() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     killed_emulator_leaves_nothing(libc::SIGKILL);
@@ -590,8 +586,7 @@ fn nothing_is_left_after_sigkill_or_ctrl_c() {
 
 #[test]
 fn single_mode_runs_the_command_in_a_namespace_and_propagates_its_status() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let st = mslink()
@@ -671,8 +666,7 @@ fn a_seeded_random_model_gives_the_simulator_s_draws() {
 /// draws (the same frames meet the same fates).
 #[test]
 fn each_run_draws_a_fresh_seed_and_seed_replays_one() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     let d = scratch("seed");
@@ -720,8 +714,7 @@ fn each_run_draws_a_fresh_seed_and_seed_replays_one() {
 /// 30 s. (The 25 s limit below only keeps a regression from hanging the suite.)
 #[test]
 fn a_signal_stops_a_long_drain_writes_the_summary_and_exits_128_plus_signal() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if skip_without_root() {
         return;
     }
     for signal in [libc::SIGINT, libc::SIGTERM] {
