@@ -586,6 +586,23 @@ impl Scenario {
                     ),
                 ));
             }
+            // The clock counts nanoseconds: a packet interval that rounds to zero would send
+            // forever at one instant (issue 16: `rate_bps = 1e13` spun with no message).
+            let interval_s = f.packet_bytes as f64 * 8.0 / f.rate_bps;
+            if matches!(f.app, AppKind::Cbr | AppKind::Constant | AppKind::Ping)
+                && interval_s < 1e-9
+            {
+                return Err(invalid(
+                    k("rate_bps"),
+                    format!(
+                        "{} bit/s sends a {}-byte packet every {interval_s:.3e} s, below the \
+                         simulator's 1 ns clock: at most {:.3e} bit/s for this packet size",
+                        f.rate_bps,
+                        f.packet_bytes,
+                        f.packet_bytes as f64 * 8.0 * 1e9
+                    ),
+                ));
+            }
             if f.app == AppKind::Cbr && !(f.talk_s > 0.0 && f.silence_s > 0.0) {
                 return Err(invalid(
                     k("talk_s"),
@@ -825,6 +842,12 @@ mod tests {
         assert!(e.contains("line") && e.contains("rate_bps"), "{e}");
         let e = bad(&base.replace("rate_bps = 10000000", "rate_bps = -5"));
         assert!(e.contains("segment[0].rate_bps"), "{e}");
+        // A packet interval below the 1 ns clock would never let time advance.
+        let e = bad(&base.replace("rate_bps = 1000000\n", "rate_bps = 1e13\n"));
+        assert!(
+            e.contains("flow[0].rate_bps") && e.contains("1 ns clock"),
+            "{e}"
+        );
         let e = bad(&base.replace("to = 2", "to = 9"));
         assert!(e.contains("flow[0].to"), "{e}");
         let e = bad(&base.replace("scheme = \"oos_rlp\"", "scheme = \"oos\""));
