@@ -34,7 +34,11 @@ RULES = {
     "sim.drain_s": ("sim.drain_s", lambda x: x >= 0 and math.isfinite(x)),
     "segment.0.rate_bps": ("segment[0].rate_bps", lambda x: x > 0 and math.isfinite(x)),
     "segment.0.delay_ms": ("segment[0].delay_ms", lambda x: x >= 0 and math.isfinite(x)),
-    "flow.0.rate_bps": ("flow[0].rate_bps", lambda x: x > 0 and math.isfinite(x)),
+    # ... and a packet interval (1000-byte packets) the 1 ns clock can hold.
+    "flow.0.rate_bps": (
+        "flow[0].rate_bps",
+        lambda x: x > 0 and math.isfinite(x) and 1000 * 8.0 / x >= 1e-9,
+    ),
     "flow.0.playback_ms": ("flow[0].playback_ms", lambda x: x > 0),
     "segment.1.error.loss": ("segment[1].error", lambda x: 0 <= x <= 1),
 }
