@@ -25,9 +25,13 @@
 //! header length, `csum_offset` = 16, `gso_type` TCPV4 or TCPV6, `gso_size`. Anything else is
 //! written alone behind a zero virtio header (`GSO_NONE`, no flags).
 
+use mslink_wire::checksum::checksum;
+use mslink_wire::ip::IpPacket;
+use mslink_wire::ipv4::Ipv4Packet;
+use mslink_wire::tcp::TcpPacket;
+
 use crate::gso::{
-    fold, ipv4_header_checksum, pseudo_sum, sum, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6,
-    VNET_HDR_LEN,
+    pseudo, transport_sum, VnetHdr, F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6, VNET_HDR_LEN,
 };
 
 /// Most packets in one GSO write.
@@ -63,43 +67,35 @@ struct Seg {
     payload: usize,
 }
 
-fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
-
 fn seg(p: &[u8]) -> Option<Seg> {
-    let len = p.len();
-    let (v4, l3) = match p.first()? >> 4 {
-        4 => {
-            let ok = len >= 20
-                && p[0] == 0x45
-                && usize::from(be16(p, 2)) == len
-                && be16(p, 6) & 0x3fff == 0
-                && p[9] == TCP;
-            (ok.then_some(true)?, 20)
-        }
-        6 => {
-            let ok = len >= 40 && usize::from(be16(p, 4)) + 40 == len && p[6] == TCP;
-            (ok.then_some(false)?, 40)
-        }
-        _ => return None,
-    };
-    if l3 + 20 > len {
+    let ip = IpPacket::parse(p).ok()?;
+    // Whole packets only: no IPv4 options, no IPv6 extension headers, no fragments, and the
+    // length fields equal to the read.
+    let v4 = ip.version == 4;
+    let plain = ip.header_len == if v4 { 20 } else { 40 };
+    if !plain || ip.is_fragment() || ip.protocol != TCP || ip.header_len + ip.payload_len != p.len()
+    {
         return None;
     }
-    let hl = l3 + usize::from(p[l3 + 12] >> 4) * 4;
-    let flags = p[l3 + 13];
-    if hl < l3 + 20 || hl > len || flags & !PSH != ACK {
+    let l3 = ip.header_len;
+    let t = TcpPacket::new_checked(ip.payload).ok()?;
+    let flags = t.flags();
+    if flags & !PSH != ACK {
         return None;
     }
+    let hl = l3 + t.header_len();
     Some(Seg {
         v4,
         l3,
         hl,
-        seq: u32::from_be_bytes(p[l3 + 4..l3 + 8].try_into().ok()?),
-        id: if v4 { be16(p, 4) } else { 0 },
+        seq: t.seq(),
+        id: if v4 {
+            Ipv4Packet::new_unchecked(p).ident()
+        } else {
+            0
+        },
         flags,
-        payload: len - hl,
+        payload: p.len() - hl,
     })
 }
 
@@ -119,8 +115,7 @@ fn same_headers(a: &[u8], b: &[u8], s: &Seg) -> bool {
 
 /// True if the IPv4 header checksum (if any) and the TCP checksum of `p` verify.
 fn checksums_verify(p: &[u8], s: &Seg) -> bool {
-    (!s.v4 || fold(sum(&p[..20], 0)) == 0xffff)
-        && fold(sum(&p[s.l3..], pseudo_sum(p, TCP, p.len() - s.l3))) == 0xffff
+    (!s.v4 || checksum(&p[..20]) == 0) && transport_sum(p, s.l3, TCP).fold() == 0xffff
 }
 
 /// Plans the next write of `packets` (front first; at least one). See the module contract.
@@ -199,14 +194,13 @@ pub fn plan<'a>(packets: impl IntoIterator<Item = &'a [u8]>, head: &mut Vec<u8>)
     let h = &mut head[VNET_HDR_LEN..];
     if f.v4 {
         h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        let c = ipv4_header_checksum(&h[..20]);
-        h[10..12].copy_from_slice(&c.to_be_bytes());
+        Ipv4Packet::new_unchecked(&mut h[..20]).fill_checksum();
     } else {
         h[4..6].copy_from_slice(&((total - 40) as u16).to_be_bytes());
     }
     let t = f.l3;
     h[t + 13] = last_flags;
-    let ps = fold(pseudo_sum(h, TCP, total - t));
+    let ps = pseudo(h, TCP, total - t).fold();
     h[t + 16..t + 18].copy_from_slice(&ps.to_be_bytes());
     Plan {
         count: n,
@@ -298,8 +292,7 @@ mod tests {
         // A non-contiguous IPv4 identification: alone.
         let mut ids = segs.clone();
         ids[1][5] ^= 0x10;
-        let c = ipv4_header_checksum(&ids[1][..20]);
-        ids[1][10..12].copy_from_slice(&c.to_be_bytes());
+        Ipv4Packet::new_unchecked(&mut ids[1][..20]).fill_checksum();
         assert_eq!(p(&ids, &mut head).count, 1);
     }
 

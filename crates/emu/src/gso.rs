@@ -32,6 +32,9 @@
 //! bytes on whole (the link then refuses or carries them, and the accounting still holds).
 //! Nothing here panics on any input.
 
+use mslink_wire::checksum::{pseudo_header, Sum};
+use mslink_wire::ipv4::Ipv4Packet;
+
 /// Bytes of `struct virtio_net_hdr` (without `num_buffers`).
 pub const VNET_HDR_LEN: usize = 10;
 /// `VIRTIO_NET_HDR_F_NEEDS_CSUM`: the checksum from `csum_start` on is still to be added.
@@ -144,52 +147,28 @@ pub enum Processed {
     Segmented(usize),
 }
 
-/// One's-complement sum (RFC 1071 §4.1) of `data` as big-endian 16-bit words (an odd last
-/// byte is padded with zero), added to `acc`; not folded. `acc` must stay below 2^63.
-///
-/// The bulk is summed as native-endian 32-bit words into a 64-bit accumulator (a loop the
-/// compiler vectorises), folded, and byte-swapped to big-endian order: the one's-complement
-/// sum does not depend on byte order but for that swap (RFC 1071 §2 (B)), and a 32-bit word
-/// is two 16-bit words modulo 0xffff.
-pub fn sum(data: &[u8], acc: u64) -> u64 {
-    let chunks = data.chunks_exact(4);
-    let rest = chunks.remainder();
-    let native: u64 = chunks
-        .map(|c| u64::from(u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
-        .sum();
-    let mut acc = acc + u64::from(u16::from_be(fold(native)));
-    if rest.len() >= 2 {
-        acc += u64::from(u16::from_be_bytes([rest[0], rest[1]]));
-    }
-    if rest.len() % 2 == 1 {
-        acc += u64::from(rest[rest.len() - 1]) << 8;
-    }
-    acc
-}
-
-/// Folds a sum to 16 bits (end-around carry, RFC 1071 §4.1).
-pub fn fold(mut acc: u64) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
-}
-
 /// The pseudo-header sum of an IPv4 or IPv6 packet `ip` for transport protocol `proto` and a
 /// transport length `len` (RFC 793 §3.1, RFC 768, RFC 8200 §8.1). `ip` must hold the whole
 /// fixed IP header.
-pub fn pseudo_sum(ip: &[u8], proto: u8, len: usize) -> u64 {
-    let addrs = if ip[0] >> 4 == 4 {
-        &ip[12..20]
+pub(crate) fn pseudo(ip: &[u8], proto: u8, len: usize) -> Sum {
+    if ip[0] >> 4 == 4 {
+        pseudo_header(&ip[12..16], &ip[16..20], proto, len)
     } else {
-        &ip[8..40]
-    };
-    sum(addrs, u64::from(proto) + len as u64)
+        pseudo_header(&ip[8..24], &ip[24..40], proto, len)
+    }
 }
 
-/// The IPv4 header checksum of `h` with its checksum field taken as zero (RFC 791 §3.1).
-pub fn ipv4_header_checksum(h: &[u8]) -> u16 {
-    !fold(sum(&h[..10], 0) + sum(&h[12..], 0))
+/// The transport checksum of the IP packet `ip` whose transport header starts at `t` (the
+/// checksum field taken as it is: zero it first to compute, keep it to verify).
+pub(crate) fn transport_sum(ip: &[u8], t: usize, proto: u8) -> Sum {
+    let mut s = pseudo(ip, proto, ip.len() - t);
+    s.add(&ip[t..]);
+    s
+}
+
+/// Sets the IPv4 header checksum of `h` (the whole header, options included).
+fn fill_ipv4_checksum(h: &mut [u8]) {
+    Ipv4Packet::new_unchecked(h).fill_checksum();
 }
 
 fn be16(b: &[u8], i: usize) -> u16 {
@@ -294,7 +273,9 @@ fn layout(h: &VnetHdr, p: &[u8]) -> Result<Layout, OffloadError> {
 /// Completes a partial checksum in place, as `skb_checksum_help` does: the sum from `start`
 /// to the end, the field's partial sum included where it lies, goes in the field.
 fn complete(p: &mut [u8], start: usize, at: usize) {
-    let c = !fold(sum(&p[start..], 0));
+    let mut sum = Sum::default();
+    sum.add(&p[start..]);
+    let c = sum.checksum();
     put16(p, at, if c == 0 { 0xffff } else { c });
 }
 
@@ -358,8 +339,7 @@ pub fn process(
                 if l.v4 {
                     put16(s, 2, seg_len as u16);
                     put16(s, 4, id0.wrapping_add(k as u16));
-                    let c = ipv4_header_checksum(&s[..l.l3]);
-                    put16(s, 10, c);
+                    fill_ipv4_checksum(&mut s[..l.l3]);
                 } else {
                     put16(s, 4, (seg_len - 40) as u16);
                 }
@@ -374,12 +354,12 @@ pub fn process(
                         s[t + 13] &= !TCP_CWR;
                     }
                     put16(s, t + 16, 0);
-                    let c = !fold(sum(&s[t..], pseudo_sum(s, TCP, seg_len - t)));
+                    let c = transport_sum(s, t, TCP).checksum();
                     put16(s, t + 16, c);
                 } else {
                     put16(s, t + 4, (seg_len - t) as u16);
                     put16(s, t + 6, 0);
-                    let c = !fold(sum(&s[t..], pseudo_sum(s, UDP, seg_len - t)));
+                    let c = transport_sum(s, t, UDP).checksum();
                     put16(s, t + 6, if c == 0 { 0xffff } else { c });
                 }
                 emit(s);
@@ -471,7 +451,7 @@ pub(crate) mod tests {
         };
         let l3 = p.len();
         p.extend_from_slice(&t);
-        let c = !fold(sum(&p[l3..], pseudo_sum(&p, TCP, t.len())));
+        let c = transport_sum(&p, l3, TCP).checksum();
         p[l3 + 16..l3 + 18].copy_from_slice(&c.to_be_bytes());
         assert!(verifies(&p));
         p
@@ -484,7 +464,7 @@ pub(crate) mod tests {
         let l3 = if v6 { 40 } else { 20 };
         let mut p = super_packet.to_vec();
         let tl = p.len() - l3;
-        let ps = fold(pseudo_sum(&p, TCP, tl));
+        let ps = pseudo(&p, TCP, tl).fold();
         p[l3 + 16..l3 + 18].copy_from_slice(&ps.to_be_bytes());
         let h = VnetHdr {
             flags: F_NEEDS_CSUM,
@@ -507,14 +487,6 @@ pub(crate) mod tests {
 
     fn payload(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
-    }
-
-    #[test]
-    fn sum_matches_rfc1071_on_odd_lengths() {
-        for n in 0..40 {
-            let d = payload(n);
-            assert_eq!(!fold(sum(&d, 0)), rfc1071(&[&d[..]]), "{n}");
-        }
     }
 
     #[test]
@@ -558,7 +530,7 @@ pub(crate) mod tests {
     fn partial_checksum_is_completed() {
         let p = tcp(false, 1, 2, 0, &payload(99));
         let mut partial = p.clone();
-        let ps = fold(pseudo_sum(&p, TCP, p.len() - 20));
+        let ps = pseudo(&p, TCP, p.len() - 20).fold();
         partial[36..38].copy_from_slice(&ps.to_be_bytes());
         let h = VnetHdr {
             flags: F_NEEDS_CSUM,
@@ -660,16 +632,6 @@ pub(crate) mod tests {
                 got.extend_from_slice(&s[l3 + 32..]);
             }
             proptest::prop_assert_eq!(got, data);
-        }
-
-        /// The fast sum agrees with RFC 1071's loop on any bytes, from any starting sum.
-        #[test]
-        fn sum_agrees_with_rfc1071(
-            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..3000),
-            start in 0u16..=0xffff,
-        ) {
-            let want = rfc1071(&[&start.to_be_bytes()[..], &bytes]);
-            proptest::prop_assert_eq!(!fold(sum(&bytes, u64::from(start))), want);
         }
 
         /// Arbitrary bytes never panic, and an error emits nothing.

@@ -4,12 +4,12 @@
 //! service. Fields: IP version, DS field codepoint (DSCP, the six high bits of IPv4 TOS or IPv6
 //! traffic class — 004 §V.A classifies on it because it stays visible under IPsec), IP
 //! protocol (the upper-layer protocol after IPv6 extension headers), and source, destination
-//! or either port for TCP, UDP, UDP-Lite and SCTP. Fragments other than an IPv4 first fragment
-//! carry no ports, so port rules never match them. A packet no rule matches goes to the default
+//! or either port for TCP, UDP, UDP-Lite and SCTP. Fragments other than a first fragment (IPv4
+//! or IPv6) carry no ports, so port rules never match them. A packet no rule matches goes to the default
 //! service; so does a packet that is not valid IPv4 or IPv6, and [`Classification::malformed`]
 //! says so, for the caller to count. Parsing never panics.
 
-use etherparse::IpSlice;
+use mslink_wire::ip::IpPacket;
 
 /// An inclusive port range; a single port is `lo == hi`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -193,28 +193,16 @@ pub struct FlowKey {
 impl FlowKey {
     /// Reads the fields from an IP packet; `None` if it is not valid IPv4 or IPv6.
     pub fn parse(packet: &[u8]) -> Option<FlowKey> {
-        let ip = IpSlice::from_slice(packet).ok()?;
-        let (ip_version, dscp, first_fragment) = match &ip {
-            IpSlice::Ipv4(v4) => {
-                let h = v4.header();
-                (4, h.dcp().value(), h.fragments_offset().value() == 0)
-            }
-            IpSlice::Ipv6(v6) => (
-                6,
-                v6.header().traffic_class() >> 2,
-                !v6.is_payload_fragmented(),
-            ),
-        };
-        let payload = ip.payload();
-        let protocol = payload.ip_number.0;
-        let has_ports = matches!(protocol, 6 | 17 | 132 | 136);
-        let ports = (has_ports && first_fragment && payload.payload.len() >= 4).then(|| {
-            let p = payload.payload;
+        let ip = IpPacket::parse(packet).ok()?;
+        let has_ports = matches!(ip.protocol, 6 | 17 | 132 | 136);
+        let p = ip.payload;
+        let ports = (has_ports && ip.is_first_fragment() && p.len() >= 4).then(|| {
             (
                 u16::from_be_bytes([p[0], p[1]]),
                 u16::from_be_bytes([p[2], p[3]]),
             )
         });
+        let (ip_version, dscp, protocol) = (ip.version, ip.dscp(), ip.protocol);
         Some(FlowKey {
             ip_version,
             dscp,

@@ -1,6 +1,6 @@
 //! mslink-link: the multi-service link layer engine of papers 004 and 003.
 //!
-//! Contract: sans-IO throughout (DESIGN.md rule 1). No module reads a clock, sleeps, spawns
+//! Contract: sans-IO throughout (docs/architecture.md rule 1). No module reads a clock, sleeps, spawns
 //! threads, opens sockets or files; time comes in as [`time::Instant`], bytes go in and out
 //! through method calls. The simulator, the emulator and the tunnel drive the same state
 //! machines.

@@ -1,7 +1,7 @@
 //! The multi-service link (004 §IV, Fig. 11): classifier, services, scheduler, mux and demux.
 //!
 //! Contract. One `MultiServiceLink` is one end of a wireless hop, sans-IO like every machine
-//! here (DESIGN.md rule 2):
+//! here (docs/architecture.md rule 2):
 //!
 //! * from above, `handle_packet(now, packet)`: the classifier picks a service, the packet is
 //!   cut into SDUs that fit a frame, and the service queues them; a refusal (too large, queue

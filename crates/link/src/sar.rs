@@ -1,4 +1,4 @@
-//! Link-level segmentation and reassembly (DESIGN.md "Frames": an IP packet may span several
+//! Link-level segmentation and reassembly (docs/architecture.md, "Frames": an IP packet may span several
 //! link frames; 004's HSCSD link uses 100-byte frames).
 //!
 //! Contract. [`segment`] cuts a packet into SDUs of at most `max` bytes marked with their

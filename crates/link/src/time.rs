@@ -1,4 +1,4 @@
-//! Our own time: [`Instant`] and [`Duration`] as `u64` nanoseconds (DESIGN.md rule 3).
+//! Our own time: [`Instant`] and [`Duration`] as `u64` nanoseconds (docs/architecture.md rule 3).
 //!
 //! Contract: both types are plain integers, constructible from any value, so a simulator can
 //! start at any instant and an emulator can map its monotonic clock onto them. Arithmetic

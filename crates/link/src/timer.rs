@@ -1,4 +1,4 @@
-//! A small table of timers indexed by an enum (DESIGN.md rule 2).
+//! A small table of timers indexed by an enum (docs/architecture.md rule 2).
 //!
 //! Contract: each state machine names its timers with a `#[repr(usize)]`-like enum and keeps a
 //! `Timers<N>`. Arming replaces the previous deadline; [`Timers::next`] is what the machine

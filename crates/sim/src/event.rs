@@ -1,4 +1,4 @@
-//! The event queue: a binary heap of (time, sequence number) (DESIGN.md rule 4).
+//! The event queue: a binary heap of (time, sequence number) (docs/architecture.md rule 4).
 //!
 //! Contract: events pop in time order; events at the same time pop in the order they were
 //! scheduled (the sequence number breaks ties), so a run is a pure function of its inputs.

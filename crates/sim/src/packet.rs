@@ -6,6 +6,9 @@
 //! ns — padded to the requested size. [`stamp`] reads the stamp back, or `None` for anything
 //! that is not one of ours. Node `i` has address 10.0.0.(i+1).
 
+use mslink_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use mslink_wire::udp::{self, UdpPacket, UdpRepr};
+
 /// IPv4 + UDP headers + stamp.
 pub const MIN_PACKET: usize = 20 + 8 + 16;
 
@@ -31,19 +34,25 @@ pub fn build(out: &mut Vec<u8>, len: usize, from: usize, to: usize, dscp: u8, po
     let len = len.max(MIN_PACKET);
     out.clear();
     out.resize(len, 0);
-    out[0] = 0x45;
-    out[1] = dscp << 2;
-    out[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    out[6] = 0x40; // don't fragment
-    out[8] = 64;
-    out[9] = 17;
-    out[12..16].copy_from_slice(&address(from));
-    out[16..20].copy_from_slice(&address(to));
-    let sum = checksum(&out[..20]);
-    out[10..12].copy_from_slice(&sum.to_be_bytes());
-    out[20..22].copy_from_slice(&(40000 + s.flow as u16).to_be_bytes());
-    out[22..24].copy_from_slice(&port.to_be_bytes());
-    out[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+    let ip = Ipv4Repr {
+        src: address(from),
+        dst: address(to),
+        protocol: 17,
+        ttl: 64,
+        tos: dscp << 2,
+        ident: 0,
+        dont_frag: true,
+        reserved_flag: false,
+        payload_len: len - ipv4::HEADER_LEN,
+    };
+    ip.emit(&mut Ipv4Packet::new_unchecked(&mut out[..]));
+    let udp = UdpRepr {
+        src_port: 40000 + s.flow as u16,
+        dst_port: port,
+        payload_len: len - ipv4::HEADER_LEN - udp::HEADER_LEN,
+        checksum: 0,
+    };
+    udp.emit(&mut UdpPacket::new_unchecked(&mut out[ipv4::HEADER_LEN..]));
     out[28..32].copy_from_slice(&s.flow.to_be_bytes());
     out[32..36].copy_from_slice(&s.seq.to_be_bytes());
     out[36..44].copy_from_slice(&s.sent_ns.to_be_bytes());
@@ -68,17 +77,6 @@ pub fn destination(p: &[u8]) -> Option<usize> {
     n.checked_sub(1)
 }
 
-fn checksum(h: &[u8]) -> u16 {
-    let mut sum: u32 = h
-        .chunks(2)
-        .map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32)
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,7 +98,11 @@ mod tests {
             },
         );
         assert_eq!(p.len(), 100);
-        assert_eq!(checksum(&p[..20]), 0, "header checksum verifies");
+        assert_eq!(
+            mslink_wire::checksum::checksum(&p[..20]),
+            0,
+            "header checksum verifies"
+        );
         assert_eq!(
             stamp(&p),
             Some(Stamp {

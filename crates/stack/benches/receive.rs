@@ -5,8 +5,8 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mslink_link::Instant;
-use mslink_stack::checksum::{copy_and_sum, copy_then_sum, Sum};
 use mslink_stack::{Architecture, Stack, StackConfig, UdpConn};
+use mslink_wire::checksum::{copy_and_sum, copy_then_sum, Sum};
 
 const CONNS: u16 = 1000;
 

@@ -8,25 +8,17 @@
 //! protocol stack above (002's "protocol identifier"). A DAA demux is one map lookup on
 //! (inner type, application id): the single demultiplexing point of the whole stack. Frames are
 //! padded to the 60-byte minimum on send; the layer above trims the padding on receive. The
-//! header layouts themselves are [`crate::header::eth`]'s views and reprs.
+//! header layouts themselves are [`mslink_wire::eth`]'s views and reprs.
 
 use std::collections::HashMap;
 
-use crate::header::eth::{DaaFrame, DaaRepr, EthFrame, EthRepr};
 use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
 };
+use mslink_wire::eth::{DaaFrame, DaaRepr, EthFrame, EthRepr};
 
-/// Length of the plain Ethernet header.
-pub const ETH_HDR_LEN: usize = 14;
-/// Length of the DAA-extended Ethernet header (002 §4.2.1: two added 4-byte fields, plus the
-/// inner type).
-pub const ETH_DAA_HDR_LEN: usize = 24;
-/// The ethertype that marks a DAA-extended header (IEEE 802 local experimental ethertype 1).
-pub const ETHERTYPE_DAA: u16 = 0x88B5;
-/// IPv4's ethertype.
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
+pub use mslink_wire::eth::{ETHERTYPE_DAA, ETHERTYPE_IPV4, ETH_DAA_HDR_LEN, ETH_HDR_LEN};
 /// Minimum Ethernet frame length without the FCS.
 pub const ETH_MIN_FRAME: usize = 60;
 /// The broadcast station address.

@@ -1,5 +1,5 @@
 //! The protocol graph and the three receive architectures (002 §3, §4), behind the sans-IO shape
-//! of DESIGN.md rule 2.
+//! of docs/architecture.md rule 2.
 //!
 //! Contract: a [`Stack`] is assembled once, at start-up, from protocol objects and the edges
 //! "upper is reached from lower under number n" ([`GraphBuilder`]). The bottom anchor is the

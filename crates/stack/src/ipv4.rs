@@ -6,18 +6,18 @@
 //! IHL, total length against the bytes present, header checksum, no fragment, protocol and
 //! destination match the session), trims link padding to the total length, strips the header and
 //! leaves the addresses in the receive context for the pseudo-header of the layer above. The
-//! header layout is [`crate::header::ipv4`]'s view and repr.
+//! header layout is [`mslink_wire::ipv4`]'s view and repr.
 
 use std::collections::HashMap;
 
-use crate::header::ipv4::{Ipv4Packet, Ipv4Repr};
 use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
 };
+use mslink_wire::ipv4::{Ipv4Packet, Ipv4Repr};
 
 /// Length of an IPv4 header without options.
-pub const IPV4_HDR_LEN: usize = crate::header::ipv4::HEADER_LEN;
+pub const IPV4_HDR_LEN: usize = mslink_wire::ipv4::HEADER_LEN;
 /// UDP's IP protocol number.
 pub const IPPROTO_UDP: u8 = 17;
 /// Default time to live of datagrams we send.

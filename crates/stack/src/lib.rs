@@ -5,18 +5,17 @@
 //! 001 §I, 000 §III).
 //!
 //! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`graph`],
-//! [`demux_key`], [`checksum`], and the wire formats of [`header`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
-//! time as [`mslink_link::Instant`] arguments. Devices drive it from outside: [`wire`] (in-memory)
+//! [`demux_key`]) is sans-IO (docs/architecture.md, rule 1): bytes in and out by method calls,
+//! time as [`mslink_link::Instant`] arguments. Header layouts and the Internet checksum with
+//! its integrated copy-and-checksum are `mslink_wire`'s, shared with every other crate. Devices drive it from outside: [`wire`] (in-memory)
 //! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
 #![warn(missing_docs)]
 
 #[cfg(target_os = "linux")]
 pub mod afpacket;
-pub mod checksum;
 pub mod demux_key;
 pub mod eth;
 pub mod graph;
-pub mod header;
 pub mod ipv4;
 pub mod msg;
 pub mod proto;

@@ -12,8 +12,8 @@
 //! every pop along the path (002 §4.2). Send: [`Protocol::push`] prepends this layer's header.
 //! A malformed header is an `Err(DropReason)`, never a panic.
 
-use crate::checksum::Sum;
 use crate::msg::Message;
+use mslink_wire::checksum::Sum;
 
 /// Index of a protocol in a graph.
 pub type ProtoId = usize;
@@ -41,6 +41,19 @@ pub enum DropReason {
     Unsupported,
     /// A DAA priority queue was full.
     QueueFull,
+}
+
+impl From<mslink_wire::WireError> for DropReason {
+    fn from(e: mslink_wire::WireError) -> Self {
+        use mslink_wire::WireError;
+        match e {
+            WireError::Truncated => DropReason::Truncated,
+            WireError::Malformed => DropReason::BadHeader,
+            WireError::BadLength => DropReason::BadLength,
+            WireError::BadChecksum => DropReason::BadChecksum,
+            WireError::Unsupported => DropReason::Unsupported,
+        }
+    }
 }
 
 impl DropReason {
@@ -133,12 +146,12 @@ impl RxCtx {
 // Kept out of line so each variant is compiled as it is in the stand-alone benchmark.
 #[inline(never)]
 fn one_pass(src: &[u8], dst: &mut [u8], sum: &mut Sum) {
-    crate::checksum::copy_and_sum(src, dst, sum)
+    mslink_wire::checksum::copy_and_sum(src, dst, sum)
 }
 
 #[inline(never)]
 fn two_pass(src: &[u8], dst: &mut [u8], sum: &mut Sum) {
-    crate::checksum::copy_then_sum(src, dst, sum)
+    mslink_wire::checksum::copy_then_sum(src, dst, sum)
 }
 
 /// How a session is opened.

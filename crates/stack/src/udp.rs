@@ -7,20 +7,20 @@
 //! summing it (one pass with ILP, copy then sum without) and drops the datagram on a mismatch.
 //! With the checksum off (as in 002 §5.2's measurements) the payload is left for the top anchor
 //! to copy. Push writes the header and, when enabled, the checksum over the pseudo-header. The
-//! header layout is [`crate::header::udp`]'s view and repr.
+//! header layout is [`mslink_wire::udp`]'s view and repr.
 
 use std::collections::HashMap;
 
-use crate::checksum::Sum;
-use crate::header::udp::{UdpPacket, UdpRepr};
 use crate::ipv4::IPPROTO_UDP;
 use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
 };
+use mslink_wire::checksum::Sum;
+use mslink_wire::udp::{UdpPacket, UdpRepr};
 
 /// Length of the UDP header.
-pub const UDP_HDR_LEN: usize = crate::header::udp::HEADER_LEN;
+pub const UDP_HDR_LEN: usize = mslink_wire::udp::HEADER_LEN;
 
 #[derive(Clone, Debug)]
 struct UdpSession {

@@ -1,5 +1,5 @@
 //! Malformed frames at every layer are dropped and counted under that layer, in every
-//! architecture, and no input makes the receive path panic (DESIGN.md rule 6).
+//! architecture, and no input makes the receive path panic (docs/architecture.md rule 6).
 
 use mslink_link::Instant;
 use mslink_stack::proto::DropReason;
@@ -152,7 +152,7 @@ fn each_layer_drops_its_malformed_headers() {
 
 fn refix_ip(h: &mut [u8]) {
     h[10..12].copy_from_slice(&[0, 0]);
-    let c = mslink_stack::checksum::checksum(h);
+    let c = mslink_wire::checksum::checksum(h);
     h[10..12].copy_from_slice(&c.to_be_bytes());
 }
 

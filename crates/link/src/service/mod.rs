@@ -1,6 +1,6 @@
 //! Recovery services: one sans-IO state machine per scheme of 004 §III and 003 §3-4.
 //!
-//! Contract (DESIGN.md rule 2). A service is one end of a *virtual link* (004 §IV) and plays
+//! Contract (docs/architecture.md rule 2). A service is one end of a *virtual link* (004 §IV) and plays
 //! both roles: it sends the SDUs handed to it and receives its peer's frames. The driver calls,
 //! in any interleaving but with non-decreasing `now`:
 //!

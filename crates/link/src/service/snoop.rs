@@ -28,7 +28,8 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use etherparse::{IpNumber, LaxIpSlice, TcpHeaderSlice};
+use mslink_wire::ip::IpPacket;
+use mslink_wire::tcp::{self, TcpPacket};
 
 use super::raw::{Raw, RawConfig};
 use super::{Delivery, Sdu, Service, ServiceStats};
@@ -112,42 +113,27 @@ struct TcpView {
 /// Reads the TCP fields of an IPv4/IPv6 packet, or of the first fragment of one (the link
 /// may cut a packet into frames; the headers sit in the first).
 fn tcp_view(packet: &[u8]) -> Option<TcpView> {
-    let (ip, _) = LaxIpSlice::from_slice(packet).ok()?;
-    let (src, dst, total_payload) = match &ip {
-        LaxIpSlice::Ipv4(v4) => {
-            let h = v4.header();
-            if h.fragments_offset().value() != 0 {
-                return None;
-            }
-            let mut s = [0; 16];
-            let mut d = [0; 16];
-            s[..4].copy_from_slice(&h.source());
-            d[..4].copy_from_slice(&h.destination());
-            let len = usize::from(h.total_len()).checked_sub(h.slice().len())?;
-            (s, d, len)
-        }
-        LaxIpSlice::Ipv6(v6) => {
-            let h = v6.header();
-            (h.source(), h.destination(), usize::from(h.payload_length()))
-        }
-    };
-    let payload = ip.payload();
-    if payload.ip_number != IpNumber::TCP {
+    let ip = IpPacket::parse_lax(packet).ok()?;
+    if ip.protocol != 6 || !ip.is_first_fragment() {
         return None;
     }
-    let tcp = TcpHeaderSlice::from_slice(payload.payload).ok()?;
-    let hl = usize::from(tcp.data_offset()) * 4;
+    let mut src = [0; 16];
+    let mut dst = [0; 16];
+    src[..ip.src.len()].copy_from_slice(ip.src);
+    dst[..ip.dst.len()].copy_from_slice(ip.dst);
+    let t = TcpPacket::new_checked(ip.payload).ok()?;
+    let flags = t.flags();
     Some(TcpView {
         key: ConnKey {
             src,
             dst,
-            sport: tcp.source_port(),
-            dport: tcp.destination_port(),
+            sport: t.src_port(),
+            dport: t.dst_port(),
         },
-        seq: tcp.sequence_number(),
-        ack: tcp.ack().then(|| tcp.acknowledgment_number()),
-        payload_len: total_payload.saturating_sub(hl) as u32,
-        syn_fin: tcp.syn() || tcp.fin(),
+        seq: t.seq(),
+        ack: (flags & tcp::ACK != 0).then(|| t.ack_number()),
+        payload_len: ip.payload_len.saturating_sub(t.header_len()) as u32,
+        syn_fin: flags & (tcp::SYN | tcp::FIN) != 0,
     })
 }
 

@@ -1,7 +1,7 @@
 //! TCP for the simulator: Reno, NewReno and SACK senders, a receiver with optional delayed
 //! ACKs, and the RFC 6298 retransmission timer, as sans-IO state machines.
 //!
-//! Contract. Every machine follows DESIGN.md rule 2: inputs `handle_*(now, ..)` and
+//! Contract. Every machine follows docs/architecture.md rule 2: inputs `handle_*(now, ..)` and
 //! `handle_timeout(now)` (a call with nothing due does nothing), outputs `poll_transmit(now)`
 //! (one segment per call, `None` when nothing may be sent) and `poll_timeout()`, plus
 //! `stats()`. A driver calls, after any input: `poll_transmit` until `None`, then

@@ -11,6 +11,10 @@
 
 use std::fmt;
 
+use mslink_wire::checksum::Sum;
+use mslink_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use mslink_wire::tcp::{self, write_option, TcpOption, TcpPacket, TcpRepr};
+
 /// SACK blocks carried per ACK: three, as when timestamps share the option space (RFC 2018
 /// §3); the same count Linux and ns-2 send.
 pub const MAX_SACK_BLOCKS: usize = 3;
@@ -196,120 +200,110 @@ pub fn packet_len(s: &Segment) -> usize {
 /// Writes the IPv4/TCP packet of `s` into `out` (cleared first).
 pub fn emit(s: &Segment, e: &Endpoints, out: &mut Vec<u8>) {
     let th = tcp_header_len(s);
-    let total = 20 + th + s.len as usize;
+    let total = ipv4::HEADER_LEN + th + s.len as usize;
     out.clear();
     out.resize(total, 0);
     // IPv4 (RFC 791), no options, don't fragment.
-    out[0] = 0x45;
-    out[1] = e.dscp << 2;
-    out[2..4].copy_from_slice(&(total.min(65_535) as u16).to_be_bytes());
-    out[6] = 0x40;
-    out[8] = 64;
-    out[9] = 6;
-    out[12..16].copy_from_slice(&e.src);
-    out[16..20].copy_from_slice(&e.dst);
-    let ip = fold(sum16(&out[..20], 0));
-    out[10..12].copy_from_slice(&(!ip).to_be_bytes());
+    Ipv4Repr {
+        src: e.src,
+        dst: e.dst,
+        protocol: 6,
+        ttl: 64,
+        tos: e.dscp << 2,
+        ident: 0,
+        dont_frag: true,
+        reserved_flag: false,
+        payload_len: th + s.len as usize,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut out[..]));
     // TCP (RFC 9293 §3.1).
-    let t = &mut out[20..20 + th];
-    t[0..2].copy_from_slice(&e.sport.to_be_bytes());
-    t[2..4].copy_from_slice(&e.dport.to_be_bytes());
-    t[4..8].copy_from_slice(&(s.seq as u32).to_be_bytes());
-    t[8..12].copy_from_slice(&(s.ack as u32).to_be_bytes());
-    t[12] = ((th / 4) as u8) << 4;
-    t[13] = s.flags;
-    let win = (s.window >> e.shift).min(65_535) as u16;
-    t[14..16].copy_from_slice(&win.to_be_bytes());
+    let mut t = TcpPacket::new_unchecked(&mut out[ipv4::HEADER_LEN..ipv4::HEADER_LEN + th]);
+    TcpRepr {
+        src_port: e.sport,
+        dst_port: e.dport,
+        seq: s.seq as u32,
+        ack: s.ack as u32,
+        flags: s.flags,
+        window: (s.window >> e.shift).min(65_535) as u16,
+        urgent: 0,
+        options_len: th - tcp::HEADER_LEN,
+    }
+    .emit(&mut t);
+    let o = t.options_mut();
+    let mut at = 0;
     if s.sack_len > 0 {
         // RFC 2018 §3: two NOPs then kind 5, length 2 + 8n, the blocks' edges.
-        t[20] = 1;
-        t[21] = 1;
-        t[22] = 5;
-        t[23] = 2 + 8 * s.sack_len;
+        let mut blocks = [0u8; 8 * MAX_SACK_BLOCKS];
         for (i, &(a, b)) in s.sack_blocks().iter().enumerate() {
-            let o = 24 + 8 * i;
-            t[o..o + 4].copy_from_slice(&(a as u32).to_be_bytes());
-            t[o + 4..o + 8].copy_from_slice(&(b as u32).to_be_bytes());
+            blocks[8 * i..8 * i + 4].copy_from_slice(&(a as u32).to_be_bytes());
+            blocks[8 * i + 4..8 * i + 8].copy_from_slice(&(b as u32).to_be_bytes());
         }
+        at += write_option(&mut o[at..], &TcpOption::Nop);
+        at += write_option(&mut o[at..], &TcpOption::Nop);
+        let n = 8 * s.sack_len as usize;
+        at += write_option(&mut o[at..], &TcpOption::Sack(&blocks[..n]));
     }
     if let Some(x) = s.xcp {
         // Two NOPs keep the 14-byte option's fields 32-bit aligned.
-        let o = sack_options_end(s);
-        t[o] = 1;
-        t[o + 1] = 1;
-        t[o + 2] = XCP_KIND;
-        t[o + 3] = XCP_LEN as u8;
-        t[o + 4..o + 8].copy_from_slice(&x.cwnd.to_be_bytes());
-        t[o + 8..o + 12].copy_from_slice(&x.rtt_us.to_be_bytes());
-        t[o + 12..o + 16].copy_from_slice(&x.feedback.to_be_bytes());
+        let mut d = [0u8; XCP_LEN - 2];
+        d[0..4].copy_from_slice(&x.cwnd.to_be_bytes());
+        d[4..8].copy_from_slice(&x.rtt_us.to_be_bytes());
+        d[8..12].copy_from_slice(&x.feedback.to_be_bytes());
+        at += write_option(&mut o[at..], &TcpOption::Nop);
+        at += write_option(&mut o[at..], &TcpOption::Nop);
+        write_option(&mut o[at..], &TcpOption::Unknown(XCP_KIND, &d));
     }
-    // Pseudo-header (RFC 9293 §3.1): addresses, protocol, TCP length. The payload is zeros.
-    let mut acc = sum16(&e.src, 0);
-    acc = sum16(&e.dst, acc);
-    acc += 6 + (th + s.len as usize) as u32;
-    acc = sum16(&out[20..20 + th], acc);
-    let c = !fold(acc);
-    out[36..38].copy_from_slice(&c.to_be_bytes());
+    // Pseudo-header (RFC 9293 §3.1); the payload is zeros, which add nothing to the sum.
+    t.fill_checksum(&e.src, &e.dst, th + s.len as usize, Sum::default());
 }
 
 /// Reads the wire fields of an IPv4/TCP packet.
 pub fn parse(p: &[u8]) -> Result<WireSegment, ParseError> {
-    if p.len() < 20 {
+    if p.len() < ipv4::HEADER_LEN {
         return Err(ParseError::Truncated);
     }
     if p[0] != 0x45 || p[9] != 6 {
         return Err(ParseError::NotTcp);
     }
-    let total = u16::from_be_bytes([p[2], p[3]]) as usize;
-    if total < 40 || p.len() < total {
+    let ip = Ipv4Packet::new_checked(p).map_err(|_| ParseError::NotTcp)?;
+    let total = ip.total_len() as usize;
+    if total < ipv4::HEADER_LEN + tcp::HEADER_LEN || p.len() < total {
         return Err(ParseError::Truncated);
     }
-    let t = &p[20..total];
-    let th = (t[12] >> 4) as usize * 4;
-    if th < 20 || th > t.len() {
-        return Err(ParseError::BadHeader);
-    }
-    let be16 = |o: usize| u16::from_be_bytes([t[o], t[o + 1]]);
-    let be32 = |o: usize| u32::from_be_bytes([t[o], t[o + 1], t[o + 2], t[o + 3]]);
+    let t =
+        TcpPacket::new_checked(&p[ipv4::HEADER_LEN..total]).map_err(|_| ParseError::BadHeader)?;
     let mut w = WireSegment {
-        sport: be16(0),
-        dport: be16(2),
-        seq: be32(4),
-        ack: be32(8),
-        flags: t[13],
-        window: be16(14),
-        len: (t.len() - th) as u32,
+        sport: t.src_port(),
+        dport: t.dst_port(),
+        seq: t.seq(),
+        ack: t.ack_number(),
+        flags: t.flags(),
+        window: t.window(),
+        len: t.payload().len() as u32,
         ..WireSegment::default()
     };
-    let mut o = 20;
-    while o < th {
-        match t[o] {
-            0 => break,
-            1 => o += 1,
-            kind => {
-                let l = *t.get(o + 1).ok_or(ParseError::BadHeader)? as usize;
-                if l < 2 || o + l > th {
-                    return Err(ParseError::BadHeader);
-                }
-                if kind == XCP_KIND && l == XCP_LEN {
-                    w.xcp = Some(XcpField {
-                        cwnd: be32(o + 2),
-                        rtt_us: be32(o + 6),
-                        feedback: be32(o + 10) as i32,
-                    });
-                }
-                if kind == 5 {
-                    if (l - 2) % 8 != 0 {
-                        return Err(ParseError::BadHeader);
-                    }
-                    for b in 0..((l - 2) / 8).min(MAX_SACK_BLOCKS) {
-                        let q = o + 2 + 8 * b;
-                        w.sack[b] = (be32(q), be32(q + 4));
-                        w.sack_len += 1;
-                    }
-                }
-                o += l;
+    for o in t.options() {
+        match o.map_err(|_| ParseError::BadHeader)? {
+            TcpOption::Unknown(XCP_KIND, d) if d.len() == XCP_LEN - 2 => {
+                let be32 = |i: usize| u32::from_be_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
+                w.xcp = Some(XcpField {
+                    cwnd: be32(0),
+                    rtt_us: be32(4),
+                    feedback: be32(8) as i32,
+                });
             }
+            TcpOption::Sack(d) => {
+                for (b, edges) in TcpOption::Sack(d)
+                    .sack_blocks()
+                    .take(MAX_SACK_BLOCKS)
+                    .enumerate()
+                {
+                    w.sack[b] = edges;
+                    w.sack_len += 1;
+                }
+            }
+            TcpOption::Unknown(tcp::kind::SACK, _) => return Err(ParseError::BadHeader),
+            _ => {}
         }
     }
     Ok(w)
@@ -322,48 +316,26 @@ pub fn set_xcp_feedback(p: &mut [u8], feedback: i32) -> bool {
         return false;
     }
     let total = u16::from_be_bytes([p[2], p[3]]) as usize;
-    let th = (p[32] >> 4) as usize * 4;
-    let mut o = 40;
-    while o < 20 + th {
-        match p[o] {
-            0 => return false,
-            1 => o += 1,
-            kind => {
-                let l = p[o + 1] as usize;
-                if kind == XCP_KIND && l == XCP_LEN {
-                    p[o + 10..o + 14].copy_from_slice(&feedback.to_be_bytes());
-                    break;
-                }
-                o += l.max(2);
+    let (ip, rest) = p[..total].split_at_mut(ipv4::HEADER_LEN);
+    let mut t = TcpPacket::new_unchecked(rest);
+    // Where the XCP option's data starts, from the start of the options.
+    let mut at = 0;
+    let mut found = None;
+    for o in t.options() {
+        match o {
+            Ok(TcpOption::Unknown(XCP_KIND, d)) if d.len() == XCP_LEN - 2 => {
+                found = Some(at + 2);
+                break;
             }
+            Ok(o) => at += o.buffer_len(),
+            Err(_) => return false,
         }
     }
-    p[36] = 0;
-    p[37] = 0;
-    let mut acc = sum16(&p[12..20], 0);
-    acc += 6 + (total - 20) as u32;
-    acc = sum16(&p[20..total], acc);
-    let c = !fold(acc);
-    p[36..38].copy_from_slice(&c.to_be_bytes());
+    let Some(d) = found else { return false };
+    t.options_mut()[d + 8..d + 12].copy_from_slice(&feedback.to_be_bytes());
+    let (src, dst) = (&ip[ipv4::field::SRC], &ip[ipv4::field::DST]);
+    t.fill_checksum(src, dst, total - ipv4::HEADER_LEN, Sum::default());
     true
-}
-
-fn sum16(b: &[u8], mut acc: u32) -> u32 {
-    let mut c = b.chunks_exact(2);
-    for w in &mut c {
-        acc += u16::from_be_bytes([w[0], w[1]]) as u32;
-    }
-    if let [x] = c.remainder() {
-        acc += (*x as u32) << 8;
-    }
-    acc
-}
-
-fn fold(mut acc: u32) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
 }
 
 #[cfg(test)]

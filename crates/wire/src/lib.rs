@@ -1,6 +1,8 @@
-//! Wire formats of the stack's headers as zero-copy views and plain representations
-//! (DESIGN.md rule 5): Ethernet II and its DAA extension ([`eth`]), IPv4 ([`ipv4`]) and UDP
-//! ([`udp`]).
+//! Wire formats as zero-copy views and plain representations, one implementation for every
+//! crate of mslink: Ethernet II and its DAA extension of 002 §4.2.1 ([`eth`]), IPv4 ([`ipv4`],
+//! RFC 791), IPv6 ([`ipv6`], RFC 8200), either of them ([`ip`]), UDP ([`udp`], RFC 768), TCP
+//! ([`tcp`], RFC 9293 with the options of RFC 7323 and RFC 2018), and the Internet checksum
+//! ([`checksum`], RFC 1071) with its integrated copy-and-checksum variant (002 §2.2).
 //!
 //! Contract. Each format has a view `Xxx<T: AsRef<[u8]>>` over a buffer that starts at the
 //! header, with each field's byte range a `const` in the format's `field` module. `new_checked`
@@ -9,15 +11,18 @@
 //! never panic; `new_unchecked` is for buffers the caller has sized (emitting). Views over
 //! `AsMut<[u8]>` also have setters. A `XxxRepr` holds the header's values: `parse` (from a
 //! checked view; validates what the protocol requires), `emit` (into a view of at least
-//! `buffer_len()` bytes) and `buffer_len`. Unknown codepoints (ethertypes, protocols, flags) are
-//! kept, never rejected here: whether a value is acceptable is the protocol's decision.
-//! Failures are the small `Copy` [`WireError`], which converts into the stack's [`DropReason`].
+//! `buffer_len()` bytes) and `buffer_len`. Unknown codepoints (ethertypes, protocols, flags,
+//! options) are kept, never rejected here: whether a value is acceptable is the caller's
+//! decision (docs/architecture.md, "Wire formats"). Failures are the small `Copy` [`WireError`].
+//! Nothing here allocates, reads a clock or does I/O.
 
+pub mod checksum;
 pub mod eth;
+pub mod ip;
 pub mod ipv4;
+pub mod ipv6;
+pub mod tcp;
 pub mod udp;
-
-use crate::proto::DropReason;
 
 /// Why a header could not be viewed or parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,18 +52,6 @@ impl core::fmt::Display for WireError {
 }
 
 impl std::error::Error for WireError {}
-
-impl From<WireError> for DropReason {
-    fn from(e: WireError) -> Self {
-        match e {
-            WireError::Truncated => DropReason::Truncated,
-            WireError::Malformed => DropReason::BadHeader,
-            WireError::BadLength => DropReason::BadLength,
-            WireError::BadChecksum => DropReason::BadChecksum,
-            WireError::Unsupported => DropReason::Unsupported,
-        }
-    }
-}
 
 /// A field's byte range inside its header.
 pub type Field = core::ops::Range<usize>;

@@ -6,7 +6,7 @@
 //! protocol (which may integrate it with the copy, 002 §2.2); the repr carries the field as is
 //! (0 = not computed, RFC 768).
 
-use super::{get_u16, Field, WireError};
+use crate::{get_u16, Field, WireError};
 
 /// Byte ranges of the fields.
 pub mod field {

@@ -6,8 +6,8 @@
 //! also verifies the header checksum (RFC 1071) and refuses fragments (this stack does not
 //! reassemble). Emit writes a 20-byte header without options and fills in the checksum.
 
-use super::{get_array, get_u16, Field, WireError};
 use crate::checksum::checksum;
+use crate::{get_array, get_u16, Field, WireError};
 
 /// Byte ranges of the fields.
 pub mod field {
@@ -244,7 +244,7 @@ pub struct Ipv4Repr {
     pub ident: u16,
     /// The "don't fragment" flag.
     pub dont_frag: bool,
-    /// The reserved flag bit, kept as received (DESIGN.md rule 5: unknown codepoints kept).
+    /// The reserved flag bit, kept as received (unknown codepoints are kept).
     pub reserved_flag: bool,
     /// Bytes of data after the header.
     pub payload_len: usize,

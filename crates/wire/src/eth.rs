@@ -5,7 +5,19 @@
 //! payload` (002 §4.2.1: the two added 4-byte fields, then the protocol id of the stack above).
 //! Both check only that the header fits; whether the type is acceptable is the protocol's call.
 
-use super::{get_array, get_u16, get_u32, Field, WireError};
+use crate::{get_array, get_u16, get_u32, Field, WireError};
+
+/// Length of the plain Ethernet header.
+pub const ETH_HDR_LEN: usize = 14;
+/// Length of the DAA-extended Ethernet header (002 §4.2.1: two added 4-byte fields, plus the
+/// inner type).
+pub const ETH_DAA_HDR_LEN: usize = 24;
+/// The ethertype that marks a DAA-extended header (IEEE 802 local experimental ethertype 1).
+pub const ETHERTYPE_DAA: u16 = 0x88B5;
+/// IPv4's ethertype.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// IPv6's ethertype.
+pub const ETHERTYPE_IPV6: u16 = 0x86DD;
 
 /// Byte ranges of the fields.
 pub mod field {

@@ -43,6 +43,12 @@ impl Sum {
         u16::from_be(s as u16)
     }
 
+    /// Adds another running sum (of a region that also starts at an even offset).
+    #[inline]
+    pub fn add_sum(&mut self, other: Sum) {
+        self.0 += other.0;
+    }
+
     /// The checksum field value: the complement of the folded sum.
     pub fn checksum(self) -> u16 {
         !self.fold()
@@ -61,6 +67,19 @@ fn sum_tail(rest: &[u8]) -> u64 {
         acc += u16::from_ne_bytes([*b, 0]) as u64;
     }
     acc
+}
+
+/// The pseudo-header sum of a transport header over IPv4 (RFC 9293 §3.1, RFC 768) or IPv6
+/// (RFC 8200 §8.1): source and destination address (4 or 16 bytes each), the protocol number
+/// and the transport length (header and data).
+pub fn pseudo_header(src: &[u8], dst: &[u8], protocol: u8, len: usize) -> Sum {
+    let mut s = Sum::default();
+    s.add(src);
+    s.add(dst);
+    // Zero, protocol, then the length as 32 bits (IPv6) or 16 bits (IPv4): the same sum.
+    s.add(&[0, protocol]);
+    s.add(&(len as u32).to_be_bytes());
+    s
 }
 
 /// One-shot checksum of `data` (header checksums).
@@ -134,6 +153,26 @@ mod tests {
         // RFC 1071 §3: bytes 00 01 f2 03 f4 f5 f6 f7 sum to ddf2 (checksum 220d).
         let d = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(checksum(&d), 0x220d);
+    }
+
+    #[test]
+    fn pseudo_header_matches_etherparse() {
+        let tcp = etherparse::TcpHeader::new(1000, 2000, 7, 512);
+        let payload = [1u8, 2, 3, 4, 5];
+        let (src, dst) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+        let want = tcp.calc_checksum_ipv4_raw(src, dst, &payload).unwrap();
+        let mut t = tcp.clone();
+        t.checksum = 0;
+        let mut s = pseudo_header(&src, &dst, 6, t.header_len() + payload.len());
+        s.add(&t.to_bytes());
+        s.add(&payload);
+        assert_eq!(s.checksum(), want);
+        let (src6, dst6) = ([1u8; 16], [2u8; 16]);
+        let want6 = tcp.calc_checksum_ipv6_raw(src6, dst6, &payload).unwrap();
+        let mut s = pseudo_header(&src6, &dst6, 6, t.header_len() + payload.len());
+        s.add(&t.to_bytes());
+        s.add(&payload);
+        assert_eq!(s.checksum(), want6);
     }
 
     proptest! {
