@@ -1,4 +1,4 @@
-//! Plots of `mslink sim` results as PNG and SVG (DESIGN.md, "Outputs"), drawn with plotters so
+//! Plots of `mslink sim` results as PNG and SVG (docs/architecture.md, "Outputs"), drawn with plotters so
 //! the CLI needs no Python.
 //!
 //! Contract. [`write_plots`] turns the results of one `mslink sim` invocation into files under

@@ -1,7 +1,7 @@
 //! mslink-tunnel: the multi-service link layer carried between two hosts over UDP, with
 //! authenticated encryption (Noise handshake via snow, ChaCha20-Poly1305 datagrams).
 //!
-//! Contract: everything except [`rt`] is sans-IO (DESIGN.md rule 1): [`wire`] (the datagram
+//! Contract: everything except [`rt`] is sans-IO (docs/architecture.md rule 1): [`wire`] (the datagram
 //! format), [`replay`] (RFC 6479 window), [`keys`], [`handshake`] (Noise IK / NNpsk0),
 //! [`crypto`] (sealing), [`ratelimit`] (initiations a responder processes), [`pool`] (the
 //! driver's bounded buffer free-list), [`session`] (the [`Tunnel`] state machine that runs a

@@ -2,7 +2,7 @@
 //! [`MultiServiceLink`] end to end (004 §IV: the link layer's classifier, services and
 //! scheduler run unchanged; the tunnel is their MAC).
 //!
-//! Contract. [`Tunnel`] is sans-IO (DESIGN.md rules 1-2): no clock, no socket, no file; `now`
+//! Contract. [`Tunnel`] is sans-IO (docs/architecture.md rule 1-2): no clock, no socket, no file; `now`
 //! comes in, datagrams and packets go in and out through these calls, in this order per event:
 //!
 //! * `handle_packet(now, ip_packet)`: a packet from the TUN device goes to the link's

@@ -16,7 +16,7 @@
 //! ```
 //!
 //! [`Datagram`] is a zero-copy view over `AsRef<[u8]>` with the field byte ranges;
-//! [`DatagramRepr`] is the parsed form with `parse`, `emit` and `buffer_len` (DESIGN.md
+//! [`DatagramRepr`] is the parsed form with `parse`, `emit` and `buffer_len` (docs/architecture.md
 //! rule 5). Parsing never panics; a kind or version this code does not know is kept
 //! ([`Kind::Unknown`]) and the session layer decides what to do with it (it drops and counts
 //! it as garbage). The transport payload is the ChaCha20-Poly1305 ciphertext of the link

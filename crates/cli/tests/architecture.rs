@@ -1,0 +1,148 @@
+//! The repository's record of its own architecture holds: the crate graph in
+//! docs/architecture.md is the one the `Cargo.toml` files declare, and nothing in the code,
+//! docs or Python package points at files outside the repository.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `package name -> mslink crates in [dependencies]` for every workspace member.
+fn declared() -> BTreeMap<String, BTreeSet<String>> {
+    let ws: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    let members = ws["workspace"]["members"].as_array().unwrap();
+    let mut graph = BTreeMap::new();
+    for m in members {
+        let dir = root().join(m.as_str().unwrap());
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let t: toml::Table = toml::from_str(&text).unwrap();
+        let name = t["package"]["name"].as_str().unwrap().to_string();
+        let deps = t
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .map(|d| {
+                d.keys()
+                    .filter(|k| k.starts_with("mslink-"))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        graph.insert(name, deps);
+    }
+    graph
+}
+
+/// The same map read from the table between the crate-graph markers of docs/architecture.md.
+fn documented() -> BTreeMap<String, BTreeSet<String>> {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("<!-- crate-graph: begin -->")
+        .expect("begin marker");
+    let end = doc.find("<!-- crate-graph: end -->").expect("end marker");
+    let names = |cell: &str| -> BTreeSet<String> {
+        cell.split(',')
+            .map(|s| s.trim().trim_matches('`').to_string())
+            .filter(|s| s.starts_with("mslink-"))
+            .collect()
+    };
+    doc[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| `mslink-"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            (
+                cells[1].trim().trim_matches('`').to_string(),
+                names(cells[2]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn crate_graph_in_the_docs_matches_cargo() {
+    let (want, got) = (declared(), documented());
+    assert!(want.len() >= 10, "workspace members read: {want:?}");
+    assert_eq!(
+        got, want,
+        "docs/architecture.md's crate table differs from the Cargo.toml files"
+    );
+}
+
+#[test]
+fn dependencies_point_down_the_table() {
+    // Each crate may depend only on crates listed above it.
+    let doc = documented();
+    let order: Vec<String> = {
+        let text = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("| `mslink-"))
+            .map(|l| {
+                l.split('|')
+                    .nth(1)
+                    .unwrap()
+                    .trim()
+                    .trim_matches('`')
+                    .to_string()
+            })
+            .collect()
+    };
+    for (i, name) in order.iter().enumerate() {
+        for d in &doc[name] {
+            let j = order.iter().position(|o| o == d).unwrap_or(usize::MAX);
+            assert!(j < i, "{name} depends on {d}, which is not above it");
+        }
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if name.starts_with('.') || name == "target" || name == "__pycache__" {
+            continue;
+        }
+        if p.is_dir() {
+            files(&p, out);
+        } else if matches!(
+            p.extension().and_then(|x| x.to_str()),
+            Some("rs" | "md" | "toml" | "py")
+        ) {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn nothing_points_outside_the_repository() {
+    let mut all = vec![root().join("README.md")];
+    for d in [
+        "crates",
+        "docs",
+        "python",
+        "fuzz",
+        "examples",
+        "scenarios",
+        "tests",
+    ] {
+        if root().join(d).is_dir() {
+            files(&root().join(d), &mut all);
+        }
+    }
+    // The forbidden words are assembled so that this file does not match itself.
+    let design = format!("{}.md", "DESIGN");
+    let shared = format!("../{}/", "shared");
+    let bad: Vec<String> = all
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).ok()?;
+            (text.contains(&design) || text.contains(&shared)).then(|| p.display().to_string())
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "files citing paths outside the repository: {bad:?}"
+    );
+}
