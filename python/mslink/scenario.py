@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union
@@ -32,40 +31,11 @@ class ScenarioNote(UserWarning):
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_INDEX = re.compile(r"\[(\d+)\]")
-
 
 def _parts(path: str) -> list[str]:
-    """``"segment[1].link.service.0"`` -> ``["segment", "1", "link", "service", "0"]``."""
-    return [p for p in _INDEX.sub(r".\1", path).split(".") if p != ""]
-
-
-def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
-    """Sets ``path`` in ``doc`` in place, with ``Scenario::with_overrides``' rules."""
-    parts = _parts(path)
-    if not parts:
-        raise _error(path, "empty key")
-    cur: Any = doc
-    for depth, part in enumerate(parts):
-        here = ".".join(parts[: depth + 1])
-        last = depth + 1 == len(parts)
-        if isinstance(cur, dict):
-            if last:
-                cur[part] = copy.deepcopy(value)
-            else:
-                cur = cur.setdefault(part, {})
-        elif isinstance(cur, list):
-            if not part.isdigit():
-                raise _error(here, f"key `{here}`: expected an array index")
-            i = int(part)
-            if i >= len(cur):
-                raise _error(here, f"key `{here}`: index {i} is past the end ({len(cur)} elements)")
-            if last:
-                cur[i] = copy.deepcopy(value)
-            else:
-                cur = cur[i]
-        else:
-            raise _error(here, f"key `{here}`: is not a table or array, cannot set a key inside it")
+    """``"segment[1].link.service.0"`` -> ``["segment", "1", "link", "service", "0"]``, by the
+    same rules as ``mslink sim --set`` (``mslink_sim::overrides``)."""
+    return _core.key_parts(path)
 
 
 def _error(field: str, message: str) -> ScenarioError:
@@ -178,7 +148,11 @@ class Scenario:
         ``default`` when the document does not set it (the simulator's default then holds;
         see :meth:`normalized`). A copy: change values with :meth:`set`."""
         cur: Any = self._doc
-        for part in _parts(path):
+        try:
+            parts = _parts(path)
+        except ScenarioError:
+            return default
+        for part in parts:
             if isinstance(cur, dict) and part in cur:
                 cur = cur[part]
             elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
@@ -211,9 +185,10 @@ class Scenario:
 
     def update(self, values: Mapping[str, Any]) -> Scenario:
         """Sets several dotted paths at once (checked together); returns ``self``."""
-        new = copy.deepcopy(self._doc)
+        new: dict[str, Any] = self._doc
         for path, value in values.items():
-            _set_path(new, path, value)
+            # One implementation of dotted keys for the CLI and Python: mslink_sim::overrides.
+            new = _core.set_path(new, path, value)
         self._replace(new)
         return self
 

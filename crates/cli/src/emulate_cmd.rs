@@ -21,6 +21,7 @@ use mslink_emu::runtime::{self, Control};
 use mslink_emu::tun::Tun;
 use mslink_emu::{EmuConfig, EmulatedHop, Summary};
 use mslink_link::{Duration, Instant};
+use mslink_sim::overrides;
 
 const EXAMPLES: &str = "Examples:
   # a shell whose traffic crosses a 10 Mbit/s, 20 ms, 5% loss link (the host is $MSLINK_RIGHT)
@@ -125,43 +126,6 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn parse_value(v: &str) -> toml::Value {
-    toml::from_str::<toml::Table>(&format!("v = {v}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(v.to_string()))
-}
-
-fn set_path(root: &mut toml::Table, key: &str, value: toml::Value) -> Result<()> {
-    // Dotted keys; a numeric part indexes an array: link.service.0.window=64.
-    let parts: Vec<&str> = key.split('.').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        bail!("--set {key:?}: empty key part");
-    }
-    let mut v = root
-        .entry(parts[0].to_string())
-        .or_insert_with(|| toml::Value::Table(Default::default()));
-    for p in &parts[1..] {
-        v = match v {
-            toml::Value::Table(t) => t
-                .entry(p.to_string())
-                .or_insert_with(|| toml::Value::Table(Default::default())),
-            toml::Value::Array(a) => {
-                let i: usize = p
-                    .parse()
-                    .with_context(|| format!("--set {key:?}: `{p}` should index an array"))?;
-                let n = a.len();
-                a.get_mut(i).with_context(|| {
-                    format!("--set {key:?}: index {i} is past the array's {n} elements")
-                })?
-            }
-            _ => bail!("--set {key:?}: `{p}` is inside a value that is not a table"),
-        };
-    }
-    *v = value;
-    Ok(())
-}
-
 /// The link configuration from the file, the shortcuts and the overrides.
 pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
     let mut table = match &args.link {
@@ -196,10 +160,9 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
         link.remove("default_service");
     }
     for s in &args.sets {
-        let Some((k, v)) = s.split_once('=') else {
-            bail!("--set {s:?}: expected KEY=VALUE, e.g. --set delay_ms=20");
-        };
-        set_path(&mut table, k.trim(), parse_value(v.trim()))?;
+        let (k, v) = overrides::parse_set(s).with_context(|| format!("--set {s:?}"))?;
+        overrides::set_in_table(&mut table, &k, overrides::parse_value(&v))
+            .with_context(|| format!("--set {s:?}"))?;
     }
     let what = args
         .link

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
-use mslink_sim::{RunResult, Scenario};
+use mslink_sim::{overrides, RunResult, Scenario};
 
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
@@ -118,12 +118,7 @@ struct Job {
 
 fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
     sets.iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => {
-                Ok((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => bail!("--set {s:?}: expected KEY=VALUE, e.g. --set sim.seed=3"),
-        })
+        .map(|s| overrides::parse_set(s).with_context(|| format!("--set {s:?}")))
         .collect()
 }
 

@@ -166,6 +166,29 @@ fn with_overrides(
     convert::to_py(py, &v)
 }
 
+/// Sets a dotted path (`"flow.0.rate_bps"` or `"flow[0].rate_bps"`) of a document to a
+/// value, with the rules of `mslink sim --set` (`mslink_sim::overrides`): missing tables are
+/// created, array elements must exist. Returns the new document.
+#[pyfunction]
+fn set_path(
+    py: Python<'_>,
+    doc: &Bound<'_, PyAny>,
+    path: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let mut d = convert::from_py(doc, "")?;
+    let v = convert::from_py(value, path)?;
+    mslink_sim::overrides::set_path(&mut d, path, v)
+        .map_err(|e| scenario_error(py, &e.key, e.to_string()))?;
+    convert::to_py(py, &d)
+}
+
+/// The parts of a dotted path, `name[i]` read as `name.i` (`mslink_sim::overrides::parts`).
+#[pyfunction]
+fn key_parts(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
+    mslink_sim::overrides::parts(path).map_err(|e| scenario_error(py, &e.key, e.to_string()))
+}
+
 /// Full validation: schema, the base scenario's values, and every sweep point's values.
 #[pyfunction]
 fn validate(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -284,6 +307,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
+    m.add_function(wrap_pyfunction!(set_path, m)?)?;
+    m.add_function(wrap_pyfunction!(key_parts, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;

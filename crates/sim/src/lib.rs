@@ -12,6 +12,7 @@
 pub mod cell;
 pub mod event;
 pub mod host;
+pub mod overrides;
 pub mod packet;
 pub mod scenario;
 pub mod tcp;

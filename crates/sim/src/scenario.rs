@@ -40,6 +40,8 @@
 use mslink_channel::ErrorModelConfig;
 use mslink_link::config::LinkConfig;
 
+use crate::overrides;
+
 /// What validation hands an error model in place of a trace file: the file itself is read (and
 /// its entries checked) when a run loads it; validation checks every other setting.
 pub(crate) const TRACE_STAND_IN: &str = "ok\n";
@@ -304,6 +306,15 @@ pub enum ScenarioError {
     },
 }
 
+impl From<overrides::OverrideError> for ScenarioError {
+    fn from(e: overrides::OverrideError) -> Self {
+        ScenarioError::Invalid {
+            key: e.key,
+            what: e.what,
+        }
+    }
+}
+
 fn invalid(key: impl Into<String>, what: impl Into<String>) -> ScenarioError {
     ScenarioError::Invalid {
         key: key.into(),
@@ -340,13 +351,14 @@ impl Scenario {
         toml::from_str(text).map_err(|e| ScenarioError::Syntax(e.to_string()))
     }
 
-    /// This scenario with `key=value` overrides applied (dotted keys; array elements by index;
-    /// values in TOML syntax, bare words taken as strings).
+    /// This scenario with `key=value` overrides applied, under the rules of
+    /// [`crate::overrides`] (dotted keys; array elements by index; values in TOML syntax, bare
+    /// words taken as strings).
     pub fn with_overrides(&self, sets: &[(String, String)]) -> Result<Scenario, ScenarioError> {
         let mut v =
             toml::Value::try_from(self).map_err(|e| ScenarioError::Syntax(e.to_string()))?;
         for (k, val) in sets {
-            set_path(&mut v, k, parse_value(val))?;
+            overrides::set_path(&mut v, k, overrides::parse_value(val))?;
         }
         v.try_into()
             .map_err(|e: toml::de::Error| ScenarioError::Syntax(format!("after overrides: {e}")))
@@ -707,54 +719,6 @@ impl Segment {
         c.frame_size = self.frame_bytes();
         c
     }
-}
-
-fn parse_value(text: &str) -> toml::Value {
-    toml::from_str::<toml::Table>(&format!("v = {text}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(text.to_string()))
-}
-
-fn set_path(root: &mut toml::Value, key: &str, value: toml::Value) -> Result<(), ScenarioError> {
-    let parts: Vec<&str> = key.split('.').collect();
-    let mut cur = root;
-    for (depth, part) in parts.iter().enumerate() {
-        let last = depth + 1 == parts.len();
-        let here = parts[..=depth].join(".");
-        cur = match cur {
-            toml::Value::Table(t) => {
-                // Scenario files say [[segment]] / [[flow]]; accept the same names here.
-                if last {
-                    t.insert(part.to_string(), value);
-                    return Ok(());
-                }
-                t.entry(part.to_string())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            }
-            toml::Value::Array(a) => {
-                let i: usize = part
-                    .parse()
-                    .map_err(|_| invalid(&here, "expected an array index"))?;
-                let n = a.len();
-                let slot = a.get_mut(i).ok_or_else(|| {
-                    invalid(&here, format!("index {i} is past the end ({n} elements)"))
-                })?;
-                if last {
-                    *slot = value;
-                    return Ok(());
-                }
-                slot
-            }
-            _ => {
-                return Err(invalid(
-                    &here,
-                    "is not a table or array, cannot set a key inside it",
-                ))
-            }
-        };
-    }
-    Ok(())
 }
 
 #[cfg(test)]

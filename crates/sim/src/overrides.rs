@@ -1,0 +1,205 @@
+//! Dotted-path overrides of a TOML document: `--set KEY=VALUE` of `mslink sim` and
+//! `mslink emulate`, sweep points, and `Scenario.set` in Python all go through here, so a key
+//! means the same everywhere.
+//!
+//! Contract. A key is a dotted path (`sim.duration_s`, `link.service.0.window`); a part that
+//! is a number indexes an array, and `name[i]` is the same as `name.i`. Missing tables on the
+//! way are created; an array element must exist (an index past the end is an error naming the
+//! array's length); a key inside a value that is neither table nor array is an error; an empty
+//! part is an error. [`parse_value`] reads the value as TOML (`3`, `1e6`, `true`, `"x"`,
+//! `[1, 2]`, `{ p = 0.1 }`), and anything that is not TOML as a bare string. Errors name the
+//! path up to the part that failed.
+
+use std::fmt;
+
+/// Why an override cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverrideError {
+    /// The path up to the part that failed (the whole key for a malformed `KEY=VALUE`).
+    pub key: String,
+    /// What is wrong there.
+    pub what: String,
+}
+
+impl fmt::Display for OverrideError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "key `{}`: {}", self.key, self.what)
+    }
+}
+
+impl std::error::Error for OverrideError {}
+
+fn error(key: impl Into<String>, what: impl Into<String>) -> OverrideError {
+    OverrideError {
+        key: key.into(),
+        what: what.into(),
+    }
+}
+
+/// Splits `KEY=VALUE` (both trimmed), as `--set` takes it.
+pub fn parse_set(arg: &str) -> Result<(String, String), OverrideError> {
+    match arg.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(error(arg, "expected KEY=VALUE, e.g. sim.seed=3")),
+    }
+}
+
+/// A value in TOML syntax, or the text itself as a string when it is not TOML.
+pub fn parse_value(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+/// The parts of a dotted key, `name[i]` read as `name.i`.
+pub fn parts(key: &str) -> Result<Vec<String>, OverrideError> {
+    let mut out = Vec::new();
+    for raw in key.split('.') {
+        let (name, mut rest) = match raw.find('[') {
+            Some(i) => (&raw[..i], &raw[i..]),
+            None => (raw, ""),
+        };
+        if !name.is_empty() || rest.is_empty() {
+            out.push(name.to_string());
+        }
+        while let Some(r) = rest.strip_prefix('[') {
+            let (idx, tail) = r
+                .split_once(']')
+                .ok_or_else(|| error(key, "unclosed `[` in the key"))?;
+            out.push(idx.to_string());
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return Err(error(key, format!("unexpected `{rest}` after an index")));
+        }
+    }
+    if let Some(i) = out.iter().position(|p| p.is_empty()) {
+        return Err(error(
+            out[..i].join("."),
+            format!("empty part in the key {key:?}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Sets `key` in `root` to `value` under the rules of the module contract.
+pub fn set_path(
+    root: &mut toml::Value,
+    key: &str,
+    value: toml::Value,
+) -> Result<(), OverrideError> {
+    let parts = parts(key)?;
+    let mut cur = root;
+    for (depth, part) in parts.iter().enumerate() {
+        let last = depth + 1 == parts.len();
+        let here = parts[..=depth].join(".");
+        cur = match cur {
+            toml::Value::Table(t) => {
+                if last {
+                    t.insert(part.clone(), value);
+                    return Ok(());
+                }
+                t.entry(part.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            }
+            toml::Value::Array(a) => {
+                let i: usize = part
+                    .parse()
+                    .map_err(|_| error(&here, "expected an array index"))?;
+                let n = a.len();
+                let slot = a.get_mut(i).ok_or_else(|| {
+                    error(&here, format!("index {i} is past the end ({n} elements)"))
+                })?;
+                if last {
+                    *slot = value;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => {
+                return Err(error(
+                    &here,
+                    "is not a table or array, cannot set a key inside it",
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// [`set_path`] on a table (a whole document).
+pub fn set_in_table(
+    root: &mut toml::Table,
+    key: &str,
+    value: toml::Value,
+) -> Result<(), OverrideError> {
+    let mut v = toml::Value::Table(std::mem::take(root));
+    let r = set_path(&mut v, key, value);
+    if let toml::Value::Table(t) = v {
+        *root = t;
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> toml::Value {
+        toml::from_str("a = 1\n[[flow]]\nrate = 2\n[[flow]]\nrate = 3\n").unwrap()
+    }
+
+    #[test]
+    fn dotted_and_indexed_keys_reach_the_same_place() {
+        let mut a = doc();
+        let mut b = doc();
+        set_path(&mut a, "flow.1.rate", parse_value("7")).unwrap();
+        set_path(&mut b, "flow[1].rate", parse_value("7")).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a["flow"][1]["rate"].as_integer(), Some(7));
+    }
+
+    #[test]
+    fn missing_tables_are_created_but_array_elements_must_exist() {
+        let mut d = doc();
+        set_path(&mut d, "error.p", parse_value("0.05")).unwrap();
+        assert_eq!(d["error"]["p"].as_float(), Some(0.05));
+        let e = set_path(&mut d, "flow.5.rate", parse_value("1")).unwrap_err();
+        assert_eq!(e.key, "flow.5");
+        assert!(e.what.contains("2 elements"), "{e}");
+        let e = set_path(&mut d, "a.b", parse_value("1")).unwrap_err();
+        assert_eq!(e.key, "a.b");
+        let e = set_path(&mut d, "flow.x", parse_value("1")).unwrap_err();
+        assert_eq!(e.what, "expected an array index");
+    }
+
+    #[test]
+    fn malformed_keys_are_errors() {
+        for k in ["", "a..b", "a.", "flow[1", "flow[1]x"] {
+            assert!(set_path(&mut doc(), k, parse_value("1")).is_err(), "{k:?}");
+        }
+        assert!(parse_set("noequals").is_err());
+        assert!(parse_set(" =3").is_err());
+        assert_eq!(
+            parse_set(" sim.seed = 3 ").unwrap(),
+            ("sim.seed".to_string(), "3".to_string())
+        );
+    }
+
+    #[test]
+    fn values_are_toml_or_bare_strings() {
+        assert_eq!(parse_value("1e6").as_float(), Some(1e6));
+        assert_eq!(parse_value("true").as_bool(), Some(true));
+        assert_eq!(parse_value("walls").as_str(), Some("walls"));
+        assert_eq!(parse_value("\"a b\"").as_str(), Some("a b"));
+        assert!(parse_value("{ p = 0.1 }").is_table());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(key in "[a-z0-9.\\[\\]]{0,12}", value in "\\PC{0,8}") {
+            let _ = set_path(&mut doc(), &key, parse_value(&value));
+        }
+    }
+}
