@@ -1,5 +1,6 @@
 //! The repository's record of its own architecture holds: the crate graph in
-//! docs/architecture.md is the one the `Cargo.toml` files declare, and nothing in the code,
+//! docs/architecture.md is the one the `Cargo.toml` files declare (normal and
+//! target-specific dependencies), and nothing in the code,
 //! docs or Python package points at files outside the repository.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,16 +21,23 @@ fn declared() -> BTreeMap<String, BTreeSet<String>> {
         let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         let t: toml::Table = toml::from_str(&text).unwrap();
         let name = t["package"]["name"].as_str().unwrap().to_string();
-        let deps = t
+        // [dependencies] and every [target.'cfg(..)'.dependencies].
+        let mut tables: Vec<&toml::Table> = t
             .get("dependencies")
             .and_then(|d| d.as_table())
-            .map(|d| {
-                d.keys()
-                    .filter(|k| k.starts_with("mslink-"))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+            .into_iter()
+            .collect();
+        if let Some(targets) = t.get("target").and_then(|x| x.as_table()) {
+            for tt in targets.values() {
+                tables.extend(tt.get("dependencies").and_then(|d| d.as_table()));
+            }
+        }
+        let deps = tables
+            .iter()
+            .flat_map(|d| d.keys())
+            .filter(|k| k.starts_with("mslink-"))
+            .cloned()
+            .collect();
         graph.insert(name, deps);
     }
     graph

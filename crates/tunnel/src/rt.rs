@@ -32,13 +32,13 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration as StdDuration, Instant as StdInstant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration as StdDuration, Instant as StdInstant};
 
+use mslink_emu::clock::Clock;
 use mslink_emu::coalesce::{self, Plan};
 use mslink_emu::gso::{self, Processed, VNET_HDR_LEN};
 use mslink_emu::tun::Tun;
 use mslink_link::link::LinkStats;
-use mslink_link::Instant;
 
 use crate::config::{parse_cidr, TunnelConfig};
 use crate::handshake::Credentials;
@@ -312,26 +312,6 @@ fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: libc::c_int) {
     }
 }
 
-struct Clock {
-    epoch_ns: u64,
-    start: StdInstant,
-}
-
-impl Clock {
-    fn new() -> Clock {
-        let epoch_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        Clock {
-            epoch_ns,
-            start: StdInstant::now(),
-        }
-    }
-    fn now(&self) -> Instant {
-        Instant::from_nanos(self.epoch_ns + self.start.elapsed().as_nanos() as u64)
-    }
-}
-
 /// Formats the counters as a few log lines.
 pub fn format_stats(s: &Snapshot) -> String {
     let t = &s.tunnel;
@@ -432,7 +412,7 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     );
 
     control.up.store(true, Ordering::SeqCst);
-    let clock = Clock::new();
+    let clock = Clock::from_unix_epoch();
     let mut snap = Snapshot::default();
     let mut rbuf = vec![0u8; 65_536 + VNET_HDR_LEN];
     let mut scratch = Vec::new();
