@@ -20,6 +20,7 @@ pub mod rto;
 pub mod sar;
 pub mod sched;
 pub mod service;
+#[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod time;
 pub mod timer;
