@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{BackendArg, ClientOpts, ModeArg, Report};
+use mslink_vi::bench::{mode_name as mname, BenchBackend, Report};
+
+use super::ClientOpts;
 use crate::chart::{line_chart, LegendAt, Scale};
 
 pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
@@ -101,15 +103,8 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     Ok(())
 }
 
-fn name(b: BackendArg) -> &'static str {
+fn name(b: BenchBackend) -> &'static str {
     b.name()
-}
-
-fn mname(m: ModeArg) -> &'static str {
-    match m {
-        ModeArg::Poll => "poll",
-        ModeArg::Block => "block",
-    }
 }
 
 fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
