@@ -8,10 +8,12 @@
 //! [`demux_key`], [`checksum`], and the wire formats of [`header`]) is sans-IO (DESIGN.md rule 1): bytes in and out by method calls,
 //! time as [`mslink_link::Instant`] arguments. Devices drive it from outside: [`wire`] (in-memory)
 //! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
+//! [`bench`] measures round trips through the graph (002 §5.2; `mslink stack-bench`).
 #![warn(missing_docs)]
 
 #[cfg(target_os = "linux")]
 pub mod afpacket;
+pub mod bench;
 pub mod checksum;
 pub mod demux_key;
 pub mod eth;
