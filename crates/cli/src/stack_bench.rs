@@ -5,11 +5,10 @@
 //! Contract: the measurements are `mslink_stack::bench`'s (a client and a server stack in this
 //! process ping-pong `--transactions` times per cell; the mean wall-clock round trip; protocol
 //! processing alone on the in-memory wire; checksums off in the latency tables, as in 002
-//! §5.2). Output: a table per experiment, printed as its cells are measured, and with `--csv FILE` one row per cell plus, beside FILE (unless `--no-plots`),
-//! PNG and SVG figures drawn with [`crate::chart`]: `STEM_rtt_memory` (and `STEM_rtt_veth`
-//! with `--veth`): round trip vs user data size per architecture and layering (002 Tables 1-3);
-//! `STEM_fig4`: p50 round trip of the prioritised UDP-DAA flow and of plain UDP vs the number
-//! of background flows, at both background sizes (002 Fig. 4).
+//! §5.2). Output: a table per experiment, printed as its cells are measured, and with `--csv
+//! FILE` one row per cell plus, beside FILE (unless `--no-plots`), the PNG and SVG figures of
+//! `mslink_plot::stack`: `STEM_rtt_memory` (and `STEM_rtt_veth` with `--veth`; 002 Tables 1-3)
+//! and `STEM_fig4` (002 Fig. 4).
 
 use std::io::Write;
 
@@ -131,7 +130,7 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
             writeln!(f, "{d},{a},{s},{z},{c},{i},{us:.4}")?;
         }
         if !args.no_plots {
-            write_plots(&rows, path)?;
+            mslink_plot::stack::write_plots(&rows, path)?;
         }
     }
     Ok(())
@@ -152,75 +151,4 @@ fn veth_tables(args: &StackBenchArgs) -> Result<Vec<Row>> {
 #[cfg(not(target_os = "linux"))]
 fn veth_tables(_: &StackBenchArgs) -> Result<Vec<Row>> {
     anyhow::bail!("--veth needs Linux")
-}
-
-/// Points per series label, series in first-seen order.
-type Series = Vec<(String, Vec<(f64, f64)>)>;
-
-fn push(series: &mut Series, label: String, x: f64, y: f64) {
-    match series.iter_mut().find(|(l, _)| *l == label) {
-        Some((_, pts)) => pts.push((x, y)),
-        None => series.push((label, vec![(x, y)])),
-    }
-}
-
-/// The figures of `rows`, named after the CSV file `csv` and written beside it.
-fn write_plots(rows: &[Row], csv: &std::path::Path) -> Result<Vec<std::path::PathBuf>> {
-    use crate::chart::{line_chart, LegendAt, Scale};
-    let stem = csv
-        .file_stem()
-        .map_or("stack".into(), |s| s.to_string_lossy().into_owned());
-    let at = |name: &str| csv.with_file_name(format!("{stem}_{name}"));
-    let mut files = Vec::new();
-    for device in ["memory", "veth"] {
-        let mut series = Series::new();
-        for r in rows {
-            if r.device == device && !r.checksum && !r.architecture.starts_with("fig4") {
-                let label = format!("{} {}", r.architecture, r.stack);
-                push(&mut series, label, r.size as f64, r.rtt_us);
-            }
-        }
-        if series.is_empty() {
-            continue;
-        }
-        let wire = if device == "memory" {
-            "in-memory wire"
-        } else {
-            "AF_PACKET over veth"
-        };
-        files.extend(line_chart(
-            &at(&format!("rtt_{device}")),
-            &format!("Round trip vs user data size, {wire}, checksum off (002 Tables 1-3)"),
-            "user data (bytes)",
-            "mean round trip (µs)",
-            series,
-            // The y axis starts at 0, below every round trip: room at the bottom.
-            Scale {
-                legend: LegendAt::LowerRight,
-                ..Scale::default()
-            },
-        )?);
-    }
-    let mut fig4 = Series::new();
-    for r in rows {
-        if let Some(bg) = (r.architecture.strip_prefix("fig4-bg")).and_then(|b| b.parse().ok()) {
-            let label = format!("{} ({} B background)", r.stack, r.size);
-            push(&mut fig4, label, bg, r.rtt_us);
-        }
-    }
-    if !fig4.is_empty() {
-        files.extend(line_chart(
-            &at("fig4"),
-            "1-byte flow round trip, prioritised UDP-DAA vs plain UDP (002 Fig. 4)",
-            "background ping-pong flows",
-            "p50 round trip (µs)",
-            fig4,
-            // Plain UDP climbs to the upper right; the prioritised flow stays low.
-            Scale {
-                legend: LegendAt::UpperLeft,
-                ..Scale::default()
-            },
-        )?);
-    }
-    Ok(files)
 }
