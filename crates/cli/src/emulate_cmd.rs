@@ -6,21 +6,19 @@
 //! `mslink_emu::EmulatedHop` in real time. Everything it creates lives in unnamed namespaces
 //! or on descriptors it holds, so the kernel removes it on exit, on Ctrl-C and after SIGKILL;
 //! the commands run in PID namespaces killed with the emulator. At exit it drains the hop,
-//! prints a summary (and `--json`), and checks that every packet is accounted for.
+//! prints a summary (and `--json`), and checks that every packet is accounted for. The
+//! session itself is `mslink_emu::session`; this verb turns options into its `SessionConfig`
+//! and prints what it reports.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Child;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use mslink_emu::clock::Clock;
-use mslink_emu::netns::{dev_counters, sweep_stale, Netns};
-use mslink_emu::runtime::{self, Control};
-use mslink_emu::tun::Tun;
-use mslink_emu::{EmuConfig, EmulatedHop, Summary};
-use mslink_link::{Duration, Instant};
+use mslink_emu::runtime::OffloadCounts;
+use mslink_emu::session::{self, Commands, Event, Session, SessionConfig};
+use mslink_emu::{EmuConfig, Summary};
+use mslink_link::Duration;
 use mslink_sim::overrides;
 
 const EXAMPLES: &str = "Examples:
@@ -117,15 +115,6 @@ pub struct EmulateArgs {
     pub command: Vec<String>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-/// The signal that stopped the run (0: none), for the exit code 128 + signal.
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
-}
-
 /// The link configuration from the file, the shortcuts and the overrides.
 pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
     let mut table = match &args.link {
@@ -183,12 +172,7 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
 
 /// A seed from the kernel's entropy pool.
 fn fresh_seed() -> Result<u64> {
-    use std::io::Read;
-    let mut b = [0u8; 8];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .context("reading /dev/urandom for a fresh seed (give one with --seed)")?;
-    Ok(u64::from_le_bytes(b))
+    session::fresh_seed().context("reading /dev/urandom for a fresh seed (give one with --seed)")
 }
 
 fn load_relative(
@@ -202,82 +186,6 @@ fn load_relative(
         };
         std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
     }
-}
-
-struct Side {
-    ns: Netns,
-    created: bool,
-    addr: std::net::Ipv4Addr,
-    dev: String,
-}
-
-fn configure(side: &Side, peer: std::net::Ipv4Addr, mtu: usize, default_route: bool) -> Result<()> {
-    let dev = side.dev.as_str();
-    // No IPv6 on the device: router solicitations and MLD reports would be traffic nobody asked
-    // for (and would disturb exact counts).
-    let _ = side
-        .ns
-        .sysctl(&format!("net/ipv6/conf/{dev}/disable_ipv6"), "1");
-    if side.created {
-        side.ns.ip(&["link", "set", "lo", "up"])?;
-    }
-    side.ns.ip(&[
-        "link",
-        "set",
-        "dev",
-        dev,
-        "mtu",
-        &mtu.to_string(),
-        "txqueuelen",
-        "1000",
-        "up",
-    ])?;
-    side.ns.ip(&[
-        "addr",
-        "add",
-        &side.addr.to_string(),
-        "peer",
-        &peer.to_string(),
-        "dev",
-        dev,
-    ])?;
-    if default_route {
-        side.ns.ip(&["route", "add", "default", "dev", dev])?;
-    }
-    Ok(())
-}
-
-type Pcap = pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>;
-
-fn pcap(path: &Option<PathBuf>) -> Result<Option<Pcap>> {
-    let Some(p) = path else { return Ok(None) };
-    let f = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
-    let header = pcap_file::pcap::PcapHeader {
-        datalink: pcap_file::DataLink::RAW,
-        ..Default::default()
-    };
-    Ok(Some(pcap_file::pcap::PcapWriter::with_header(
-        std::io::BufWriter::new(f),
-        header,
-    )?))
-}
-
-fn stop_child(c: &mut Child) {
-    if matches!(c.try_wait(), Ok(None)) {
-        // unshare --kill-child takes its command (the PID namespace's init) down with it.
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
-        }
-        for _ in 0..100 {
-            if !matches!(c.try_wait(), Ok(None)) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let _ = c.kill();
-    }
-    let _ = c.wait();
 }
 
 fn line(s: &Summary) -> String {
@@ -307,268 +215,77 @@ pub fn run(args: &EmulateArgs) -> Result<()> {
 
 fn run_inner(args: &EmulateArgs) -> Result<i32> {
     let cfg = config(args)?;
-    let pid = std::process::id();
-    let clock = Clock::new();
-    let mut load = load_relative(args.link.as_deref());
-    let mut hop = cfg
-        .build(clock.now(), &mut load)
-        .with_context(|| "invalid link settings")?;
-    for name in sweep_stale() {
-        eprintln!("mslink emulate: removed stale device {name}");
-    }
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::signal(s, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-    let (left_cmd, right_cmd) = if args.pair {
-        let trailing = (!args.command.is_empty()).then(|| shell_join(&args.command));
+    let commands = if args.pair {
+        let trailing = (!args.command.is_empty()).then(|| session::shell_join(&args.command));
         if args.right.is_some() && trailing.is_some() {
             bail!("give the right command either with --right or after --, not both");
         }
-        (args.left.clone(), args.right.clone().or(trailing))
-    } else if args.command.is_empty() {
-        (Some("exec ${SHELL:-sh}".to_string()), None)
-    } else {
-        (Some(shell_join(&args.command)), None)
-    };
-    if args.pair && left_cmd.is_none() && right_cmd.is_none() {
-        bail!("--pair needs --left CMD and/or --right CMD");
-    }
-    let (la, ra) = if args.pair {
-        ([10, 0, 0, 1].into(), [10, 0, 0, 2].into())
-    } else {
-        // 100.64.0.0/10 (shared address space), one /30 per emulator process.
-        let base = 0x6440_0000u32 | ((pid & 0xf_ffff) << 2);
-        ((base + 1).into(), (base + 2).into())
-    };
-    let la = args.left_addr.unwrap_or(la);
-    let ra = args.right_addr.unwrap_or(ra);
-    let left = Side {
-        ns: Netns::create().context("creating the left network namespace")?,
-        created: true,
-        addr: la,
-        dev: format!("msl{pid}l"),
-    };
-    let right = Side {
-        ns: if args.pair {
-            Netns::create().context("creating the right network namespace")?
-        } else {
-            Netns::current()?
-        },
-        created: args.pair,
-        addr: ra,
-        dev: format!("msl{pid}r"),
-    };
-    let mtu = cfg.mtu;
-    let tuns = if args.direct {
-        // Baseline: a veth pair, no emulator. Move the right end into the right namespace
-        // through a placeholder process living there.
-        let mut holder = right.ns.command("sleep").arg("1000").spawn()?;
-        let r = left.ns.ip(&[
-            "link",
-            "add",
-            &left.dev,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &right.dev,
-            "netns",
-            &holder.id().to_string(),
-        ]);
-        let _ = holder.kill();
-        let _ = holder.wait();
-        r?;
-        None
-    } else {
-        let create = |dev: &str| {
-            if cfg.tun_offload {
-                // A kernel without the offloads gets a plain device (the JSON summary says
-                // `offload.enabled: false`).
-                Tun::create_with_offloads(dev).or_else(|_| Tun::create(dev))
-            } else {
-                Tun::create(dev)
-            }
-        };
-        let l = left
-            .ns
-            .run(|| create(&left.dev))?
-            .context("creating the left TUN")?;
-        let r = right
-            .ns
-            .run(|| create(&right.dev))?
-            .context("creating the right TUN")?;
-        Some([l, r])
-    };
-    configure(&left, ra, mtu, true)?;
-    configure(&right, la, mtu, args.pair)?;
-    let env = vec![
-        ("MSLINK_LEFT".to_string(), la.to_string()),
-        ("MSLINK_RIGHT".to_string(), ra.to_string()),
-    ];
-    if !args.quiet {
-        eprintln!(
-            "mslink emulate: left {la} ({}) <-> right {ra} ({}){}; ready",
-            left.dev,
-            right.dev,
-            if args.direct {
-                " over a plain veth"
-            } else {
-                ""
-            }
-        );
-    }
-    let interactive = !args.pair && args.command.is_empty();
-    let spawn = |side: &Side, cmd: &Option<String>| -> Result<Option<Child>> {
-        match cmd {
-            None => Ok(None),
-            Some(c) => {
-                let mut env = env.clone();
-                env.push((
-                    "MSLINK_SIDE".into(),
-                    if side.addr == la { "left" } else { "right" }.into(),
-                ));
-                Ok(Some(
-                    side.ns
-                        .spawn(c, &env, !interactive)
-                        .with_context(|| format!("starting {c:?}"))?,
-                ))
-            }
+        let (left, right) = (args.left.clone(), args.right.clone().or(trailing));
+        if left.is_none() && right.is_none() {
+            bail!("--pair needs --left CMD and/or --right CMD");
         }
-    };
-    let mut lc = spawn(&left, &left_cmd)?;
-    let mut rc = spawn(&right, &right_cmd)?;
-    let until = args.until.unwrap_or(if rc.is_some() {
-        Until::Right
+        let until = args.until.map(|u| match u {
+            Until::Left => session::Until::Left,
+            Until::Right => session::Until::Right,
+            Until::Both => session::Until::Both,
+            Until::Either => session::Until::Either,
+        });
+        Commands::Pair { left, right, until }
     } else {
-        Until::Left
-    });
-    let mut status: [Option<i32>; 2] = [None, None];
-    let started = std::time::Instant::now();
-    let mut pcaps = [pcap(&args.pcap_left)?, pcap(&args.pcap_right)?];
-    let mut pcap_error: Option<anyhow::Error> = None;
-    let mut next_check = Instant::ZERO;
-    let stats_every = args.stats_interval.map(Duration::from_secs_f64);
-    let mut next_stats = stats_every.map(|d| clock.now() + d);
-    let poll_children =
-        |status: &mut [Option<i32>; 2], lc: &mut Option<Child>, rc: &mut Option<Child>| {
-            for (i, c) in [lc, rc].into_iter().enumerate() {
-                if let (Some(ch), None) = (c.as_mut(), status[i]) {
-                    if let Ok(Some(st)) = ch.try_wait() {
-                        status[i] = Some(st.code().unwrap_or(128 + signal_of(&st)));
-                    }
-                }
-            }
-        };
-    let finished = |status: &[Option<i32>; 2]| -> bool {
-        let has = [left_cmd.is_some(), right_cmd.is_some()];
-        let done = |i: usize| !has[i] || status[i].is_some();
-        match until {
-            Until::Left => done(0),
-            Until::Right => done(1),
-            Until::Both => done(0) && done(1),
-            Until::Either => (has[0] && status[0].is_some()) || (has[1] && status[1].is_some()),
-        }
+        Commands::Single(args.command.clone())
     };
-    let mut drained = true;
-    let mut offload = [runtime::OffloadCounts::default(); 2];
-    if let Some(tuns) = &tuns {
-        let mut tick = |now: Instant, hop: &EmulatedHop| -> Control {
-            if let (Some(t), Some(every)) = (next_stats, stats_every) {
-                if now >= t {
-                    eprintln!(
-                        "[{:8.3}s] {}",
-                        now.as_nanos() as f64 / 1e9,
-                        line(&hop.live_summary())
-                    );
-                    next_stats = Some(t + every);
-                }
-            }
-            if STOP.load(Ordering::SeqCst) {
-                return Control::Interrupt;
-            }
-            if now >= next_check {
-                next_check = now + Duration::from_millis(5);
-                poll_children(&mut status, &mut lc, &mut rc);
-                if finished(&status) {
-                    return Control::Stop;
-                }
-            }
-            Control::Continue
-        };
-        let has_pcap = pcaps.iter().any(|p| p.is_some());
-        let mut capture = |side: usize, _inbound: bool, _t: Instant, p: &[u8]| {
-            if let Some(w) = pcaps[side].as_mut() {
-                let ts = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
-                if let Err(e) =
-                    w.write_packet(&pcap_file::pcap::PcapPacket::new(ts, p.len() as u32, p))
-                {
-                    pcap_error.get_or_insert(e.into());
-                }
-            }
-        };
-        let end = runtime::run(
-            &mut hop,
-            [&tuns[0], &tuns[1]],
-            &clock,
-            cfg.tun_coalesce,
-            cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
-            &mut tick,
-            if has_pcap { Some(&mut capture) } else { None },
-        )?;
-        drained = end.drained;
-        offload = end.offload;
-    } else {
-        while !finished(&status) && !STOP.load(Ordering::SeqCst) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            poll_children(&mut status, &mut lc, &mut rc);
+    let config = SessionConfig {
+        emu: cfg.clone(),
+        commands,
+        left_addr: args.left_addr,
+        right_addr: args.right_addr,
+        stats_interval: args.stats_interval.map(Duration::from_secs_f64),
+        pcap: [args.pcap_left.clone(), args.pcap_right.clone()],
+        direct: args.direct,
+    };
+    let mut load = load_relative(args.link.as_deref());
+    let end = Session::new(config, &mut load)?.run(&mut |event| match event {
+        Event::StaleDeviceRemoved(name) => {
+            eprintln!("mslink emulate: removed stale device {name}")
         }
-    }
-    for c in [&mut lc, &mut rc].into_iter().flatten() {
-        stop_child(c);
-    }
-    poll_children(&mut status, &mut lc, &mut rc);
-    if let Some(e) = pcap_error {
-        return Err(e.context("writing a pcap file"));
-    }
-    for w in pcaps.into_iter().flatten() {
-        use std::io::Write;
-        w.into_writer().flush().context("writing a pcap file")?;
-    }
-    let summary = hop.summary();
+        Event::Ready {
+            left: (la, ld),
+            right: (ra, rd),
+            direct,
+        } if !args.quiet => eprintln!(
+            "mslink emulate: left {la} ({ld}) <-> right {ra} ({rd}){}; ready",
+            if direct { " over a plain veth" } else { "" }
+        ),
+        Event::Ready { .. } => {}
+        Event::Stats { now, live } => {
+            eprintln!("[{:8.3}s] {}", now.as_nanos() as f64 / 1e9, line(live))
+        }
+    })?;
+    let [left, right] = &end.sides;
     let mut devices = BTreeMap::new();
-    for (name, side) in [("left", &left), ("right", &right)] {
-        if let Some(c) = side
-            .ns
-            .net_dev()
-            .ok()
-            .and_then(|t| dev_counters(&t, &side.dev))
-        {
+    for (name, side) in [("left", left), ("right", right)] {
+        if let Some(c) = side.counters {
             devices.insert(
                 name,
-                serde_json::json!({"device": side.dev, "rx_packets": c[0], "rx_dropped": c[1], "tx_packets": c[2], "tx_dropped": c[3]}),
+                serde_json::json!({"device": side.device, "rx_packets": c[0], "rx_dropped": c[1], "tx_packets": c[2], "tx_dropped": c[3]}),
             );
         }
     }
-    let balanced = summary.directions.iter().all(|d| d.balanced);
+    let (summary, offload) = (&end.summary, &end.offload);
     let json = serde_json::json!({
         "mode": if args.direct { "direct" } else if args.pair { "pair" } else { "single" },
-        "left": {"addr": la.to_string(), "device": left.dev, "exit_status": status[0]},
-        "right": {"addr": ra.to_string(), "device": right.dev, "exit_status": status[1]},
-        "wall_s": started.elapsed().as_secs_f64(),
-        "drained": drained,
-        "balanced": balanced,
+        "left": {"addr": left.addr.to_string(), "device": left.device, "exit_status": left.exit_status},
+        "right": {"addr": right.addr.to_string(), "device": right.device, "exit_status": right.exit_status},
+        "wall_s": end.wall.as_secs_f64(),
+        "drained": end.drained,
+        "balanced": end.balanced(),
         "left_to_right": summary.directions[0],
         "right_to_left": summary.directions[1],
         "ends": {"left": summary.ends[0], "right": summary.ends[1]},
         "devices": devices,
         "offload": {
-            "enabled": tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()),
-            "udp_segmentation": tuns.as_ref().is_some_and(|t| t[0].has_uso()),
+            "enabled": end.offload_enabled,
+            "udp_segmentation": end.udp_segmentation,
             "coalesce": cfg.tun_coalesce,
             "left": offload[0],
             "right": offload[1],
@@ -586,11 +303,11 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     if !args.quiet && !args.direct {
         eprintln!(
             "mslink emulate: {} | seed {}",
-            line(&summary),
+            line(summary),
             cfg.seed.unwrap_or(1)
         );
-        if tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()) {
-            let o = |f: fn(&runtime::OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
+        if end.offload_enabled {
+            let o = |f: fn(&OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
             eprintln!(
                 "mslink emulate: offloads: {} super-packets read as {} packets, {} written as {} super-packets, {} offload errors",
                 o(|c| c.gso_reads),
@@ -600,51 +317,17 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
                 o(|c| c.offload_errors + c.coalesce_errors),
             );
         }
-        if !drained {
+        if !end.drained {
             eprintln!("mslink emulate: the hop did not drain in time; packets still in flight are reported as such");
         }
     }
-    if !args.direct && !balanced {
+    if !args.direct && !end.balanced() {
         bail!(
             "packet accounting does not add up (a bug): {}",
-            line(&summary)
+            line(summary)
         );
     }
-    // Stopped by a signal: the shell's convention, 128 + its number (130 for Ctrl-C, 143 for
-    // SIGTERM), not the status of the commands the emulator then stopped.
-    let sig = SIGNAL.load(Ordering::SeqCst);
-    if sig != 0 {
-        return Ok(128 + sig);
-    }
-    let main = match until {
-        Until::Left => status[0],
-        Until::Right => status[1],
-        Until::Both | Until::Either => status[0].filter(|&c| c != 0).or(status[1]).or(status[0]),
-    };
-    Ok(main.unwrap_or(0))
-}
-
-fn signal_of(st: &std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    st.signal().unwrap_or(0)
-}
-
-/// Quotes words for `sh -c`.
-fn shell_join(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    Ok(end.exit_code)
 }
 
 #[cfg(test)]
@@ -697,13 +380,5 @@ mod tests {
         assert_eq!(config(&seeded).unwrap().seed, Some(42));
         seeded.seed = None;
         assert_eq!(config(&seeded).unwrap().seed, Some(7));
-    }
-
-    #[test]
-    fn shell_join_quotes() {
-        assert_eq!(
-            shell_join(&["echo".into(), "a b".into(), "it's".into()]),
-            "echo 'a b' 'it'\\''s'"
-        );
     }
 }

@@ -7,10 +7,8 @@
 //! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
 mod bench_cmd;
-mod chart;
 mod demo;
 mod emulate_cmd;
-mod plot;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;

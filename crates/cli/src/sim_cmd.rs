@@ -340,9 +340,9 @@ fn write_results(
         }))?,
     )?;
     if !args.no_plots {
-        crate::plot::write_plots(
+        mslink_plot::sim::write_plots(
             out,
-            &crate::plot::PlotInput {
+            &mslink_plot::sim::PlotInput {
                 scenario: name,
                 keys,
                 points,

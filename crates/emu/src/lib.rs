@@ -15,6 +15,8 @@
 //! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
 //!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
 //!   come out together are written back as one super-packet.
+//! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
+//!   to their end, with every packet accounted for (what `mslink emulate` runs).
 //!
 //! 003 §1.3 and §4 run unmodified kernel TCP over an emulated error environment; this crate
 //! does that with real kernel stacks on both sides of the hop.
@@ -28,7 +30,9 @@ pub mod gso;
 pub mod hop;
 pub mod netns;
 pub mod runtime;
+pub mod session;
 pub mod tun;
 
 pub use config::{EmuConfig, EmuConfigError};
 pub use hop::{EmulatedHop, PacketCounts, Summary};
+pub use session::{Session, SessionConfig, SessionEnd, SessionError};

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod cell;
+pub mod demo;
 pub mod event;
 pub mod host;
 pub mod overrides;

@@ -9,10 +9,12 @@
 //! time as [`mslink_link::Instant`] arguments. Header layouts and the Internet checksum with
 //! its integrated copy-and-checksum are `mslink_wire`'s, shared with every other crate. Devices drive it from outside: [`wire`] (in-memory)
 //! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
+//! [`bench`] measures round trips through the graph (002 §5.2; `mslink stack-bench`).
 #![warn(missing_docs)]
 
 #[cfg(target_os = "linux")]
 pub mod afpacket;
+pub mod bench;
 pub mod demux_key;
 pub mod eth;
 pub mod graph;

@@ -11,6 +11,7 @@
 //! lists and a user tag, completions report a [`Status`]; transfer errors are completions,
 //! never panics or silent drops. This crate is the I/O layer: unlike mslink-link it reads
 //! clocks and makes system calls, but only on the control path and in blocking waits.
+//! [`bench`] is the end-system benchmark of 000 §IV built on it (`mslink bench`).
 //!
 //! ```no_run
 //! use mslink_vi::{Backend, Descriptor, Nic, NicConfig, WaitMode};
@@ -29,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 mod desc;
 mod error;
 mod mem;

@@ -2,23 +2,22 @@
 //!
 //! Contract: the same `Report` feeds every format; CSV files are pingpong.csv,
 //! throughput.csv and callcost.csv with a header row each. Beside them (unless `--no-plots`),
-//! PNG and SVG figures drawn with [`crate::chart`]: `throughput` (Mbit/s vs message size per
-//! backend, mode and path; 000 Fig. 4), `cpu_per_byte` (client and server CPU ns/byte vs size;
-//! 000 Fig. 6) and `rtt` (p50 and p99 round trip vs size; 000 Figs. 5 and 7), all with sizes on
-//! a log2 axis.
+//! the PNG and SVG figures of `mslink_plot::bench`: `throughput` (000 Fig. 4), `cpu_per_byte`
+//! (000 Fig. 6) and `rtt` (000 Figs. 5 and 7).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::{BackendArg, ClientOpts, ModeArg, Report};
-use crate::chart::{line_chart, LegendAt, Scale};
+use mslink_vi::bench::{mode_name as mname, BenchBackend, Report};
+
+use super::ClientOpts;
 
 pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     if let Some(dir) = &o.csv {
         write_csvs(rep, dir)?;
         if !o.no_plots {
-            write_plots(rep, dir)?;
+            mslink_plot::bench::write_plots(rep, dir)?;
         }
     }
     if o.json {
@@ -101,15 +100,8 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     Ok(())
 }
 
-fn name(b: BackendArg) -> &'static str {
+fn name(b: BenchBackend) -> &'static str {
     b.name()
-}
-
-fn mname(m: ModeArg) -> &'static str {
-    match m {
-        ModeArg::Poll => "poll",
-        ModeArg::Block => "block",
-    }
 }
 
 fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
@@ -162,83 +154,4 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
     }
     std::fs::write(dir.join("callcost.csv"), s)?;
     Ok(())
-}
-
-/// Points per series label, series in first-seen order.
-type Series = Vec<(String, Vec<(f64, f64)>)>;
-
-fn push(series: &mut Series, label: String, x: f64, y: f64) {
-    match series.iter_mut().find(|(l, _)| *l == label) {
-        Some((_, pts)) => pts.push((x, y)),
-        None => series.push((label, vec![(x, y)])),
-    }
-}
-
-/// The three figures of the report, next to the CSVs; returns the files written.
-fn write_plots(rep: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
-    let log = Scale {
-        log2_x: true,
-        log10_y: true,
-        legend: LegendAt::UpperRight,
-    };
-    // Throughput rises with size: its upper left is free.
-    let rising = Scale {
-        legend: LegendAt::UpperLeft,
-        ..log
-    };
-    let mut files = Vec::new();
-    let (mut tput, mut cpu) = (Series::new(), Series::new());
-    for r in &rep.throughput {
-        let key = format!("{} {} {}", name(r.backend), mname(r.mode), r.path);
-        let x = r.size as f64;
-        push(&mut tput, key.clone(), x, r.mbit_s);
-        push(
-            &mut cpu,
-            format!("{key} client"),
-            x,
-            r.client_cpu_ns_per_byte,
-        );
-        push(
-            &mut cpu,
-            format!("{key} server"),
-            x,
-            r.server_cpu_ns_per_byte,
-        );
-    }
-    if !tput.is_empty() {
-        files.extend(line_chart(
-            &dir.join("throughput"),
-            "Throughput vs message size (000 Fig. 4)",
-            "message size (bytes)",
-            "throughput (Mbit/s)",
-            tput,
-            rising,
-        )?);
-        files.extend(line_chart(
-            &dir.join("cpu_per_byte"),
-            "CPU per byte moved, per process (getrusage user+system; 000 Fig. 6)",
-            "message size (bytes)",
-            "CPU (ns/byte)",
-            cpu,
-            log,
-        )?);
-    }
-    let mut rtt = Series::new();
-    for r in &rep.pingpong {
-        let key = format!("{} {} {}", name(r.backend), mname(r.mode), r.path);
-        let x = r.size as f64;
-        push(&mut rtt, format!("{key} p50"), x, r.p50_us);
-        push(&mut rtt, format!("{key} p99"), x, r.p99_us);
-    }
-    if !rtt.is_empty() {
-        files.extend(line_chart(
-            &dir.join("rtt"),
-            "Ping-pong round trip vs message size, p50 and p99 (000 Figs. 5 and 7)",
-            "message size (bytes)",
-            "round trip (µs)",
-            rtt,
-            log,
-        )?);
-    }
-    Ok(files)
 }

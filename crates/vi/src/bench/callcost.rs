@@ -9,10 +9,10 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-use mslink_vi::{Backend, Descriptor, Nic, NicConfig, WaitMode};
+use super::{protocol, BenchError, CallRow, TIMEOUT};
+use crate::{Backend, Descriptor, Nic, NicConfig, WaitMode};
 
-use super::{CallRow, TIMEOUT};
+type Result<T> = std::result::Result<T, BenchError>;
 
 fn mean_us(total: Duration, n: usize) -> f64 {
     total.as_secs_f64() * 1e6 / n.max(1) as f64
@@ -21,7 +21,7 @@ fn mean_us(total: Duration, n: usize) -> f64 {
 /// 000 Table 1 today: socket calls on loopback TCP.
 fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
     // Each call alone, on a fresh connection per round (raw libc calls in mslink-vi).
-    let mut rows: Vec<CallRow> = mslink_vi::socket_call_costs(n.min(500))?
+    let mut rows: Vec<CallRow> = crate::socket_call_costs(n.min(500))?
         .into_iter()
         .map(|c| CallRow {
             api: "socket",
@@ -102,7 +102,7 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     let t_connect = t0.elapsed();
     let mut b = acceptor
         .join()
-        .map_err(|_| anyhow::anyhow!("acceptor panicked"))??;
+        .map_err(|_| BenchError::Panicked("acceptor"))??;
     let sa = a.segment(ma, 0, 1)?;
     let sb = b.segment(mb, 0, 1)?;
     let (mut tps, mut tsw, mut tpr, mut trw) = (
@@ -122,7 +122,7 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
         let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
         let t4 = Instant::now();
         if !c.is_ok() || !d.is_ok() {
-            bail!("VI call-cost loop failed: {c:?} {d:?}");
+            return Err(protocol(format!("VI call-cost loop failed: {c:?} {d:?}")));
         }
         tpr += t1 - t0;
         tps += t2 - t1;
@@ -137,7 +137,7 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
         let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
         let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
         if !c.is_ok() || !d.is_ok() {
-            bail!("VI call-cost loop failed: {c:?} {d:?}");
+            return Err(protocol(format!("VI call-cost loop failed: {c:?} {d:?}")));
         }
     }
     let t_total = t0.elapsed();
@@ -170,7 +170,8 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     Ok(rows)
 }
 
-pub(super) fn call_costs(n: usize) -> Result<Vec<CallRow>> {
+/// 000 Tables 1 and 2 today: socket calls, then VI calls, each a mean over `n` calls.
+pub fn call_costs(n: usize) -> Result<Vec<CallRow>> {
     let mut rows = socket_costs(n)?;
     rows.extend(vi_costs(n)?);
     Ok(rows)

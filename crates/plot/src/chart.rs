@@ -10,9 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+
+use crate::{io, PlotError};
+
+type Result<T> = std::result::Result<T, PlotError>;
 
 /// Image size in pixels (PNG) or user units (SVG).
 const SIZE: (u32, u32) = (960, 600);
@@ -92,7 +95,7 @@ fn register_font() -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(anyhow!("the embedded plot font does not parse"))
+        Err(PlotError::Font)
     }
 }
 
@@ -109,7 +112,7 @@ pub fn line_chart(
     let dir = path_stem.parent().unwrap_or(Path::new("."));
     let stem = path_stem
         .file_name()
-        .ok_or_else(|| anyhow!("no file name in {}", path_stem.display()))?
+        .ok_or_else(|| PlotError::NoFileName(path_stem.to_path_buf()))?
         .to_string_lossy();
     let chart = Chart {
         title: title.into(),
@@ -129,7 +132,7 @@ pub fn line_chart(
         scale,
         markers: true,
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     save(dir, &stem, &chart)
 }
 
@@ -142,7 +145,7 @@ pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
         let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
         draw(&root, chart)?;
         root.present()
-            .map_err(|e| anyhow!("drawing {stem}.png: {e}"))?;
+            .map_err(|e| PlotError::Draw(format!("drawing {stem}.png: {e}")))?;
     }
     let png_path = dir.join(format!("{stem}.png"));
     let mut png_bytes = Vec::new();
@@ -154,17 +157,16 @@ pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
         let mut writer = enc.write_header()?;
         writer.write_image_data(&rgb)?;
     }
-    std::fs::write(&png_path, &png_bytes)
-        .with_context(|| format!("writing {}", png_path.display()))?;
+    std::fs::write(&png_path, &png_bytes).map_err(io(format!("writing {}", png_path.display())))?;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         draw(&root, chart)?;
         root.present()
-            .map_err(|e| anyhow!("drawing {stem}.svg: {e}"))?;
+            .map_err(|e| PlotError::Draw(format!("drawing {stem}.svg: {e}")))?;
     }
     let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, svg).with_context(|| format!("writing {}", svg_path.display()))?;
+    std::fs::write(&svg_path, svg).map_err(io(format!("writing {}", svg_path.display())))?;
     Ok(vec![png_path, svg_path])
 }
 
@@ -213,7 +215,9 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Res
 where
     DB::ErrorType: 'static,
 {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("plotting {}: {e}", chart.title);
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| {
+        PlotError::Draw(format!("plotting {}: {e}", chart.title))
+    };
     root.fill(&WHITE).map_err(e)?;
     let scale = chart.scale;
     let error_bars = chart.error_bars && !scale.log10_y;

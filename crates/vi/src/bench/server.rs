@@ -1,37 +1,56 @@
-//! The server side of `mslink bench` and the child process `local` starts for it.
+//! The server side of the benchmark, and the child process a local run starts for it.
 //!
-//! Contract: `serve` answers any number of tests on one VI connection until the client's
-//! quit message (it keeps `WINDOW` receives posted and returns credits); `spawn_server`
-//! starts `mslink bench server` (under `ip netns exec` for `--netns`), reads the address it
-//! listens on from its first line, and the returned guard reaps or kills it.
+//! Contract: [`serve`] answers any number of tests on one VI connection until the client's
+//! quit message (it keeps `WINDOW` receives posted and returns credits); `spawn_server` starts
+//! a [`ServerCommand`] (under `ip netns exec` for a namespace), reads the address it listens
+//! on from its first line (`listening on ADDR`), and the returned guard reaps or kills it.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use mslink_vi::{process_cpu, WaitMode, WorkQueue};
+use super::end::End;
+use super::{
+    netns, protocol, BenchBackend, BenchError, Context, ServerCommand, OP_PINGPONG, OP_QUIT,
+    OP_SINK, TAG_SEND, WINDOW,
+};
+use crate::{process_cpu, WaitMode, WorkQueue};
 
-use super::{netns, BackendArg, End, ServerOpts, OP_PINGPONG, OP_QUIT, OP_SINK, TAG_SEND, WINDOW};
-// ---------------------------------------------------------------- server
+/// Options of a server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Backend.
+    pub backend: BenchBackend,
+    /// Listen address: a Unix socket path (shm) or ip:port.
+    pub addr: String,
+    /// Largest message the server accepts (bytes).
+    pub max_size: usize,
+    /// io_uring: SEND_ZC (else plain SEND).
+    pub zc: bool,
+}
 
-pub(super) fn serve(o: &ServerOpts) -> Result<()> {
+/// Serves tests on one connection at `o.addr` until the client quits. `listening` hears the
+/// address it listens on before it waits for the client (a server child tells its parent).
+pub fn serve(
+    o: &ServerConfig,
+    listening: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> Result<(), BenchError> {
     // Slots 0..2*WINDOW: receive buffers / echo sources; slot 2*WINDOW: control replies.
     let ctl = 2 * WINDOW;
-    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1, !o.no_zc)?;
+    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1, o.zc)?;
     let l = e
         .nic
         .listen(&o.addr)
-        .with_context(|| format!("listen on {}", o.addr))?;
-    println!("listening on {}", e.nic.listener_addr(l)?);
-    std::io::stdout().flush()?;
+        .context(|| format!("listen on {}", o.addr))?;
+    listening(&e.nic.listener_addr(l)?)?;
     let mut free: Vec<usize> = (WINDOW..ctl).collect();
     for i in 0..WINDOW {
         e.post_recv(i)?;
     }
     e.nic
         .accept(l, e.vi, Duration::from_secs(60))
-        .context("accept")?;
+        .context(|| "accept".into())?;
+    let no_slot = || protocol("no free slot");
     loop {
         let c = e.wait()?;
         if c.queue == WorkQueue::Send {
@@ -46,7 +65,7 @@ pub(super) fn serve(o: &ServerOpts) -> Result<()> {
         if op as u32 == OP_QUIT {
             break;
         }
-        e.post_recv(free.pop().context("no free slot")?)?;
+        e.post_recv(free.pop().ok_or_else(no_slot)?)?;
         free.push(slot);
         e.mode = if mode == 1 {
             WaitMode::Poll
@@ -66,7 +85,7 @@ pub(super) fn serve(o: &ServerOpts) -> Result<()> {
                         }
                         continue;
                     }
-                    e.post_recv(free.pop().context("no free slot")?)?;
+                    e.post_recv(free.pop().ok_or_else(no_slot)?)?;
                     e.send(s, c.len, 0)?;
                     left -= 1;
                 }
@@ -85,7 +104,10 @@ pub(super) fn serve(o: &ServerOpts) -> Result<()> {
                         continue;
                     }
                     if c.len as u64 != size {
-                        bail!("sink got {} bytes, expected {size}", c.len);
+                        return Err(protocol(format!(
+                            "sink got {} bytes, expected {size}",
+                            c.len
+                        )));
                     }
                     e.post_recv(s)?;
                     got += 1;
@@ -100,13 +122,14 @@ pub(super) fn serve(o: &ServerOpts) -> Result<()> {
                 e.put_words(ctl, &[us(cpu0.0, cpu1.0), us(cpu0.1, cpu1.1)])?;
                 e.send(ctl, 16, u32::MAX)?;
             }
-            x => bail!("unknown bench op {x}"),
+            x => return Err(protocol(format!("unknown bench op {x}"))),
         }
     }
     let _ = e.nic.disconnect(e.vi);
     Ok(())
 }
 
+/// A server child process; reaped (killed if still running) on drop.
 pub(super) struct ServerChild(Child);
 
 impl Drop for ServerChild {
@@ -122,47 +145,48 @@ impl Drop for ServerChild {
     }
 }
 
+/// Starts a server for `b` (inside namespace `ns` if given); returns it and its address.
 pub(super) fn spawn_server(
-    b: BackendArg,
+    program: &ServerCommand,
+    b: BenchBackend,
     max_size: usize,
     zc: bool,
     ns: Option<&str>,
-) -> Result<(ServerChild, String)> {
+) -> Result<(ServerChild, String), BenchError> {
     let addr = match (b, ns) {
-        (BackendArg::Shm, _) => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
+        (BenchBackend::Shm, _) => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
         (_, Some(_)) => format!("{}:0", netns::SERVER_IP),
         _ => "127.0.0.1:0".to_string(),
-    };
-    // Under the Python package the process is the interpreter; its `mslink` script names itself.
-    let exe = match std::env::var_os("MSLINK_EXE") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => std::env::current_exe()?,
     };
     let mut cmd = match ns {
         Some(ns) => {
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(exe);
+            c.args(["netns", "exec", ns]).arg(&program.program);
             c
         }
-        None => Command::new(exe),
+        None => Command::new(&program.program),
     };
     let mut child = cmd
-        .args(["bench", "server", "--backend", b.name()])
+        .args(&program.args)
+        .args(["--backend", b.name()])
         .args(["--addr", &addr, "--max-size", &max_size.to_string()])
         .args(if zc { &[][..] } else { &["--no-zc"][..] })
         .stdout(Stdio::piped())
         .spawn()
-        .context("start bench server")?;
-    let mut out = child.stdout.take().context("server stdout")?;
+        .context(|| "start bench server".into())?;
+    let mut out = child
+        .stdout
+        .take()
+        .ok_or_else(|| protocol("server stdout"))?;
     let mut line = Vec::new();
     let mut byte = [0u8; 1];
     while out.read(&mut byte)? == 1 && byte[0] != b'\n' {
         line.push(byte[0]);
     }
-    let line = String::from_utf8(line)?;
+    let line = String::from_utf8_lossy(&line);
     let at = line
         .strip_prefix("listening on ")
-        .with_context(|| format!("server said {line:?}"))?
+        .ok_or_else(|| protocol(format!("server said {line:?}")))?
         .to_string();
     Ok((ServerChild(child), at))
 }

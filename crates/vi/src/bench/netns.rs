@@ -1,5 +1,6 @@
-//! `mslink bench local --netns`: two network namespaces joined by a veth pair, made and
-//! removed by the tool, so the bench crosses a real (virtual) link instead of loopback.
+//! Named network namespaces for a local benchmark run (`mslink bench local --netns`): two
+//! namespaces joined by a veth pair, made and removed here, so the bench crosses a real
+//! (virtual) link instead of loopback.
 //!
 //! Contract: names are `msv<pid>a` / `msv<pid>b` (namespace and the veth end inside it);
 //! the server side is 10.201.0.1/30 in `a`, the client side 10.201.0.2/30 in `b`, loopback
@@ -8,22 +9,23 @@
 //! deleted (which also deletes the veth) when the guard drops — on success and on error —
 //! and by a janitor process that ignores SIGINT/SIGTERM and deletes them once this process
 //! is gone (end of file on a pipe only this process holds), so Ctrl-C or a kill leaves
-//! nothing behind. Needs root (CAP_SYS_ADMIN,
-//! CAP_NET_ADMIN) and iproute2.
+//! nothing behind. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and iproute2.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use super::{BenchError, Context};
+
+type Result<T> = std::result::Result<T, BenchError>;
 
 /// Server address inside namespace `a`.
-pub(super) const SERVER_IP: &str = "10.201.0.1";
+pub const SERVER_IP: &str = "10.201.0.1";
 const CLIENT_CIDR: &str = "10.201.0.2/30";
 const SERVER_CIDR: &str = "10.201.0.1/30";
 
 /// The two namespaces; deleted on drop.
-pub(super) struct NetnsPair {
+pub struct NetnsPair {
     /// Namespace of the server.
     pub a: String,
     /// Namespace of the client.
@@ -39,20 +41,19 @@ fn ip(args: &[&str]) -> Result<()> {
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .context("run ip (iproute2)")?;
+        .context(|| "run ip (iproute2)".into())?;
     if !out.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        return Err(BenchError::Command {
+            command: format!("ip {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }
 
 impl NetnsPair {
     /// Create both namespaces and the veth between them.
-    pub(super) fn create() -> Result<Self> {
+    pub fn create() -> Result<Self> {
         let pid = std::process::id();
         let (a, b) = (format!("msv{pid}a"), format!("msv{pid}b"));
         // The janitor first, so even a failure half-way is cleaned up.
@@ -68,14 +69,15 @@ impl NetnsPair {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .context("start the namespace janitor")?;
+            .context(|| "start the namespace janitor".into())?;
         let me = Self {
             a,
             b,
             home: None,
             _janitor: janitor.stdin,
         };
-        me.setup().context("set up namespaces (needs root)")?;
+        me.setup()
+            .context(|| "set up namespaces (needs root)".into())?;
         Ok(me)
     }
 
@@ -95,12 +97,14 @@ impl NetnsPair {
     }
 
     /// Move the calling thread (and threads it starts later) into the client namespace.
-    pub(super) fn enter_client(&mut self) -> Result<()> {
-        let home = File::open("/proc/thread-self/ns/net").context("open own netns")?;
-        let target = File::open(format!("/run/netns/{}", self.b)).context("open client netns")?;
+    pub fn enter_client(&mut self) -> Result<()> {
+        let home = File::open("/proc/thread-self/ns/net").context(|| "open own netns".into())?;
+        let target =
+            File::open(format!("/run/netns/{}", self.b)).context(|| "open client netns".into())?;
         // SAFETY: setns(2) with two descriptors we own; affects only this thread.
         if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("setns into client netns");
+            return Err(std::io::Error::last_os_error())
+                .context(|| "setns into client netns".into());
         }
         self.home = Some(home);
         Ok(())

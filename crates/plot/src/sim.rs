@@ -1,5 +1,5 @@
-//! Plots of `mslink sim` results as PNG and SVG (docs/architecture.md, "Outputs"), drawn with plotters so
-//! the CLI needs no Python.
+//! Plots of `mslink sim` results as PNG and SVG, drawn with plotters so the CLI needs no
+//! Python.
 //!
 //! Contract. [`write_plots`] turns the results of one `mslink sim` invocation into files under
 //! `DIR/plots/` and returns their paths:
@@ -13,15 +13,16 @@
 //!   numbers (and differ); without one, the first key that varies, as categories.
 //!
 //! Output is a pure function of the results: the same results give byte-identical files (no
-//! timestamps, no system fonts: the drawing is [`crate::chart`]'s, with its embedded font). Many flows are capped at [`MAX_LINES`] lines per chart, named in the title.
+//! timestamps, no system fonts: the drawing is [`crate::chart`]'s, with its embedded font).
+//! Many flows are capped at [`MAX_LINES`] lines per chart, named in the title.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use mslink_sim::RunResult;
 
 use crate::chart::{save, Chart, Line, Scale};
+use crate::{io, PlotError};
 
 /// Most lines drawn in one chart (the rest are left out and the title says so).
 pub const MAX_LINES: usize = 12;
@@ -46,9 +47,9 @@ type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
 type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
 
 /// Writes every plot of `input` under `dir/plots`; returns the files written.
-pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>> {
+pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>, PlotError> {
     let out = dir.join("plots");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
     let mut files = Vec::new();
     for (point, chart) in timeseries_charts(input) {
         files.extend(save(&out, &format!("timeseries_p{point}"), &chart)?);

@@ -1,0 +1,693 @@
+//! An emulator session: programs in network namespaces on both sides of an emulated hop, run
+//! to the end and accounted for (what `mslink emulate` does).
+//!
+//! Contract. A [`Session`] is built from a [`SessionConfig`]: the hop ([`EmuConfig`]), what runs
+//! on each side ([`Commands`], with the [`Until`] policy), addresses, pcap files, the live
+//! counters' interval. [`Session::run`] removes devices of dead emulators ([`sweep_stale`]),
+//! makes its namespaces and TUN devices (named `msl<pid>l` and `msl<pid>r`; with
+//! [`SessionConfig::direct`], a plain veth pair instead of the hop), starts the commands
+//! (`sh -c`, with `MSLINK_LEFT`, `MSLINK_RIGHT` and `MSLINK_SIDE` in their environment) and
+//! carries their traffic through the [`EmulatedHop`] in real time ([`runtime::run`]) until the
+//! policy says the run is over or SIGINT, SIGTERM or SIGHUP arrives (the session installs
+//! handlers for them). Then it drains the hop, stops the commands still running and returns a
+//! [`SessionEnd`]: exit statuses, the hop's [`Summary`], device and offload counters, and the
+//! exit code (128 + the signal's number after a signal, else the status of the command the
+//! policy names).
+//!
+//! Everything a session creates lives in unnamed namespaces or on descriptors it holds, so the
+//! kernel removes it on exit, on Ctrl-C and after SIGKILL; the commands run in PID namespaces
+//! killed with the emulator ([`Netns::spawn`]). A session prints nothing: what a caller may
+//! show while it runs arrives as [`Event`]s. 003 §1.3 and §4: unmodified kernel TCP over an
+//! emulated error environment.
+
+use std::io;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use mslink_link::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::config::{EmuConfig, EmuConfigError};
+use crate::hop::{EmulatedHop, Summary};
+use crate::netns::{dev_counters, sweep_stale, Netns};
+use crate::runtime::{self, Control, OffloadCounts};
+use crate::tun::Tun;
+
+/// When a pair run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    /// When the left command exits.
+    Left,
+    /// When the right command exits.
+    Right,
+    /// When both have exited.
+    Both,
+    /// When either has exited.
+    Either,
+}
+
+/// What runs on each side of the hop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Commands {
+    /// One new namespace left of the hop, the caller's own on the right. The words are joined
+    /// for `sh -c` ([`shell_join`]); without words, the user's shell (`$SHELL`) runs there,
+    /// interactive (it stays in the terminal's foreground process group). The run ends when
+    /// the command exits.
+    Single(Vec<String>),
+    /// Two new namespaces, each running its command (`sh -c`) if it has one.
+    Pair {
+        /// Command of the left side.
+        left: Option<String>,
+        /// Command of the right side.
+        right: Option<String>,
+        /// When the run ends (default: when the right command exits if there is one, else the
+        /// left).
+        until: Option<Until>,
+    },
+}
+
+/// Everything a session needs to know.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    /// The hop.
+    pub emu: EmuConfig,
+    /// What runs on each side.
+    pub commands: Commands,
+    /// Address of the left side (default: 10.0.0.1 for a pair, else from 100.64.0.0/10).
+    pub left_addr: Option<Ipv4Addr>,
+    /// Address of the right side (default: 10.0.0.2 for a pair, else from 100.64.0.0/10).
+    pub right_addr: Option<Ipv4Addr>,
+    /// Report live counters ([`Event::Stats`]) this often.
+    pub stats_interval: Option<Duration>,
+    /// Capture the left and right device's packets (both ways) to these pcap files.
+    pub pcap: [Option<PathBuf>; 2],
+    /// Baseline for benchmarks (pair mode): join the namespaces with a plain veth pair instead
+    /// of the emulated hop.
+    pub direct: bool,
+}
+
+/// Why a session could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The hop cannot be built from the configuration.
+    #[error("invalid link settings")]
+    Config(#[source] EmuConfigError),
+    /// An operating-system call failed while doing `what`.
+    #[error("{what}")]
+    Os {
+        /// What the session was doing.
+        what: String,
+        /// The failure.
+        source: io::Error,
+    },
+    /// An operating-system call failed (namespaces, devices, the `ip` tool, the event loop).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// A pcap file could not be started.
+    #[error(transparent)]
+    PcapHeader(pcap_file::PcapError),
+    /// A packet could not be written to a pcap file.
+    #[error("writing a pcap file")]
+    PcapWrite(#[source] pcap_file::PcapError),
+}
+
+fn os(what: impl Into<String>) -> impl FnOnce(io::Error) -> SessionError {
+    let what = what.into();
+    move |source| SessionError::Os { what, source }
+}
+
+/// What happens during [`Session::run`], for the caller to show.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A device of an emulator that is gone was found in this namespace and removed.
+    StaleDeviceRemoved(&'a str),
+    /// Namespaces, devices and addresses are set up; the commands start now.
+    Ready {
+        /// Address and device name of the left side.
+        left: (Ipv4Addr, &'a str),
+        /// Address and device name of the right side.
+        right: (Ipv4Addr, &'a str),
+        /// A plain veth pair joins the sides ([`SessionConfig::direct`]).
+        direct: bool,
+    },
+    /// Live counters ([`EmulatedHop::live_summary`]), every [`SessionConfig::stats_interval`].
+    Stats {
+        /// Hop time (since the session was built).
+        now: Instant,
+        /// The counters.
+        live: &'a Summary,
+    },
+}
+
+/// One side at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideEnd {
+    /// Its address.
+    pub addr: Ipv4Addr,
+    /// Its device.
+    pub device: String,
+    /// Exit status of its command (128 + signal if a signal ended it); `None`: no command, or
+    /// it did not end.
+    pub exit_status: Option<i32>,
+    /// The device's counters at the end (rx packets, rx dropped, tx packets, tx dropped).
+    pub counters: Option<[u64; 4]>,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct SessionEnd {
+    /// The status a command-line tool should exit with: 128 + signal after a signal (130 for
+    /// Ctrl-C, 143 for SIGTERM), else the status of the command [`Until`] names (for `Both`
+    /// and `Either`, the first that failed, else the right's), 0 without one.
+    pub exit_code: i32,
+    /// The signal that stopped the run, if one did.
+    pub signal: Option<i32>,
+    /// Left and right side.
+    pub sides: [SideEnd; 2],
+    /// Wall time from the commands' start to the end.
+    pub wall: std::time::Duration,
+    /// The drain ended with the hop quiet (false: packets still in flight are reported so).
+    pub drained: bool,
+    /// Everything the hop counted.
+    pub summary: Summary,
+    /// What the TUN offloads did, per side.
+    pub offload: [OffloadCounts; 2],
+    /// The devices have a virtio-net header (the kernel took the offloads).
+    pub offload_enabled: bool,
+    /// The devices also take UDP segmentation offload.
+    pub udp_segmentation: bool,
+}
+
+impl SessionEnd {
+    /// Every packet is accounted for in both directions (false would be a bug).
+    pub fn balanced(&self) -> bool {
+        self.summary.directions.iter().all(|d| d.balanced)
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal that stopped the run (0: none), for the exit code 128 + signal.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn catch_signals() {
+    // SAFETY: installing a handler that only stores to an atomic.
+    unsafe {
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::signal(s, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// A seed from the kernel's entropy pool.
+pub fn fresh_seed() -> io::Result<u64> {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b))?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Quotes words for `sh -c`.
+pub fn shell_join(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+struct Side {
+    ns: Netns,
+    created: bool,
+    addr: Ipv4Addr,
+    dev: String,
+}
+
+fn configure(side: &Side, peer: Ipv4Addr, mtu: usize, default_route: bool) -> io::Result<()> {
+    let dev = side.dev.as_str();
+    // No IPv6 on the device: router solicitations and MLD reports would be traffic nobody asked
+    // for (and would disturb exact counts).
+    let _ = side
+        .ns
+        .sysctl(&format!("net/ipv6/conf/{dev}/disable_ipv6"), "1");
+    if side.created {
+        side.ns.ip(&["link", "set", "lo", "up"])?;
+    }
+    side.ns.ip(&[
+        "link",
+        "set",
+        "dev",
+        dev,
+        "mtu",
+        &mtu.to_string(),
+        "txqueuelen",
+        "1000",
+        "up",
+    ])?;
+    side.ns.ip(&[
+        "addr",
+        "add",
+        &side.addr.to_string(),
+        "peer",
+        &peer.to_string(),
+        "dev",
+        dev,
+    ])?;
+    if default_route {
+        side.ns.ip(&["route", "add", "default", "dev", dev])?;
+    }
+    Ok(())
+}
+
+fn signal_of(st: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.signal().unwrap_or(0)
+}
+
+fn stop_child(c: &mut Child) {
+    if matches!(c.try_wait(), Ok(None)) {
+        // unshare --kill-child takes its command (the PID namespace's init) down with it.
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+        }
+        for _ in 0..100 {
+            if !matches!(c.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = c.kill();
+    }
+    let _ = c.wait();
+}
+
+/// The commands of a run and what has become of them.
+struct Children {
+    procs: [Option<Child>; 2],
+    status: [Option<i32>; 2],
+    until: Until,
+}
+
+impl Children {
+    fn poll(&mut self) {
+        for (c, status) in self.procs.iter_mut().zip(&mut self.status) {
+            if let (Some(ch), None) = (c.as_mut(), *status) {
+                if let Ok(Some(st)) = ch.try_wait() {
+                    *status = Some(st.code().unwrap_or(128 + signal_of(&st)));
+                }
+            }
+        }
+    }
+
+    /// The policy says the run is over.
+    fn finished(&self) -> bool {
+        let has = |i: usize| self.procs[i].is_some();
+        let done = |i: usize| !has(i) || self.status[i].is_some();
+        match self.until {
+            Until::Left => done(0),
+            Until::Right => done(1),
+            Until::Both => done(0) && done(1),
+            Until::Either => {
+                (has(0) && self.status[0].is_some()) || (has(1) && self.status[1].is_some())
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        for c in self.procs.iter_mut().flatten() {
+            stop_child(c);
+        }
+        self.poll();
+    }
+
+    /// The status of the command the policy names.
+    fn exit_code(&self) -> i32 {
+        let s = self.status;
+        let main = match self.until {
+            Until::Left => s[0],
+            Until::Right => s[1],
+            Until::Both | Until::Either => s[0].filter(|&c| c != 0).or(s[1]).or(s[0]),
+        };
+        main.unwrap_or(0)
+    }
+}
+
+/// What the event loop does between packets: live counters, signals, the commands' end.
+struct Watch<'e> {
+    children: &'e mut Children,
+    on_event: &'e mut dyn FnMut(Event<'_>),
+    next_check: Instant,
+    stats_every: Option<Duration>,
+    next_stats: Option<Instant>,
+}
+
+impl Watch<'_> {
+    fn tick(&mut self, now: Instant, hop: &EmulatedHop) -> Control {
+        if let (Some(t), Some(every)) = (self.next_stats, self.stats_every) {
+            if now >= t {
+                let live = hop.live_summary();
+                (self.on_event)(Event::Stats { now, live: &live });
+                self.next_stats = Some(t + every);
+            }
+        }
+        if STOP.load(Ordering::SeqCst) {
+            return Control::Interrupt;
+        }
+        if now >= self.next_check {
+            self.next_check = now + Duration::from_millis(5);
+            self.children.poll();
+            if self.children.finished() {
+                return Control::Stop;
+            }
+        }
+        Control::Continue
+    }
+}
+
+type Pcap = pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>;
+
+/// The pcap files of a run; the first write error is kept for the end.
+struct Captures {
+    writers: [Option<Pcap>; 2],
+    error: Option<pcap_file::PcapError>,
+}
+
+impl Captures {
+    fn open(paths: &[Option<PathBuf>; 2]) -> Result<Captures, SessionError> {
+        let mut writers = [None, None];
+        for (w, path) in writers.iter_mut().zip(paths) {
+            let Some(p) = path else { continue };
+            let f = std::fs::File::create(p).map_err(os(format!("creating {}", p.display())))?;
+            let header = pcap_file::pcap::PcapHeader {
+                datalink: pcap_file::DataLink::RAW,
+                ..Default::default()
+            };
+            *w = Some(
+                pcap_file::pcap::PcapWriter::with_header(std::io::BufWriter::new(f), header)
+                    .map_err(SessionError::PcapHeader)?,
+            );
+        }
+        Ok(Captures {
+            writers,
+            error: None,
+        })
+    }
+
+    fn any(&self) -> bool {
+        self.writers.iter().any(Option::is_some)
+    }
+
+    fn write(&mut self, side: usize, p: &[u8]) {
+        if let Some(w) = self.writers[side].as_mut() {
+            let ts = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            if let Err(e) = w.write_packet(&pcap_file::pcap::PcapPacket::new(ts, p.len() as u32, p))
+            {
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn finish(self) -> Result<(), SessionError> {
+        if let Some(e) = self.error {
+            return Err(SessionError::PcapWrite(e));
+        }
+        for w in self.writers.into_iter().flatten() {
+            use std::io::Write;
+            w.into_writer().flush().map_err(os("writing a pcap file"))?;
+        }
+        Ok(())
+    }
+}
+
+/// An emulator session, ready to run.
+pub struct Session {
+    config: SessionConfig,
+    clock: Clock,
+    hop: EmulatedHop,
+}
+
+impl Session {
+    /// Builds the hop (its clock starts now); `load` returns the text of a file the
+    /// configuration names (capacity and error traces).
+    pub fn new(
+        config: SessionConfig,
+        load: &mut dyn FnMut(&str) -> Result<String, String>,
+    ) -> Result<Session, SessionError> {
+        let clock = Clock::new();
+        let hop = config
+            .emu
+            .build(clock.now(), load)
+            .map_err(SessionError::Config)?;
+        Ok(Session { config, clock, hop })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    fn pair(&self) -> bool {
+        matches!(self.config.commands, Commands::Pair { .. })
+    }
+
+    /// The two sides: namespaces, addresses, device names.
+    fn sides(&self) -> Result<[Side; 2], SessionError> {
+        let pid = std::process::id();
+        let (la, ra) = if self.pair() {
+            ([10, 0, 0, 1].into(), [10, 0, 0, 2].into())
+        } else {
+            // 100.64.0.0/10 (shared address space), one /30 per emulator process.
+            let base = 0x6440_0000u32 | ((pid & 0xf_ffff) << 2);
+            ((base + 1).into(), (base + 2).into())
+        };
+        let left = Side {
+            ns: Netns::create().map_err(os("creating the left network namespace"))?,
+            created: true,
+            addr: self.config.left_addr.unwrap_or(la),
+            dev: format!("msl{pid}l"),
+        };
+        let right = Side {
+            ns: if self.pair() {
+                Netns::create().map_err(os("creating the right network namespace"))?
+            } else {
+                Netns::current()?
+            },
+            created: self.pair(),
+            addr: self.config.right_addr.unwrap_or(ra),
+            dev: format!("msl{pid}r"),
+        };
+        Ok([left, right])
+    }
+
+    /// Baseline: a veth pair, no emulator. The right end moves into the right namespace
+    /// through a placeholder process living there.
+    fn veth(left: &Side, right: &Side) -> io::Result<()> {
+        let mut holder = right.ns.command("sleep").arg("1000").spawn()?;
+        let r = left.ns.ip(&[
+            "link",
+            "add",
+            &left.dev,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &right.dev,
+            "netns",
+            &holder.id().to_string(),
+        ]);
+        let _ = holder.kill();
+        let _ = holder.wait();
+        r
+    }
+
+    fn tuns(&self, left: &Side, right: &Side) -> Result<[Tun; 2], SessionError> {
+        let offload = self.config.emu.tun_offload;
+        let create = |dev: &str| {
+            if offload {
+                // A kernel without the offloads gets a plain device (the summary says
+                // `offload_enabled: false`).
+                Tun::create_with_offloads(dev).or_else(|_| Tun::create(dev))
+            } else {
+                Tun::create(dev)
+            }
+        };
+        let l = left
+            .ns
+            .run(|| create(&left.dev))?
+            .map_err(os("creating the left TUN"))?;
+        let r = right
+            .ns
+            .run(|| create(&right.dev))?
+            .map_err(os("creating the right TUN"))?;
+        Ok([l, r])
+    }
+
+    fn spawn(&self, sides: &[Side; 2]) -> Result<Children, SessionError> {
+        let (cmds, interactive, until) = match &self.config.commands {
+            Commands::Single(words) if words.is_empty() => {
+                ([Some("exec ${SHELL:-sh}".to_string()), None], true, None)
+            }
+            Commands::Single(words) => ([Some(shell_join(words)), None], false, None),
+            Commands::Pair { left, right, until } => ([left.clone(), right.clone()], false, *until),
+        };
+        let env = vec![
+            ("MSLINK_LEFT".to_string(), sides[0].addr.to_string()),
+            ("MSLINK_RIGHT".to_string(), sides[1].addr.to_string()),
+        ];
+        let mut procs = [None, None];
+        for (i, (side, cmd)) in sides.iter().zip(&cmds).enumerate() {
+            let Some(c) = cmd else { continue };
+            let mut env = env.clone();
+            env.push(("MSLINK_SIDE".into(), ["left", "right"][i].into()));
+            procs[i] = Some(
+                side.ns
+                    .spawn(c, &env, !interactive)
+                    .map_err(os(format!("starting {c:?}")))?,
+            );
+        }
+        let until = until.unwrap_or(if procs[1].is_some() {
+            Until::Right
+        } else {
+            Until::Left
+        });
+        Ok(Children {
+            procs,
+            status: [None, None],
+            until,
+        })
+    }
+
+    /// Carries the traffic between the devices until the commands are done or a signal came,
+    /// then drains; returns whether the hop drained and the offload counters.
+    fn carry(
+        &mut self,
+        tuns: &[Tun; 2],
+        children: &mut Children,
+        captures: &mut Captures,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(bool, [OffloadCounts; 2]), SessionError> {
+        let stats_every = self.config.stats_interval;
+        let mut watch = Watch {
+            children,
+            on_event,
+            next_check: Instant::ZERO,
+            stats_every,
+            next_stats: stats_every.map(|d| self.clock.now() + d),
+        };
+        let mut tick = |now: Instant, hop: &EmulatedHop| watch.tick(now, hop);
+        let has_pcap = captures.any();
+        let mut capture = |side: usize, _inbound: bool, _t: Instant, p: &[u8]| {
+            captures.write(side, p);
+        };
+        let cfg = &self.config.emu;
+        let end = runtime::run(
+            &mut self.hop,
+            [&tuns[0], &tuns[1]],
+            &self.clock,
+            cfg.tun_coalesce,
+            cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
+            &mut tick,
+            if has_pcap { Some(&mut capture) } else { None },
+        )?;
+        Ok((end.drained, end.offload))
+    }
+
+    /// Runs the session to its end (see the module contract); `on_event` hears what happens
+    /// meanwhile.
+    pub fn run(mut self, on_event: &mut dyn FnMut(Event<'_>)) -> Result<SessionEnd, SessionError> {
+        for name in sweep_stale() {
+            on_event(Event::StaleDeviceRemoved(&name));
+        }
+        catch_signals();
+        let sides = self.sides()?;
+        let [left, right] = &sides;
+        let tuns = if self.config.direct {
+            Self::veth(left, right)?;
+            None
+        } else {
+            Some(self.tuns(left, right)?)
+        };
+        let mtu = self.config.emu.mtu;
+        configure(left, right.addr, mtu, true)?;
+        configure(right, left.addr, mtu, self.pair())?;
+        on_event(Event::Ready {
+            left: (left.addr, &left.dev),
+            right: (right.addr, &right.dev),
+            direct: self.config.direct,
+        });
+        let mut children = self.spawn(&sides)?;
+        let started = std::time::Instant::now();
+        let mut captures = Captures::open(&self.config.pcap)?;
+        let (drained, offload) = match &tuns {
+            Some(tuns) => self.carry(tuns, &mut children, &mut captures, on_event)?,
+            None => {
+                while !children.finished() && !STOP.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    children.poll();
+                }
+                (true, [OffloadCounts::default(); 2])
+            }
+        };
+        children.stop();
+        captures.finish()?;
+        let summary = self.hop.summary();
+        let side_end = |i: usize| {
+            let s = &sides[i];
+            SideEnd {
+                addr: s.addr,
+                device: s.dev.clone(),
+                exit_status: children.status[i],
+                counters: s.ns.net_dev().ok().and_then(|t| dev_counters(&t, &s.dev)),
+            }
+        };
+        let sig = SIGNAL.load(Ordering::SeqCst);
+        Ok(SessionEnd {
+            // Stopped by a signal: the shell's convention, 128 + its number, not the status of
+            // the commands the session then stopped.
+            exit_code: if sig != 0 {
+                128 + sig
+            } else {
+                children.exit_code()
+            },
+            signal: (sig != 0).then_some(sig),
+            sides: [side_end(0), side_end(1)],
+            wall: started.elapsed(),
+            drained,
+            summary,
+            offload,
+            offload_enabled: tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()),
+            udp_segmentation: tuns.as_ref().is_some_and(|t| t[0].has_uso()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_join_quotes() {
+        assert_eq!(
+            shell_join(&["echo".into(), "a b".into(), "it's".into()]),
+            "echo 'a b' 'it'\\''s'"
+        );
+    }
+}

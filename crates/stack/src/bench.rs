@@ -1,0 +1,478 @@
+//! Round-trip benchmarks of the protocol graph (002 §5.2, Tables 1-3, Fig. 4; what `mslink
+//! stack-bench` runs): per stack (ETH, IP-ETH, UDP-IP-ETH), architecture (LLM, DAA, ILLM) and
+//! user data size, UDP with its checksum on with ILP off vs on, and the round trip of a
+//! prioritised flow among background flows.
+//!
+//! Contract: a client and a server stack in this process ping-pong a number of times per cell;
+//! the figure is the mean wall-clock round trip (this driver reads the clock; the stacks do
+//! not). On the in-memory wire ([`Wire`]) it measures protocol processing alone: no device, no
+//! copy to a kernel, no interrupt; [`veth_tables`] runs the same over AF_PACKET sockets on a
+//! veth pair between two network namespaces it creates and removes (Linux, root, `ip`).
+//! Checksums are off in the latency tables, as in 002 §5.2. The table functions hand each
+//! [`Row`] to the caller's `on_row` as soon as it is measured (to show progress) and return
+//! them all; nothing here prints.
+
+use std::time::Instant as WallClock;
+
+use mslink_link::Instant;
+
+use crate::wire::Wire;
+use crate::{Architecture, EndpointId, Participants, Stack, StackConfig, StackError, UdpConn};
+
+/// User data sizes of 002 Tables 1-3.
+pub const SIZES: [usize; 5] = [1, 100, 500, 1000, 1400];
+/// Background flow counts of 002 Fig. 4.
+pub const FIG4_BACKGROUND: [usize; 6] = [0, 2, 4, 8, 12, 16];
+/// Most transactions per cell over the veth (each one crosses the kernel twice).
+pub const VETH_MAX_TRANSACTIONS: u32 = 2000;
+/// Ethertype of an application directly on Ethernet (IEEE local experimental 2).
+const APP_ETHERTYPE: u32 = 0x88B6;
+/// IP protocol number of an application directly on IP (RFC 3692 experimental).
+const APP_IPPROTO: u32 = 253;
+
+/// Why a benchmark failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A stack refused to open an endpoint or send.
+    #[error(transparent)]
+    Stack(#[from] StackError),
+    /// A device or namespace operation failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A message that should have arrived did not.
+    #[error("{0}")]
+    Missing(&'static str),
+    /// The echo thread panicked.
+    #[error("echo thread panicked")]
+    Panicked,
+    /// `source` happened while doing `what`.
+    #[error("{what}")]
+    Context {
+        /// What the benchmark was doing.
+        what: &'static str,
+        /// The failure.
+        source: Box<BenchError>,
+    },
+}
+
+fn context<E: Into<BenchError>>(what: &'static str) -> impl FnOnce(E) -> BenchError {
+    move |e| BenchError::Context {
+        what,
+        source: Box::new(e.into()),
+    }
+}
+
+/// The protocol an application sits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// Directly on Ethernet.
+    Eth,
+    /// On IPv4.
+    Ip,
+    /// On UDP.
+    Udp,
+}
+
+impl Layer {
+    /// Every layer, lowest first.
+    pub const ALL: [Layer; 3] = [Layer::Eth, Layer::Ip, Layer::Udp];
+
+    /// The stack's name in 002's tables (`UDP-IP-ETHDAA` for DAA).
+    pub fn name(self, arch: Architecture) -> String {
+        let base = match self {
+            Layer::Eth => "ETH",
+            Layer::Ip => "IP-ETH",
+            Layer::Udp => "UDP-IP-ETH",
+        };
+        if arch == Architecture::Daa {
+            format!("{base}DAA")
+        } else {
+            base.to_string()
+        }
+    }
+}
+
+/// One measured cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// "memory" (in-memory wire) or "veth" (AF_PACKET).
+    pub device: &'static str,
+    /// Architecture name, or `fig4-bg<N>` for 002 Fig. 4 with N background flows.
+    pub architecture: String,
+    /// Stack name ([`Layer::name`]), or for Fig. 4 `UDPDAA-prio` / `UDP`.
+    pub stack: String,
+    /// User data bytes (Fig. 4: of the background flows).
+    pub size: usize,
+    /// UDP checksum on.
+    pub checksum: bool,
+    /// Integrated copy and checksum on.
+    pub ilp: bool,
+    /// Mean round trip (Fig. 4: median), µs.
+    pub rtt_us: f64,
+}
+
+/// A client and a server stack with one endpoint each, on the same layer.
+pub struct Pair {
+    /// The client stack.
+    pub client: Stack,
+    /// The server stack.
+    pub server: Stack,
+    /// The client's endpoint.
+    pub ce: EndpointId,
+}
+
+/// A client and a server of `arch` whose applications sit on `layer`; `checksum`: UDP
+/// checksum on; `ilp`: integrated copy and checksum.
+pub fn pair(
+    arch: Architecture,
+    layer: Layer,
+    checksum: bool,
+    ilp: bool,
+) -> Result<Pair, BenchError> {
+    let cc = StackConfig {
+        architecture: arch,
+        ilp,
+        ..Default::default()
+    };
+    let cs = StackConfig {
+        architecture: arch,
+        ilp,
+        ..StackConfig::host(2)
+    };
+    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
+    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
+    let pc = Participants {
+        remote_mac: cs.station,
+        remote_ip: cs.address,
+        local_port: 7000,
+        remote_port: 7,
+        remote_app: 2,
+        udp_checksum: checksum,
+        ..Default::default()
+    };
+    let ps = Participants {
+        remote_mac: cc.station,
+        remote_ip: cc.address,
+        local_port: 7,
+        remote_port: 7000,
+        remote_app: 1,
+        udp_checksum: checksum,
+        ..Default::default()
+    };
+    let (top_c, top_s, number) = match layer {
+        Layer::Eth => (ic.eth, is.eth, APP_ETHERTYPE),
+        Layer::Ip => (ic.ip, is.ip, APP_IPPROTO),
+        Layer::Udp => (ic.udp, is.udp, 0),
+    };
+    let (ce, _) = client
+        .open(top_c, pc, number, Some(1))
+        .map_err(context("opening the client endpoint"))?;
+    server
+        .open(top_s, ps, number, Some(2))
+        .map_err(context("opening the server endpoint"))?;
+    Ok(Pair { client, server, ce })
+}
+
+/// Best over `reps` runs of the mean round trip (µs) of `n` ping-pongs, after a warm-up run.
+pub fn best_rtt(p: &mut Pair, size: usize, n: u32, reps: u32) -> Result<f64, BenchError> {
+    ping_pong(p, size, n.min(1000))?;
+    let mut v = (0..reps.max(1))
+        .map(|_| ping_pong(p, size, n))
+        .collect::<Result<Vec<f64>, _>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[0])
+}
+
+/// Mean round trip in microseconds over `n` ping-pongs of `size` bytes on the in-memory wire.
+pub fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64, BenchError> {
+    let data = vec![0x42u8; size];
+    let mut w = Wire::new();
+    let t = Instant::ZERO;
+    let start = WallClock::now();
+    for _ in 0..n {
+        p.client.send(t, p.ce, &data)?;
+        w.pump(t, &mut p.client, &mut p.server);
+        let Some(d) = p.server.poll_deliver() else {
+            return Err(BenchError::Missing("server received nothing"));
+        };
+        // Echo the user data (an application on raw Ethernet also sees the link padding).
+        p.server
+            .send(t, d.endpoint, &d.data[..size.min(d.data.len())])?;
+        w.pump(t, &mut p.client, &mut p.server);
+        if p.client.poll_deliver().is_none() {
+            return Err(BenchError::Missing("client received no reply"));
+        }
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e6 / n as f64)
+}
+
+/// 002 Tables 1-3 on the in-memory wire: every architecture, layer and size, checksum off,
+/// best of `repeat` means of `n` round trips.
+pub fn memory_tables(
+    n: u32,
+    repeat: u32,
+    on_row: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    let mut rows = Vec::new();
+    for arch in Architecture::ALL {
+        for layer in Layer::ALL {
+            for size in SIZES {
+                let mut p = pair(arch, layer, false, false)?;
+                let row = Row {
+                    device: "memory",
+                    architecture: arch.name().into(),
+                    stack: layer.name(arch),
+                    size,
+                    checksum: false,
+                    ilp: false,
+                    rtt_us: best_rtt(&mut p, size, n, repeat)?,
+                };
+                on_row(&row);
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// UDP-IP-ETH with the checksum on, 1400 bytes, per architecture: copy then checksum (ILP
+/// off), then copy-and-checksum (ILP on).
+pub fn ilp_table(
+    n: u32,
+    repeat: u32,
+    on_row: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    let mut rows = Vec::new();
+    for arch in Architecture::ALL {
+        let mut off = pair(arch, Layer::Udp, true, false)?;
+        let mut on = pair(arch, Layer::Udp, true, true)?;
+        let a = best_rtt(&mut off, 1400, n, repeat)?;
+        let b = best_rtt(&mut on, 1400, n, repeat)?;
+        for (ilp, rtt_us) in [(false, a), (true, b)] {
+            let row = Row {
+                device: "memory",
+                architecture: arch.name().into(),
+                stack: "UDP-IP-ETH".into(),
+                size: 1400,
+                checksum: true,
+                ilp,
+                rtt_us,
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Round trips over AF_PACKET on a veth pair, every architecture, layer and size (checksum
+/// off, best of `repeat` means of `n` round trips, at most [`VETH_MAX_TRANSACTIONS`]): the
+/// server stack echoes in its own thread.
+#[cfg(target_os = "linux")]
+pub fn veth_tables(
+    n: u32,
+    repeat: u32,
+    on_row: &mut dyn FnMut(&Row),
+) -> Result<Vec<Row>, BenchError> {
+    use crate::afpacket::AfPacket;
+    use crate::veth::VethPair;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let n = n.clamp(1, VETH_MAX_TRANSACTIONS);
+    let ns = VethPair::create("mslink-bench").map_err(context(
+        "creating namespaces and a veth pair (root and `ip` needed)",
+    ))?;
+    let to = Duration::from_millis(100);
+    let dev_a = Arc::new(VethPair::within(&ns.a, move || AfPacket::open("v0", to))??);
+    let dev_b = Arc::new(VethPair::within(&ns.b, move || AfPacket::open("v1", to))??);
+    let mut rows = Vec::new();
+    for arch in Architecture::ALL {
+        for layer in Layer::ALL {
+            for size in SIZES {
+                let Pair {
+                    mut client,
+                    mut server,
+                    ce,
+                } = pair(arch, layer, false, false)?;
+                let stop = Arc::new(AtomicBool::new(false));
+                let (db, st) = (dev_b.clone(), stop.clone());
+                let echo = std::thread::spawn(move || -> std::io::Result<()> {
+                    while !st.load(Ordering::Relaxed) {
+                        db.receive(Instant::ZERO, &mut server)?;
+                        while let Some(d) = server.poll_deliver() {
+                            let len = size.min(d.data.len());
+                            let _ = server.send(Instant::ZERO, d.endpoint, &d.data[..len]);
+                        }
+                        db.transmit(&mut server)?;
+                    }
+                    Ok(())
+                });
+                let data = vec![0x42u8; size];
+                let mut best = f64::INFINITY;
+                for rep in 0..=repeat.max(1) {
+                    let start = WallClock::now();
+                    for _ in 0..n {
+                        client.send(Instant::ZERO, ce, &data)?;
+                        dev_a.transmit(&mut client)?;
+                        let mut waits = 0;
+                        loop {
+                            if !dev_a.receive(Instant::ZERO, &mut client)? {
+                                waits += 1;
+                                if waits > 20 {
+                                    return Err(BenchError::Missing(
+                                        "no reply over the veth after 2 s",
+                                    ));
+                                }
+                            }
+                            if client.poll_deliver().is_some() {
+                                break;
+                            }
+                        }
+                    }
+                    if rep > 0 {
+                        // Repetition 0 warms up.
+                        best = best.min(start.elapsed().as_secs_f64() * 1e6 / n as f64);
+                    }
+                }
+                stop.store(true, Ordering::Relaxed);
+                echo.join().map_err(|_| BenchError::Panicked)??;
+                let row = Row {
+                    device: "veth",
+                    architecture: arch.name().into(),
+                    stack: layer.name(arch),
+                    size,
+                    checksum: false,
+                    ilp: false,
+                    rtt_us: best,
+                };
+                on_row(&row);
+                rows.push(row);
+            }
+        }
+    }
+    drop(ns);
+    Ok(rows)
+}
+
+/// 002 Fig. 4 on the in-memory wire: p50 round trip (µs) of a 1-byte probe flow among
+/// `background` ping-pong flows of `bg_size` bytes. With `daa_priority` the server is a DAA stack
+/// whose received work waits in the priority queue and the probe's frames carry priority 7;
+/// otherwise it is the LLM stack ("plain UDP"), which processes frames in arrival order. The
+/// server does one frame's work per loop turn, so the probe waits for whatever is processed
+/// before it; the clock measures that real processing.
+pub fn fig4_p50(
+    daa_priority: bool,
+    background: usize,
+    bg_size: usize,
+    samples: usize,
+) -> Result<f64, BenchError> {
+    let arch = if daa_priority {
+        Architecture::Daa
+    } else {
+        Architecture::Llm
+    };
+    let cc = StackConfig {
+        architecture: arch,
+        ..Default::default()
+    };
+    let cs = StackConfig {
+        architecture: arch,
+        priority_queue: if daa_priority { 4096 } else { 0 },
+        ..StackConfig::host(2)
+    };
+    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
+    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
+    let flows = background + 1;
+    let mut ce = Vec::new();
+    for f in 0..flows {
+        let prio = if f == 0 && daa_priority { 7 } else { 0 };
+        let (cport, sport, capp, sapp) = (
+            3000 + f as u16,
+            4000 + f as u16,
+            100 + f as u32,
+            200 + f as u32,
+        );
+        let c = UdpConn {
+            local_port: cport,
+            remote_port: sport,
+            local_app: capp,
+            remote_app: sapp,
+            priority: prio,
+            ..Default::default()
+        };
+        ce.push(client.open_udp_to(ic.udp, &cs, c)?.0);
+        server.open_udp_to(
+            is.udp,
+            &cc,
+            UdpConn {
+                priority: 0,
+                ..c.reversed()
+            },
+        )?;
+    }
+    let t = Instant::ZERO;
+    let start = WallClock::now();
+    let mut sent_at = vec![start; flows];
+    for f in (0..flows).rev() {
+        client.send(t, ce[f], &vec![f as u8; if f == 0 { 1 } else { bg_size }])?;
+    }
+    let mut w = Wire::new();
+    let mut rtts: Vec<f64> = Vec::with_capacity(samples);
+    // Server input queue for the LLM case: frames wait here and are processed one per turn.
+    let mut fifo: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+    while rtts.len() < samples {
+        while let Some(m) = server.poll_transmit_msg() {
+            client.handle_frame(t, m.bytes());
+        }
+        while let Some(d) = client.poll_deliver() {
+            let f = d.endpoint.0 as usize;
+            let now = WallClock::now();
+            if f == 0 {
+                rtts.push(now.duration_since(sent_at[0]).as_secs_f64() * 1e6);
+            }
+            sent_at[f] = now;
+            client.send(t, ce[f], &d.data)?;
+        }
+        if daa_priority {
+            w.pump(t, &mut client, &mut server);
+        } else {
+            while let Some(m) = client.poll_transmit_msg() {
+                fifo.push_back(m.bytes().to_vec());
+            }
+            if let Some(fr) = fifo.pop_front() {
+                server.handle_frame(t, &fr);
+            }
+        }
+        if let Some(d) = server.poll_deliver() {
+            server.send(t, d.endpoint, &d.data)?;
+        }
+    }
+    rtts.sort_by(f64::total_cmp);
+    Ok(rtts[rtts.len() / 2])
+}
+
+/// 002 Fig. 4: for each background flow count ([`FIG4_BACKGROUND`]) and background size (1
+/// and 1000 bytes), the prioritised UDP-DAA flow then plain UDP, 2001 samples each.
+pub fn fig4_table(on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>, BenchError> {
+    let mut rows = Vec::new();
+    for bg in FIG4_BACKGROUND {
+        for size in [1usize, 1000] {
+            for prio in [true, false] {
+                let row = Row {
+                    device: "memory",
+                    architecture: format!("fig4-bg{bg}"),
+                    stack: if prio { "UDPDAA-prio" } else { "UDP" }.into(),
+                    size,
+                    checksum: false,
+                    ilp: false,
+                    rtt_us: fig4_p50(prio, bg, size, 2001)?,
+                };
+                on_row(&row);
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
