@@ -12,6 +12,7 @@
 //! 1 Mbit/s, short 72 µs + 24 µs at 2 Mbit/s. The MPDU adds a 24-byte MAC header, a 4-byte FCS
 //! and 8 bytes of LLC/SNAP to the IP packet.
 
+use crate::ParamError;
 use mslink_link::Duration;
 
 /// PLCP preamble kind.
@@ -120,7 +121,7 @@ impl Dot11b {
     }
 
     /// Checks the parameters.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         let positive = [
             ("data_rate_bps", self.data_rate_bps),
             ("basic_rate_bps", self.basic_rate_bps),
@@ -129,7 +130,10 @@ impl Dot11b {
         ];
         for (k, v) in positive {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!("`{k}` must be a positive number, got {v}"));
+                return Err(ParamError::new(
+                    k,
+                    format!("must be a positive number, got {v}"),
+                ));
             }
         }
         Ok(())
@@ -174,6 +178,6 @@ mod tests {
             slot_us: 0.0,
             ..Dot11b::default()
         };
-        assert!(d.validate().unwrap_err().contains("slot_us"));
+        assert!(d.validate().unwrap_err().to_string().contains("slot_us"));
     }
 }

@@ -140,11 +140,19 @@ fn probability(key: &str, v: f64) -> Result<f64, ModelError> {
     }
 }
 
+/// How the drivers read a trace file named in a configuration: its text, or an error whose
+/// message names the file (the configuration crates themselves do no I/O; the caller passes
+/// this, or files it already holds, as `load`).
+pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))
+}
+
 impl ErrorModelConfig {
-    /// Builds the model; `load` returns the text of a trace file or a message saying why not.
+    /// Builds the model; `load` returns the text of a trace file or an error saying why not.
     pub fn build(
         &self,
-        load: &mut dyn FnMut(&str) -> Result<String, String>,
+        load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     ) -> Result<Box<dyn ErrorModel>, ModelError> {
         Ok(match self {
             ErrorModelConfig::Perfect => Box::new(Stack::new(Vec::new())),
@@ -258,8 +266,8 @@ mod tests {
     use mslink_link::Instant;
     use rand::SeedableRng;
 
-    fn no_files(_: &str) -> Result<String, String> {
-        Err("no such file".into())
+    fn no_files(_: &str) -> std::io::Result<String> {
+        Err(std::io::Error::other("no such file"))
     }
 
     #[test]

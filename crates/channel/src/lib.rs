@@ -56,3 +56,23 @@ impl ErrorModel for Stack {
         })
     }
 }
+
+/// A parameter outside its range: which one, and what is allowed (and what was given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` {what}")]
+pub struct ParamError {
+    /// The parameter's key, as written in a configuration file.
+    pub key: String,
+    /// What is wrong and what was expected.
+    pub what: String,
+}
+
+impl ParamError {
+    /// The error for `key`.
+    pub fn new(key: impl Into<String>, what: impl Into<String>) -> Self {
+        ParamError {
+            key: key.into(),
+            what: what.into(),
+        }
+    }
+}

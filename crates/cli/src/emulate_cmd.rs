@@ -177,14 +177,14 @@ fn fresh_seed() -> Result<u64> {
 
 fn load_relative(
     base: Option<&std::path::Path>,
-) -> impl FnMut(&str) -> Result<String, String> + '_ {
+) -> impl FnMut(&str) -> std::io::Result<String> + '_ {
     move |f: &str| {
         let p = std::path::Path::new(f);
         let p = match base.and_then(|b| b.parent()) {
             Some(dir) if p.is_relative() && !p.exists() => dir.join(p),
             _ => p.to_path_buf(),
         };
-        std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+        mslink_channel::config::read_trace_file(&p)
     }
 }
 

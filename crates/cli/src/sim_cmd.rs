@@ -54,10 +54,7 @@ type PcapFiles = std::collections::BTreeMap<
 
 /// Runs one job, capturing into pcap files when asked.
 fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> {
-    let mut load = |f: &str| {
-        std::fs::read_to_string(dir.join(f))
-            .map_err(|e| format!("cannot read {}: {e}", dir.join(f).display()))
-    };
+    let mut load = |f: &str| mslink_channel::config::read_trace_file(&dir.join(f));
     let Some(pdir) = pcap_dir else {
         return Ok(mslink_sim::run(&job.scenario, job.rep, &mut load)?);
     };

@@ -625,7 +625,9 @@ fn a_seeded_random_model_gives_the_simulator_s_draws() {
     )
     .unwrap();
     let mut hop = cfg
-        .build(mslink_link::Instant::ZERO, &mut |_| Err("no files".into()))
+        .build(mslink_link::Instant::ZERO, &mut |_| {
+            Err(std::io::Error::other("no files"))
+        })
         .unwrap();
     let mut packet = vec![0u8; 500];
     packet[0] = 0x45;
@@ -654,7 +656,7 @@ fn a_seeded_random_model_gives_the_simulator_s_draws() {
     );
     let sc = mslink_sim::Scenario::parse(&scenario).unwrap();
     sc.validate().unwrap();
-    let r = mslink_sim::run(&sc, 0, &mut |_| Err("no files".into())).unwrap();
+    let r = mslink_sim::run(&sc, 0, &mut |_| Err(std::io::Error::other("no files"))).unwrap();
     let s = &r.segments[0].directions[0];
     assert_eq!(emu.sent, count);
     assert!(emu.lost > 0);

@@ -182,7 +182,7 @@ impl EmuConfig {
     pub fn build(
         &self,
         epoch: Instant,
-        load: &mut dyn FnMut(&str) -> Result<String, String>,
+        load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     ) -> Result<EmulatedHop, EmuConfigError> {
         at_most(
             "rate_bps",
@@ -231,7 +231,7 @@ impl EmuConfig {
         };
         let model = |c: &ErrorModelConfig,
                      key: &str,
-                     load: &mut dyn FnMut(&str) -> Result<String, String>| {
+                     load: &mut dyn FnMut(&str) -> std::io::Result<String>| {
             c.build(load)
                 .map_err(|e| invalid(&format!("{key}.{}", e.key), e.what))
         };
@@ -270,8 +270,8 @@ impl EmuConfig {
 mod tests {
     use super::*;
 
-    fn no_files(_: &str) -> Result<String, String> {
-        Err("no such file".into())
+    fn no_files(_: &str) -> std::io::Result<String> {
+        Err(std::io::Error::other("no such file"))
     }
 
     #[test]

@@ -456,8 +456,10 @@ mod tests {
 
     fn hop(toml_text: &str) -> EmulatedHop {
         let c: EmuConfig = toml::from_str(toml_text).unwrap();
-        c.build(Instant::ZERO, &mut |_| Err("no files".into()))
-            .unwrap()
+        c.build(Instant::ZERO, &mut |_| {
+            Err(std::io::Error::other("no files"))
+        })
+        .unwrap()
     }
 
     /// Runs the hop to `until` in virtual time, writing everything out.

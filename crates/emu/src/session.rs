@@ -449,7 +449,7 @@ impl Session {
     /// configuration names (capacity and error traces).
     pub fn new(
         config: SessionConfig,
-        load: &mut dyn FnMut(&str) -> Result<String, String>,
+        load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     ) -> Result<Session, SessionError> {
         let clock = Clock::new();
         let hop = config

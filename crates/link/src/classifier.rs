@@ -31,16 +31,31 @@ pub enum PortSpec {
     Text(String),
 }
 
+/// A port or protocol in a rule that cannot be read: what was written and what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(String);
+
 impl TryFrom<PortSpec> for PortRange {
-    type Error = String;
-    fn try_from(s: PortSpec) -> Result<Self, String> {
-        let port = |v: i64| u16::try_from(v).map_err(|_| format!("port {v} is outside 0-65535"));
+    type Error = SpecError;
+    fn try_from(s: PortSpec) -> Result<Self, SpecError> {
+        Self::read(s)
+    }
+}
+
+impl PortRange {
+    fn read(s: PortSpec) -> Result<Self, SpecError> {
+        let port = |v: i64| {
+            u16::try_from(v).map_err(|_| SpecError(format!("port {v} is outside 0-65535")))
+        };
         match s {
             PortSpec::One(v) => port(v).map(|p| PortRange { lo: p, hi: p }),
             PortSpec::Text(t) => {
                 let parse = |x: &str| {
                     x.trim().parse::<i64>().map_err(|_| {
-                        format!("expected a port or a range like \"5000-5010\", found {t:?}")
+                        SpecError(format!(
+                            "expected a port or a range like \"5000-5010\", found {t:?}"
+                        ))
                     })
                 };
                 let (lo, hi) = match t.split_once('-') {
@@ -51,9 +66,9 @@ impl TryFrom<PortSpec> for PortRange {
                     }
                 };
                 if lo > hi {
-                    return Err(format!(
+                    return Err(SpecError(format!(
                         "port range {t:?} is empty (low end above high end)"
-                    ));
+                    )));
                 }
                 Ok(PortRange { lo, hi })
             }
@@ -94,11 +109,11 @@ pub enum ProtoSpec {
 }
 
 impl TryFrom<ProtoSpec> for Protocol {
-    type Error = String;
-    fn try_from(s: ProtoSpec) -> Result<Self, String> {
+    type Error = SpecError;
+    fn try_from(s: ProtoSpec) -> Result<Self, SpecError> {
         match s {
             ProtoSpec::Number(n) => {
-                u8::try_from(n).map(Protocol).map_err(|_| format!("protocol number {n} is outside 0-255"))
+                u8::try_from(n).map(Protocol).map_err(|_| SpecError(format!("protocol number {n} is outside 0-255")))
             }
             ProtoSpec::Name(n) => match n.to_ascii_lowercase().as_str() {
                 "icmp" => Ok(Protocol(1)),
@@ -107,7 +122,7 @@ impl TryFrom<ProtoSpec> for Protocol {
                 "icmpv6" => Ok(Protocol(58)),
                 "sctp" => Ok(Protocol(132)),
                 "udplite" => Ok(Protocol(136)),
-                _ => Err(format!("unknown protocol {n:?}; expected a number or one of tcp, udp, icmp, icmpv6, sctp, udplite")),
+                _ => Err(SpecError(format!("unknown protocol {n:?}; expected a number or one of tcp, udp, icmp, icmpv6, sctp, udplite"))),
             },
         }
     }

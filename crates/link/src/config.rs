@@ -103,7 +103,7 @@ pub enum LinkConfigError {
     Classifier(#[from] ClassifierError),
     /// The scheduler configuration is wrong.
     #[error("link config key `scheduler`: {0}")]
-    Scheduler(String),
+    Scheduler(#[from] crate::sched::SchedConfigError),
 }
 
 /// Most bytes a data header of any scheme takes (GBN/SR: sequence and ack).
@@ -300,9 +300,7 @@ impl LinkConfig {
         }
         let default = self.default_index()?;
         Classifier::new(&self.rules, &self.service_names(), default)?;
-        self.scheduler
-            .build(self.services.len())
-            .map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        self.scheduler.build(self.services.len())?;
         Ok(())
     }
 }

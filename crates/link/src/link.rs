@@ -148,10 +148,7 @@ impl MultiServiceLink {
     /// Builds one end from a validated configuration.
     pub fn new(config: &LinkConfig) -> Result<Self, LinkConfigError> {
         config.validate()?;
-        let scheduler = config
-            .scheduler
-            .build(config.services.len())
-            .map_err(|e| LinkConfigError::Scheduler(e.to_string()))?;
+        let scheduler = config.scheduler.build(config.services.len())?;
         Self::with_scheduler(config, scheduler)
     }
 

@@ -271,8 +271,7 @@ fn run_jobs(
     let out = py.detach(|| {
         let mut load = |f: &str| match files.get(f) {
             Some(t) => Ok(t.clone()),
-            None => std::fs::read_to_string(base_dir.join(f))
-                .map_err(|e| format!("cannot read {}: {e}", base_dir.join(f).display())),
+            None => mslink_channel::config::read_trace_file(&base_dir.join(f)),
         };
         let mut tables = tables::Tables::default();
         let mut runs = Vec::with_capacity(jobs.len());

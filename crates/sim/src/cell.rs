@@ -121,7 +121,7 @@ pub fn run_cell(
     duration: Duration,
     window: Duration,
     seed: u64,
-    load: &mut dyn FnMut(&str) -> Result<String, String>,
+    load: &mut dyn FnMut(&str) -> std::io::Result<String>,
 ) -> Result<CellRun, ScenarioError> {
     let n = cell.flows.len();
     let mut sched = cell

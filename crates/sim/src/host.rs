@@ -23,6 +23,7 @@
 //! The per-packet overhead is `nic_delay_us` (001: the NIC's minimum-RTT excess, ~0.75 ms
 //! between NIC_3 and NIC_1) plus optional host processing `per_packet_us + len × per_byte_ns`.
 
+use mslink_channel::ParamError;
 use std::collections::VecDeque;
 
 use mslink_link::{Duration, Instant};
@@ -77,25 +78,29 @@ impl HostConfig {
     pub const NS2_IFQ_LIMIT: usize = 50;
 
     /// Checks the settings; the error names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         for (k, v) in [
             ("nic_delay_us", self.nic_delay_us),
             ("per_packet_us", self.per_packet_us),
             ("per_byte_ns", self.per_byte_ns),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("`{k}` must be a number >= 0, got {v}"));
+                return Err(ParamError::new(
+                    k,
+                    format!("must be a number >= 0, got {v}"),
+                ));
             }
         }
         if let Some(c) = self.xcp_capacity_bps {
             if !(c.is_finite() && c > 0.0) {
-                return Err(format!(
-                    "`xcp_capacity_bps` must be a positive rate, got {c}"
+                return Err(ParamError::new(
+                    "xcp_capacity_bps",
+                    format!("must be a positive rate, got {c}"),
                 ));
             }
         }
         if let DeviceModel::DropTail { limit: 0 } = self.device {
-            return Err("`device.limit` must be at least 1 packet".into());
+            return Err(ParamError::new("device.limit", "must be at least 1 packet"));
         }
         Ok(())
     }
@@ -382,11 +387,15 @@ mod tests {
             nic_delay_us: -1.0,
             ..HostConfig::default()
         };
-        assert!(bad.validate().unwrap_err().contains("nic_delay_us"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("nic_delay_us"));
         let bad = HostConfig {
             device: DeviceModel::DropTail { limit: 0 },
             ..HostConfig::default()
         };
-        assert!(bad.validate().unwrap_err().contains("limit"));
+        assert!(bad.validate().unwrap_err().to_string().contains("limit"));
     }
 }

@@ -501,7 +501,7 @@ impl Scenario {
                     ));
                 }
                 d.validate()
-                    .map_err(|e| invalid(format!("segment[{i}].dot11b"), e))?;
+                    .map_err(|e| invalid(format!("segment[{i}].dot11b"), e.to_string()))?;
             }
         }
         for (i, h) in self.hosts.iter().enumerate() {
@@ -523,7 +523,7 @@ impl Scenario {
             }
             h.config
                 .validate()
-                .map_err(|e| invalid(format!("host[{i}]"), e))?;
+                .map_err(|e| invalid(format!("host[{i}]"), e.to_string()))?;
         }
         for (i, r) in self.xcp_routers.iter().enumerate() {
             let k = |x: &str| format!("xcp_router[{i}].{x}");
@@ -637,7 +637,9 @@ impl Scenario {
                 self.validate_tcp(i, f)?;
             }
             if f.app == AppKind::Www {
-                f.www.validate().map_err(|what| invalid(k("www"), what))?;
+                f.www
+                    .validate()
+                    .map_err(|e| invalid(k("www"), e.to_string()))?;
                 self.validate_tcp_path(i, f)?;
                 if f.persistent && f.tcp.variant == crate::tcp::Variant::Sack {
                     return Err(invalid(

@@ -172,7 +172,7 @@ struct World<'a, 'c> {
 pub fn run(
     sc: &Scenario,
     rep: u32,
-    load: &mut dyn FnMut(&str) -> Result<String, String>,
+    load: &mut dyn FnMut(&str) -> std::io::Result<String>,
 ) -> Result<RunResult, ScenarioError> {
     run_with_capture(sc, rep, load, None)
 }
@@ -182,7 +182,7 @@ pub fn run(
 pub fn run_with_capture(
     sc: &Scenario,
     rep: u32,
-    load: &mut dyn FnMut(&str) -> Result<String, String>,
+    load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     capture: Option<Capture<'_>>,
 ) -> Result<RunResult, ScenarioError> {
     let seed = sc.sim.seed.wrapping_add(rep as u64);
@@ -228,7 +228,7 @@ pub fn run_with_capture(
                 };
                 let model =
                     |c: &mslink_channel::ErrorModelConfig,
-                     load: &mut dyn FnMut(&str) -> Result<String, String>| {
+                     load: &mut dyn FnMut(&str) -> std::io::Result<String>| {
                         c.build(load).map_err(|e| ScenarioError::Invalid {
                             key: format!("segment[{i}].error"),
                             what: e.to_string(),

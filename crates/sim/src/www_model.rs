@@ -19,6 +19,7 @@
 //! - embedded objects: none with probability `no_objects_prob`, else `1 + Geometric` with mean
 //!   `objects_mean_if_any`, capped at `objects_max`.
 
+use mslink_channel::ParamError;
 use rand::Rng;
 use rand_distr::{Distribution, Geometric, LogNormal, Pareto};
 
@@ -96,7 +97,7 @@ impl Page {
 
 impl WwwModel {
     /// Checks every parameter; the error names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         let positive = [
             ("request_median_bytes", self.request_median_bytes),
             ("reply_median_bytes", self.reply_median_bytes),
@@ -106,7 +107,10 @@ impl WwwModel {
         ];
         for (k, v) in positive {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!("`{k}` must be a positive number, got {v}"));
+                return Err(ParamError::new(
+                    k,
+                    format!("must be a positive number, got {v}"),
+                ));
             }
         }
         for (k, v) in [
@@ -114,7 +118,7 @@ impl WwwModel {
             ("reply_sigma", self.reply_sigma),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("`{k}` must be >= 0, got {v}"));
+                return Err(ParamError::new(k, format!("must be >= 0, got {v}")));
             }
         }
         for (k, v) in [
@@ -122,19 +126,28 @@ impl WwwModel {
             ("no_objects_prob", self.no_objects_prob),
         ] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(format!("`{k}` must be a probability in [0, 1], got {v}"));
+                return Err(ParamError::new(
+                    k,
+                    format!("must be a probability in [0, 1], got {v}"),
+                ));
             }
         }
         if self.objects_mean_if_any < 1.0 {
-            return Err(format!(
-                "`objects_mean_if_any` must be >= 1 (pages that have objects have one at least), got {}",
-                self.objects_mean_if_any
+            return Err(ParamError::new(
+                "objects_mean_if_any",
+                format!(
+                    "must be >= 1 (pages that have objects have one at least), got {}",
+                    self.objects_mean_if_any
+                ),
             ));
         }
         if self.reply_min_bytes == 0 || self.reply_min_bytes > self.reply_max_bytes {
-            return Err(format!(
-                "`reply_min_bytes` ({}) must be >= 1 and <= `reply_max_bytes` ({})",
-                self.reply_min_bytes, self.reply_max_bytes
+            return Err(ParamError::new(
+                "reply_min_bytes",
+                format!(
+                    "({}) must be >= 1 and <= `reply_max_bytes` ({})",
+                    self.reply_min_bytes, self.reply_max_bytes
+                ),
             ));
         }
         Ok(())
@@ -257,12 +270,20 @@ mod tests {
             reply_tail_prob: 1.5,
             ..WwwModel::default()
         };
-        assert!(m.validate().unwrap_err().contains("reply_tail_prob"));
+        assert!(m
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("reply_tail_prob"));
         let m = WwwModel {
             reply_min_bytes: 10,
             reply_max_bytes: 5,
             ..WwwModel::default()
         };
-        assert!(m.validate().unwrap_err().contains("reply_min_bytes"));
+        assert!(m
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("reply_min_bytes"));
     }
 }

@@ -5,7 +5,7 @@ use mslink_sim::{run, Scenario};
 fn one_flow(text: &str) -> mslink_sim::world::FlowResult {
     let sc = Scenario::parse(text).unwrap();
     sc.validate().unwrap();
-    run(&sc, 0, &mut |_| Err("no traces".into()))
+    run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .remove(0)

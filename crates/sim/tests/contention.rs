@@ -27,7 +27,10 @@ fn multi() -> Scenario {
 }
 
 fn run_with(sc: &Scenario, sets: &[(&str, &str)], rep: u32) -> RunResult {
-    run(&overridden(sc, sets), rep, &mut |_| Err("no traces".into())).unwrap()
+    run(&overridden(sc, sets), rep, &mut |_| {
+        Err(std::io::Error::other("no traces"))
+    })
+    .unwrap()
 }
 
 /// Every (TCP service, media service) pair the test puts side by side: the ARQ schemes on

@@ -16,7 +16,7 @@ fn rates(text: &str, sets: &[(&str, &str)]) -> Vec<(String, f64)> {
     sets.push(("sim.timeseries_window_s".into(), "0".into()));
     let sc = sc.with_overrides(&sets).unwrap();
     sc.validate().unwrap();
-    run(&sc, 0, &mut |_| Err("no traces".into()))
+    run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .into_iter()
@@ -96,7 +96,7 @@ fn fig11_reserved_flows_keep_their_rates_in_the_walls_trace() {
         ])
         .unwrap();
     sc.validate().unwrap();
-    let mut load = |f: &str| std::fs::read_to_string(dir.join(f)).map_err(|e| e.to_string());
+    let mut load = |f: &str| mslink_channel::config::read_trace_file(&dir.join(f));
     let flows = run(&sc, 0, &mut load).unwrap().flows;
     let r: Vec<f64> = flows.iter().map(|f| f.throughput_bps / 1e3).collect();
     // Audio: 1% of the link (about 5,000 frames in this run, so 4% allows for binomial noise).

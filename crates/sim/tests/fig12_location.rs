@@ -88,7 +88,7 @@ fn series(lag: bool) -> (Setup, Series) {
         .unwrap();
     sc.validate().unwrap();
     let s = setup(&sc);
-    let r = run(&sc, 0, &mut |_| Err("no files".into())).unwrap();
+    let r = run(&sc, 0, &mut |_| Err(std::io::Error::other("no files"))).unwrap();
     let mut out = Series::new();
     for p in r.timeseries {
         out.entry(p.time_s.round() as u64)

@@ -23,7 +23,7 @@ fn end_to_end_loss_is_p_to_the_k_plus_1() {
         );
         let s = sc.with_overrides(&point).unwrap();
         s.validate().unwrap();
-        let f = run(&s, 0, &mut |_| Err("no traces".into()))
+        let f = run(&s, 0, &mut |_| Err(std::io::Error::other("no traces")))
             .unwrap()
             .flows
             .remove(0);

@@ -15,7 +15,7 @@ fn point(sc: &Scenario, mean_bytes: u32, scheme: usize) -> mslink_sim::world::Fl
         .unwrap_or_else(|| panic!("no sweep point for {mean_bytes} / {scheme}"));
     let s = sc.with_overrides(p).unwrap();
     s.validate().unwrap();
-    run(&s, 0, &mut |_| Err("no traces".into()))
+    run(&s, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .remove(0)

@@ -119,7 +119,9 @@ fn link(p: &Preset, scheme: &str, extra: &str, keys: &[&str]) -> LinkConfig {
 /// A channel direction from a configured error model, with its own seeded generator.
 fn channel(model: &str, seed: u64) -> Channel {
     let cfg: ErrorModelConfig = toml::from_str(model).unwrap();
-    let mut m = cfg.build(&mut |_| Err("no files".into())).unwrap();
+    let mut m = cfg
+        .build(&mut |_| Err(std::io::Error::other("no files")))
+        .unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     Box::new(
         move |now, frame| match m.outcome(now, frame.len(), &mut rng) {

@@ -31,7 +31,7 @@ fn speech(sc: &Scenario, curve: usize) -> (u64, u64) {
     p.push(("sim.duration_s".into(), "1000".into()));
     let s = sc.with_overrides(&p).unwrap();
     s.validate().unwrap();
-    let f = run(&s, 0, &mut |_| Err("no traces".into()))
+    let f = run(&s, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .into_iter()

@@ -22,7 +22,7 @@ fn throughput_of(sc: &Scenario, sets: &[(&str, &str)]) -> (f64, mslink_sim::RunR
     all.push(("flow.0.size_bytes".into(), "5000000".into()));
     let sc = sc.with_overrides(&all).unwrap();
     sc.validate().unwrap();
-    let r = run(&sc, 0, &mut |_| Err("no traces".into())).unwrap();
+    let r = run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces"))).unwrap();
     assert!(r.flows[0].completed, "{sets:?} did not finish");
     (r.flows[0].throughput_bps, r)
 }

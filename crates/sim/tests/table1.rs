@@ -13,7 +13,7 @@ fn losses(text: &str) -> Vec<(f64, f64, u64)> {
         .map(|p| {
             let s = sc.with_overrides(p).unwrap();
             s.validate().unwrap();
-            let f = run(&s, 0, &mut |_| Err("no traces".into()))
+            let f = run(&s, 0, &mut |_| Err(std::io::Error::other("no traces")))
                 .unwrap()
                 .flows
                 .remove(0);

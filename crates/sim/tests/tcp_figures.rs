@@ -15,7 +15,7 @@ fn mean_throughput(sc: &Scenario, sets: &[(&str, &str)], reps: u32) -> f64 {
     let s = overridden(sc, sets);
     (0..reps)
         .map(|r| {
-            let f = run(&s, r, &mut |_| Err("no traces".into()))
+            let f = run(&s, r, &mut |_| Err(std::io::Error::other("no traces")))
                 .unwrap()
                 .flows
                 .remove(0);
@@ -282,7 +282,7 @@ fn fig003_competing_retransmissions_cost_little() {
     ))
     .unwrap();
     let clean = mean_throughput(&f6, &[("segment.0.error", "{ model = \"perfect\" }")], 1);
-    let f = run(&f6, 0, &mut |_| Err("no traces".into()))
+    let f = run(&f6, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .remove(0);

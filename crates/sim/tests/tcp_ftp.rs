@@ -7,7 +7,7 @@ use mslink_sim::{run, Scenario};
 fn run_flow(text: &str) -> FlowResult {
     let sc = Scenario::parse(text).unwrap();
     sc.validate().unwrap();
-    run(&sc, 0, &mut |_| Err("no traces".into()))
+    run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .remove(0)
@@ -117,7 +117,7 @@ fn runs_are_deterministic() {
         3_000_000,
     ))
     .unwrap();
-    let go = |rep| run(&sc, rep, &mut |_| Err("no traces".into())).unwrap();
+    let go = |rep| run(&sc, rep, &mut |_| Err(std::io::Error::other("no traces"))).unwrap();
     let (a, b, c) = (go(0), go(0), go(1));
     assert_eq!(a, b);
     assert!(a.flows[0].retransmits > 0);
@@ -167,7 +167,7 @@ fn two_transfers_share_a_congested_bottleneck() {
     )
     .unwrap();
     sc.validate().unwrap();
-    let r = run(&sc, 0, &mut |_| Err("no traces".into())).unwrap();
+    let r = run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces"))).unwrap();
     let drops = r.segments[1].directions[0].queue_drops;
     assert!(drops > 0, "the queue overflowed");
     let (a, b) = (&r.flows[0], &r.flows[1]);

@@ -48,7 +48,13 @@ fn tshark_dissects_simulated_tcp() {
             packets.push((t, p.to_vec()));
         }
     };
-    let r = run_with_capture(&sc, 0, &mut |_| Err("no traces".into()), Some(&mut cap)).unwrap();
+    let r = run_with_capture(
+        &sc,
+        0,
+        &mut |_| Err(std::io::Error::other("no traces")),
+        Some(&mut cap),
+    )
+    .unwrap();
     assert!(r.flows[0].completed);
     let dir = std::env::temp_dir().join(format!("mslink-tcp-tshark-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

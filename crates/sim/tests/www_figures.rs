@@ -17,7 +17,11 @@ fn runs(sc: &Scenario, sets: &[(String, String)], reps: u32) -> Vec<Vec<FlowResu
     let s = sc.with_overrides(sets).unwrap();
     s.validate().unwrap();
     (0..reps)
-        .map(|r| run(&s, r, &mut |_| Err("no traces".into())).unwrap().flows)
+        .map(|r| {
+            run(&s, r, &mut |_| Err(std::io::Error::other("no traces")))
+                .unwrap()
+                .flows
+        })
         .collect()
 }
 

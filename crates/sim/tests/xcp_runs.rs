@@ -17,7 +17,7 @@ fn throughput(xcp: bool, estimate_bps: u64, nic_delay_us: u64) -> f64 {
     .collect();
     let sc = sc.with_overrides(&sets).unwrap();
     sc.validate().unwrap();
-    let f = run(&sc, 0, &mut |_| Err("no traces".into()))
+    let f = run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))
         .unwrap()
         .flows
         .remove(0);
@@ -110,7 +110,7 @@ delayed_ack = false
             .with_overrides(&sets)
             .unwrap();
         sc.validate().unwrap();
-        let f = run(&sc, 0, &mut |_| Err("no traces".into()))
+        let f = run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))
             .unwrap()
             .flows
             .remove(0);

@@ -493,7 +493,7 @@ mss = 960
     fn clean_link_runs_transactions_back_to_back() {
         let sc = Scenario::parse(BASE).unwrap();
         sc.validate().unwrap();
-        let r = run(&sc, 0, &mut |_| Err("none".into())).unwrap();
+        let r = run(&sc, 0, &mut |_| Err(std::io::Error::other("none"))).unwrap();
         let f = &r.flows[0];
         assert_eq!(f.app, "www");
         assert!(f.transactions > 20, "{f:?}");
@@ -507,7 +507,7 @@ mss = 960
         assert!((f.throughput_bps - want).abs() < 1e-6);
         assert!(f.throughput_bps < 2e6);
         // The same seed gives the same run.
-        let again = run(&sc, 0, &mut |_| Err("none".into())).unwrap();
+        let again = run(&sc, 0, &mut |_| Err(std::io::Error::other("none"))).unwrap();
         assert_eq!(again.flows[0], *f);
     }
 
@@ -520,8 +520,12 @@ mss = 960
         let set = |k: &str, v: &str| (k.to_string(), v.to_string());
         let go = |sets: &[(String, String)]| {
             let s = sc.with_overrides(sets).unwrap();
-            s.validate()
-                .map(|_| run(&s, 0, &mut |_| Err("none".into())).unwrap().flows[0].clone())
+            s.validate().map(|_| {
+                run(&s, 0, &mut |_| Err(std::io::Error::other("none")))
+                    .unwrap()
+                    .flows[0]
+                    .clone()
+            })
         };
         let persistent = go(&[]).unwrap();
         let fresh = go(&[set("flow.0.persistent", "false")]).unwrap();
@@ -558,7 +562,7 @@ mss = 960
                 .with_overrides(&[("flow.0.persistent".into(), persistent.into())])
                 .unwrap();
             s.validate().unwrap();
-            let r = run(&s, 0, &mut |_| Err("none".into())).unwrap();
+            let r = run(&s, 0, &mut |_| Err(std::io::Error::other("none"))).unwrap();
             let f = &r.flows[0];
             assert_eq!(f.bytes, f.transactions * 4800);
             assert!(f.transactions as f64 <= 60.0 / per + 1.0, "{f:?}");
