@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 
+use crate::event::EventQueue;
 use crate::link::{MultiServiceLink, Refused};
 use crate::time::{Duration, Instant};
 
@@ -53,7 +54,8 @@ struct Direction {
     delay: Duration,
     channel: Channel,
     busy_until: Instant,
-    in_flight: VecDeque<(Instant, Vec<u8>)>,
+    /// Frames on the wire, by arrival time ([`EventQueue`]: FIFO at equal times).
+    in_flight: EventQueue<Vec<u8>>,
     stats: DirectionStats,
 }
 
@@ -83,7 +85,7 @@ impl Hop {
             delay,
             channel,
             busy_until: Instant::ZERO,
-            in_flight: VecDeque::new(),
+            in_flight: EventQueue::default(),
             stats: DirectionStats::default(),
         };
         Hop {
@@ -133,8 +135,8 @@ impl Hop {
         let mut t = None::<Instant>;
         let mut consider = |x: Instant| t = Some(t.map_or(x, |y| y.min(x)));
         for (i, d) in self.dirs.iter().enumerate() {
-            if let Some((at, _)) = d.in_flight.front() {
-                consider(*at);
+            if let Some(at) = d.in_flight.peek_time() {
+                consider(at);
             }
             if d.busy_until > self.now && self.ends[i].has_transmit(d.busy_until) {
                 consider(d.busy_until);
@@ -157,12 +159,7 @@ impl Hop {
             }
             self.now = next;
             for i in 0..2 {
-                while self.dirs[i]
-                    .in_flight
-                    .front()
-                    .is_some_and(|(at, _)| *at <= next)
-                {
-                    let (_, frame) = self.dirs[i].in_flight.pop_front().expect("checked");
+                while let Some((_, frame)) = self.dirs[i].in_flight.pop_until(next) {
                     self.events += 1;
                     let to = 1 - i;
                     self.ends[to].handle_frame(next, &frame);
@@ -215,7 +212,7 @@ impl Hop {
                 d.stats.bytes += tx.len as u64;
                 let arrive = done + d.delay;
                 match (d.channel)(self.now, &self.buf) {
-                    Fate::Deliver => d.in_flight.push_back((arrive, self.buf.clone())),
+                    Fate::Deliver => d.in_flight.schedule(arrive, self.buf.clone()),
                     Fate::Lose => d.stats.lost += 1,
                     Fate::Corrupt { bit } => {
                         d.stats.corrupted += 1;
@@ -224,12 +221,12 @@ impl Hop {
                             let b = bit % (f.len() * 8);
                             f[b / 8] ^= 1 << (b % 8);
                         }
-                        d.in_flight.push_back((arrive, f));
+                        d.in_flight.schedule(arrive, f);
                     }
                     Fate::Duplicate => {
                         d.stats.duplicated += 1;
-                        d.in_flight.push_back((arrive, self.buf.clone()));
-                        d.in_flight.push_back((arrive, self.buf.clone()));
+                        d.in_flight.schedule(arrive, self.buf.clone());
+                        d.in_flight.schedule(arrive, self.buf.clone());
                     }
                 }
                 if d.rate_bps != 0 {

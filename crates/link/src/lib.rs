@@ -13,6 +13,7 @@
 
 pub mod classifier;
 pub mod config;
+pub mod event;
 pub mod fec;
 pub mod hop;
 pub mod link;

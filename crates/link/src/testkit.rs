@@ -48,6 +48,7 @@
 
 use std::collections::VecDeque;
 
+use crate::event::EventQueue;
 use crate::service::{Sdu, Service};
 use crate::time::{Duration, Instant};
 
@@ -145,7 +146,8 @@ pub struct Pair {
     channels: [Box<dyn Channel>; 2],
     link: [LinkParams; 2],
     /// Frames on the wire per direction: (arrival, bytes), arrivals non-decreasing.
-    flight: [VecDeque<(Instant, Vec<u8>)>; 2],
+    /// Frames on the wire per direction, by arrival time (FIFO at equal times).
+    flight: [EventQueue<Vec<u8>>; 2],
     busy_until: [Instant; 2],
     /// SDUs waiting to be offered per end: (time, id).
     sources: [VecDeque<(Instant, u64)>; 2],
@@ -320,7 +322,7 @@ impl Pair {
         let mut t: Option<Instant> = None;
         let mut consider = |x: Instant| t = Some(t.map_or(x, |t| t.min(x)));
         for i in 0..2 {
-            if let Some(&(at, _)) = self.flight[i].front() {
+            if let Some(at) = self.flight[i].peek_time() {
                 consider(at);
             }
             if let Some(at) = self.ends[i].poll_timeout() {
@@ -354,10 +356,8 @@ impl Pair {
         let now = t.max(self.now);
         self.now = now;
         for d in 0..2 {
-            while self.flight[d].front().is_some_and(|&(at, _)| at <= now) {
-                if let Some((_, bytes)) = self.flight[d].pop_front() {
-                    self.ends[1 - d].handle_frame(now, &bytes);
-                }
+            while let Some((_, bytes)) = self.flight[d].pop_until(now) {
+                self.ends[1 - d].handle_frame(now, &bytes);
             }
         }
         for i in 0..2 {
@@ -411,23 +411,22 @@ impl Pair {
             st.frames += 1;
             st.bytes += buf.len() as u64;
             match self.channels[d].fate(now, &buf) {
-                Fate::Deliver => self.flight[d].push_back((arrive, buf.clone())),
+                Fate::Deliver => self.flight[d].schedule(arrive, buf.clone()),
                 Fate::Lose => st.lost += 1,
                 Fate::Duplicate => {
                     st.duplicated += 1;
-                    self.flight[d].push_back((arrive, buf.clone()));
-                    self.flight[d].push_back((arrive, buf.clone()));
+                    self.flight[d].schedule(arrive, buf.clone());
+                    self.flight[d].schedule(arrive, buf.clone());
                 }
                 Fate::Delay(extra) => {
                     st.delayed += 1;
                     let at = arrive + extra;
-                    let i = self.flight[d].partition_point(|(t, _)| *t <= at);
-                    self.flight[d].insert(i, (at, buf.clone()));
+                    self.flight[d].schedule(at, buf.clone());
                 }
                 Fate::Corrupt => st.corrupted += 1,
                 Fate::Garbage(g) => {
                     st.garbage += 1;
-                    self.flight[d].push_back((arrive, g));
+                    self.flight[d].schedule(arrive, g);
                 }
             }
         }
@@ -541,6 +540,37 @@ mod tests {
         assert_eq!(r[0].delivered, [Instant::ZERO + tx + link.delay]);
         assert_eq!(r[1].delivered, [Instant::ZERO + tx + tx + link.delay]);
         p.check_exactly_once_in_order(0).unwrap();
+    }
+
+    #[test]
+    fn a_delayed_frame_is_overtaken_by_later_ones() {
+        let link = LinkParams {
+            rate_bps: 1_000_000,
+            delay: Duration::from_millis(1),
+            frame_overhead: 0,
+        };
+        let mut p = raw_pair(link);
+        let mut k = 0;
+        p.set_channel(0, move |_: Instant, _: &[u8]| {
+            k += 1;
+            if k == 1 {
+                Fate::Delay(Duration::from_millis(50))
+            } else {
+                Fate::Deliver
+            }
+        });
+        for _ in 0..3 {
+            p.offer(0, Instant::ZERO, 100);
+        }
+        assert!(p.run_until_idle(Instant::from_secs(1)));
+        // Raw delivers in arrival order: the two later frames first, unhindered by the first.
+        assert_eq!(p.delivered_order(1), [1, 2, 0]);
+        let tx = Duration::transmission(100, 1_000_000);
+        assert_eq!(
+            p.records()[1].delivered,
+            [Instant::ZERO + tx + tx + link.delay]
+        );
+        assert_eq!(p.dir_stats(0).delayed, 1);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! mslink-sim: a deterministic virtual-time simulator that drives the mslink engine.
 //!
 //! Contract: integer-nanosecond virtual time, a binary heap of (time, sequence) events
-//! ([`event`]), a path of nodes joined by wired and wireless segments with a
+//! (`mslink_link::event`, shared with the link's hop and test kit), a path of nodes joined by wired and wireless segments with a
 //! `MultiServiceLink` at each wireless end and an error model per direction ([`world`]), UDP
 //! applications, and TOML scenarios ([`scenario`]). The crate does no I/O: scenario text and
 //! trace files come in through the caller, results go out as values (the CLI writes them).
@@ -11,7 +11,6 @@
 
 pub mod cell;
 pub mod demo;
-pub mod event;
 pub mod host;
 pub mod overrides;
 pub mod packet;

@@ -25,9 +25,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
 
-use crate::event::EventQueue;
 use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
+use mslink_link::event::EventQueue;
 
 mod ends;
 mod ftp;

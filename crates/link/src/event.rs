@@ -1,13 +1,15 @@
-//! The event queue: a binary heap of (time, sequence number) (docs/architecture.md rule 4).
+//! The virtual-time kernel: a queue of events in a total order, a binary heap of (time,
+//! sequence number) (docs/architecture.md rule 4). One kernel under every in-memory driver:
+//! the simulator's world, the link's [`crate::hop`] and the test kit's pair.
 //!
 //! Contract: events pop in time order; events at the same time pop in the order they were
 //! scheduled (the sequence number breaks ties), so a run is a pure function of its inputs.
-//! Scheduling in the past is clamped to the present.
+//! Scheduling before the last popped event's time is clamped to that time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use mslink_link::Instant;
+use crate::time::Instant;
 
 struct Entry<E> {
     at: Instant,
@@ -78,6 +80,11 @@ impl<E> EventQueue<E> {
             event,
         }));
     }
+    /// The time of the next event, if any.
+    pub fn peek_time(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse(e)| e.at)
+    }
+
     /// The next event if it is due at or before `limit`; advances the clock to it.
     pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, E)> {
         if self.heap.peek().is_some_and(|Reverse(e)| e.at <= limit) {
