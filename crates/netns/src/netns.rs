@@ -134,7 +134,10 @@ impl Netns {
         let home = Netns::current()?;
         // SAFETY: setns(2) changes only the calling thread's namespace; the guard undoes it.
         check(unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) })?;
-        Ok(Entered { home })
+        Ok(Entered {
+            home,
+            _this_thread: std::marker::PhantomData,
+        })
     }
 
     /// A command that will run inside this namespace (the child enters it before exec) and
@@ -248,11 +251,12 @@ impl AsRawFd for Netns {
 }
 
 /// The calling thread is inside another namespace ([`Netns::enter`]) until this drops; then it
-/// returns to the namespace it came from.
+/// returns to the namespace it came from. Not `Send`: it must drop on the thread it moved.
 #[derive(Debug)]
 #[must_use = "the thread goes back to its namespace when the guard drops"]
 pub struct Entered {
     home: Netns,
+    _this_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for Entered {
