@@ -28,7 +28,7 @@ pub struct StackBenchArgs {
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
     /// Also measure over AF_PACKET sockets on a veth pair between two network namespaces this
-    /// command creates and removes (Linux, needs root and `ip`).
+    /// command creates and removes (Linux, needs root).
     #[arg(long)]
     pub veth: bool,
     /// Also write one CSV row per cell to this file, and the figures beside it.

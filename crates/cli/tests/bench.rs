@@ -65,8 +65,8 @@ fn bench_local_quick_produces_every_table() {
 }
 
 /// `--netns`: the tool makes two namespaces joined by a veth, runs the server in one and
-/// the client in the other over io_uring and plain sockets, TCP and UDP, and removes both
-/// namespaces afterwards. Needs root (CI runs as root).
+/// the client in the other over io_uring and plain sockets, TCP and UDP, and leaves nothing
+/// behind: no named namespace, no server process. Needs root (CI runs as root).
 #[test]
 fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
     let dir = std::env::temp_dir().join(format!("mslink-bench-ns-{}", std::process::id()));
@@ -132,12 +132,34 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
     assert!(text.lines().nth(1).unwrap().contains(",veth,"));
     // --no-plots: CSVs only.
     assert!(!dir.join("throughput.png").exists() && !dir.join("rtt.svg").exists());
-    // Both namespaces are gone.
-    let ns = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    let ns = String::from_utf8_lossy(&ns.stdout);
-    assert!(!ns.contains(&format!("msv{pid}")), "left behind: {ns}");
+    // Both namespaces are gone: they were never named (nothing under /run/netns, where `ip
+    // netns` would have mounted them), and no server process is left inside one to keep it
+    // alive (the kernel removes an unnamed namespace with its last process and descriptor).
+    let named: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !named.iter().any(|n| n.contains(&format!("msv{pid}"))),
+        "left behind: {named:?}"
+    );
+    let servers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| {
+            c.starts_with(env!("CARGO_BIN_EXE_mslink"))
+                && c.contains(" bench server ")
+                && c.contains("10.201.0.1:0")
+        })
+        .collect();
+    assert!(
+        servers.is_empty(),
+        "bench servers left running: {servers:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,9 +1,11 @@
 //! `mslink tunnel` from the command line: key tools, configuration errors that name the file
 //! and the key, and a real tunnel between two namespaces started, signalled (SIGUSR1 prints
-//! counters, SIGTERM stops it cleanly) and torn down. The namespace part needs root and `ip`;
-//! the namespaces are named `mslt-cli-*-<pid>` and removed even when the test fails.
+//! counters, SIGTERM stops it cleanly) and torn down. The namespace part needs root; its two
+//! namespaces are unnamed (`mslink_netns::VethPair`), so the kernel removes them, with the veth
+//! and TUN devices, even when the test fails.
 
 use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -68,22 +70,6 @@ fn genkey_pubkey_and_config_errors() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-struct Ns(Vec<String>);
-impl Drop for Ns {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-fn ip(args: &[&str]) {
-    assert!(
-        Command::new("ip").args(args).status().unwrap().success(),
-        "ip {args:?}"
-    );
-}
-
 /// Kills the child on drop (a failing test leaves no tunnel behind).
 struct Child(std::process::Child);
 impl Drop for Child {
@@ -95,18 +81,11 @@ impl Drop for Child {
 
 #[test]
 fn two_tunnel_processes_in_namespaces_ping_and_stop_on_sigterm() {
-    let pid = std::process::id();
-    let (a, b) = (format!("mslt-cli-a-{pid}"), format!("mslt-cli-b-{pid}"));
-    let ns = Ns(vec![a.clone(), b.clone()]);
-    ip(&["netns", "add", &a]);
-    ip(&["netns", "add", &b]);
-    ip(&[
-        "-n", &a, "link", "add", "v0", "type", "veth", "peer", "name", "v1", "netns", &b,
-    ]);
-    ip(&["-n", &a, "addr", "add", "192.168.187.1/24", "dev", "v0"]);
-    ip(&["-n", &b, "addr", "add", "192.168.187.2/24", "dev", "v1"]);
-    ip(&["-n", &a, "link", "set", "v0", "up"]);
-    ip(&["-n", &b, "link", "set", "v1", "up"]);
+    let ns = mslink_netns::VethPair::create("v0", "v1", None).expect("namespaces (root)");
+    let (a, b) = (&ns.a, &ns.b);
+    let at = |host| IpAddr::V4(Ipv4Addr::new(192, 168, 187, host));
+    a.add_address("v0", at(1), 24).unwrap();
+    b.add_address("v1", at(2), 24).unwrap();
     let d = tmp("ns");
     let psk = out(&["tunnel", "genpsk"], "").1;
     std::fs::write(d.join("psk"), &psk).unwrap();
@@ -119,29 +98,31 @@ fn two_tunnel_processes_in_namespaces_ping_and_stop_on_sigterm() {
     };
     std::fs::write(d.join("a.toml"), cfg(1, Some("192.168.187.2:51900"))).unwrap();
     std::fs::write(d.join("b.toml"), cfg(2, None)).unwrap();
-    let start = |n: &str, f: &str| {
+    let start = |n: &mslink_netns::Netns, f: &str| {
         Child(
-            Command::new("ip")
-                .args(["netns", "exec", n, env!("CARGO_BIN_EXE_mslink"), "tunnel"])
+            n.command(env!("CARGO_BIN_EXE_mslink"))
+                .arg("tunnel")
                 .arg(d.join(f))
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap(),
         )
     };
-    let mut tb = start(&b, "b.toml");
-    let mut ta = start(&a, "a.toml");
+    let mut tb = start(b, "b.toml");
+    let mut ta = start(a, "a.toml");
     // A UDP round trip across the tunnel (Python-free: the tunnel carries any IP).
     let mut answered = false;
     for _ in 0..50 {
         std::thread::sleep(Duration::from_millis(100));
-        let st = Command::new("ip")
-            .args(["netns", "exec", &b, "python3", "-c", "import socket,sys; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('10.187.0.2',7000)); s.settimeout(3); d,a=s.recvfrom(100); s.sendto(d[::-1],a)"])
+        let st = b
+            .command("python3")
+            .args(["-c", "import socket,sys; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.bind(('10.187.0.2',7000)); s.settimeout(3); d,a=s.recvfrom(100); s.sendto(d[::-1],a)"])
             .spawn();
         let Ok(mut server) = st else { continue };
         std::thread::sleep(Duration::from_millis(200));
-        let c = Command::new("ip")
-            .args(["netns", "exec", &a, "python3", "-c", "import socket,sys; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b'hello tunnel',('10.187.0.2',7000)); d,_=s.recvfrom(100); sys.exit(0 if d==b'lennut olleh' else 1)"])
+        let c = a
+            .command("python3")
+            .args(["-c", "import socket,sys; s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); s.settimeout(2); s.sendto(b'hello tunnel',('10.187.0.2',7000)); d,_=s.recvfrom(100); sys.exit(0 if d==b'lennut olleh' else 1)"])
             .status()
             .unwrap();
         let _ = server.wait();
@@ -152,7 +133,7 @@ fn two_tunnel_processes_in_namespaces_ping_and_stop_on_sigterm() {
     }
     assert!(answered, "no UDP round trip across the tunnel");
     let pid_a = ta.0.id().to_string();
-    // `ip netns exec` execs the tunnel in place, so the child's pid is the tunnel's.
+    // The child enters the namespace and execs the tunnel itself, so its pid is the tunnel's.
     assert!(Command::new("kill")
         .args(["-USR1", &pid_a])
         .status()

@@ -8,10 +8,11 @@
 //!   `mslink_channel`), with every packet accounted for by cause. It applies the same per-frame
 //!   step as the simulator (`mslink_channel::medium::on_air`), so an error trace gives the same
 //!   per-frame outcomes in both.
-//! * [`clock`], [`tun`], [`netns`] and [`runtime`] do the I/O: a monotonic clock turned into
-//!   `mslink_link::Instant`, TUN devices, unnamed network namespaces that vanish with the
-//!   process (no leftovers after a crash), and the event loop that feeds real packets and real
-//!   time to the hop with nanosecond timer deadlines.
+//! * [`clock`], [`tun`] and [`runtime`] do the I/O: a monotonic clock turned into
+//!   `mslink_link::Instant`, TUN devices, and the event loop that feeds real packets and real
+//!   time to the hop with nanosecond timer deadlines. The unnamed network namespaces that
+//!   vanish with the process (no leftovers after a crash), and the netlink requests that
+//!   configure the devices in them, are `mslink_netns`'s.
 //! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
 //!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
 //!   come out together are written back as one super-packet.
@@ -28,7 +29,6 @@ pub mod coalesce;
 pub mod config;
 pub mod gso;
 pub mod hop;
-pub mod netns;
 pub mod runtime;
 pub mod session;
 pub mod tun;

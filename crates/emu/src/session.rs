@@ -27,11 +27,11 @@ use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use mslink_link::{Duration, Instant};
+use mslink_netns::{dev_counters, sweep_stale, LinkChange, Netns};
 
 use crate::clock::Clock;
 use crate::config::{EmuConfig, EmuConfigError};
 use crate::hop::{EmulatedHop, Summary};
-use crate::netns::{dev_counters, sweep_stale, Netns};
 use crate::runtime::{self, Control, OffloadCounts};
 use crate::tun::Tun;
 
@@ -102,7 +102,7 @@ pub enum SessionError {
         /// The failure.
         source: io::Error,
     },
-    /// An operating-system call failed (namespaces, devices, the `ip` tool, the event loop).
+    /// An operating-system call failed (namespaces, devices, netlink requests, the event loop).
     #[error(transparent)]
     Io(#[from] io::Error),
     /// A pcap file could not be started.
@@ -246,30 +246,27 @@ fn configure(side: &Side, peer: Ipv4Addr, mtu: usize, default_route: bool) -> io
         .ns
         .sysctl(&format!("net/ipv6/conf/{dev}/disable_ipv6"), "1");
     if side.created {
-        side.ns.ip(&["link", "set", "lo", "up"])?;
+        side.ns.set_link("lo", &LinkChange::up())?;
     }
-    side.ns.ip(&[
-        "link",
-        "set",
-        "dev",
+    let mtu = u32::try_from(mtu).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("MTU {mtu} is too large"),
+        )
+    })?;
+    side.ns.set_link(
         dev,
-        "mtu",
-        &mtu.to_string(),
-        "txqueuelen",
-        "1000",
-        "up",
-    ])?;
-    side.ns.ip(&[
-        "addr",
-        "add",
-        &side.addr.to_string(),
-        "peer",
-        &peer.to_string(),
-        "dev",
-        dev,
-    ])?;
+        &LinkChange {
+            up: true,
+            mtu: Some(mtu),
+            txqueuelen: Some(1000),
+            mac: None,
+        },
+    )?;
+    side.ns
+        .add_peer_address(dev, side.addr.into(), peer.into())?;
     if default_route {
-        side.ns.ip(&["route", "add", "default", "dev", dev])?;
+        side.ns.add_default_route(dev, false)?;
     }
     Ok(())
 }
@@ -497,25 +494,10 @@ impl Session {
         Ok([left, right])
     }
 
-    /// Baseline: a veth pair, no emulator. The right end moves into the right namespace
-    /// through a placeholder process living there.
+    /// Baseline: a veth pair, no emulator; its right end is made straight in the right
+    /// namespace (by descriptor).
     fn veth(left: &Side, right: &Side) -> io::Result<()> {
-        let mut holder = right.ns.command("sleep").arg("1000").spawn()?;
-        let r = left.ns.ip(&[
-            "link",
-            "add",
-            &left.dev,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &right.dev,
-            "netns",
-            &holder.id().to_string(),
-        ]);
-        let _ = holder.kill();
-        let _ = holder.wait();
-        r
+        left.ns.add_veth(&left.dev, &right.ns, &right.dev)
     }
 
     fn tuns(&self, left: &Side, right: &Side) -> Result<[Tun; 2], SessionError> {

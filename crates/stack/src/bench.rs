@@ -7,7 +7,7 @@
 //! the figure is the mean wall-clock round trip (this driver reads the clock; the stacks do
 //! not). On the in-memory wire ([`Wire`]) it measures protocol processing alone: no device, no
 //! copy to a kernel, no interrupt; [`veth_tables`] runs the same over AF_PACKET sockets on a
-//! veth pair between two network namespaces it creates and removes (Linux, root, `ip`).
+//! veth pair between two unnamed network namespaces it creates and removes (Linux, root).
 //! Checksums are off in the latency tables, as in 002 §5.2. The table functions hand each
 //! [`Row`] to the caller's `on_row` as soon as it is measured (to show progress) and return
 //! them all; nothing here prints.
@@ -275,18 +275,17 @@ pub fn veth_tables(
     on_row: &mut dyn FnMut(&Row),
 ) -> Result<Vec<Row>, BenchError> {
     use crate::afpacket::AfPacket;
-    use crate::veth::VethPair;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
 
     let n = n.clamp(1, VETH_MAX_TRANSACTIONS);
-    let ns = VethPair::create("mslink-bench").map_err(context(
-        "creating namespaces and a veth pair (root and `ip` needed)",
-    ))?;
+    let ns = crate::veth::pair()
+        .map_err(context("creating namespaces and a veth pair (root needed)"))?;
     let to = Duration::from_millis(100);
-    let dev_a = Arc::new(VethPair::within(&ns.a, move || AfPacket::open("v0", to))??);
-    let dev_b = Arc::new(VethPair::within(&ns.b, move || AfPacket::open("v1", to))??);
+    // Opened inside; the sockets stay in their namespaces whatever thread uses them.
+    let dev_a = Arc::new(ns.a.run(move || AfPacket::open("v0", to))??);
+    let dev_b = Arc::new(ns.b.run(move || AfPacket::open("v1", to))??);
     let mut rows = Vec::new();
     for arch in Architecture::ALL {
         for layer in Layer::ALL {

@@ -1,8 +1,9 @@
 //! The LLM and ILLM stacks' frames are ordinary (issue 7, "Done when"): over an AF_PACKET socket
 //! on one end of a veth pair, they exchange datagrams with a plain Linux UDP socket at the other
-//! end. The test makes two network namespaces of its own (named after the process id), the veth
-//! pair inside them and addresses only inside them, and removes the namespaces (and with them the
-//! pair) when it ends, also on failure. Linux only; needs root (CAP_NET_ADMIN) and `ip`.
+//! end. The test makes two unnamed network namespaces of its own (`mslink_stack::veth::pair`),
+//! the veth pair inside them and addresses only inside them; the kernel removes the namespaces
+//! (and with them the pair) when the test drops them, also on failure. Linux only; needs root
+//! (CAP_NET_ADMIN).
 
 #![cfg(target_os = "linux")]
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use mslink_link::Instant;
 use mslink_stack::afpacket::AfPacket;
-use mslink_stack::veth::{ip, VethPair, MAC_A, MAC_B};
+use mslink_stack::veth::{self, VethPair, MAC_A, MAC_B};
 use mslink_stack::{Architecture, Participants, Stack, StackConfig};
 
 const OUR_MAC: [u8; 6] = MAC_A;
@@ -19,34 +20,24 @@ const OUR_MAC: [u8; 6] = MAC_A;
 /// The pair, plus Linux's side configured: an address on `v1` and our station in its
 /// neighbour table (our stack does not answer ARP).
 fn setup() -> VethPair {
-    let ns = VethPair::create("mslink-stk").expect("namespaces and veth pair");
-    ip(&["-n", &ns.b, "addr", "add", "10.77.0.2/24", "dev", "v1"]).unwrap();
-    ip(&[
-        "-n",
-        &ns.b,
-        "neigh",
-        "add",
-        "10.77.0.1",
-        "lladdr",
-        "02:00:00:00:00:01",
-        "dev",
-        "v1",
-        "nud",
-        "permanent",
-    ])
-    .unwrap();
+    let ns = veth::pair().expect("namespaces and veth pair");
+    ns.b.add_address("v1", [10, 77, 0, 2].into(), 24).unwrap();
+    ns.b.add_neighbour("v1", [10, 77, 0, 1].into(), MAC_A)
+        .unwrap();
     ns
 }
 
 #[test]
 fn llm_and_illm_talk_to_a_linux_udp_socket_over_veth() {
     let ns = setup();
-    let dev = VethPair::within(&ns.a, || AfPacket::open("v0", Duration::from_millis(200)))
-        .unwrap()
-        .expect("AF_PACKET socket");
-    let sock = VethPair::within(&ns.b, || UdpSocket::bind("10.77.0.2:9000"))
-        .unwrap()
-        .expect("Linux UDP socket");
+    let dev =
+        ns.a.run(|| AfPacket::open("v0", Duration::from_millis(200)))
+            .unwrap()
+            .expect("AF_PACKET socket");
+    let sock =
+        ns.b.run(|| UdpSocket::bind("10.77.0.2:9000"))
+            .unwrap()
+            .expect("Linux UDP socket");
     sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     for arch in [Architecture::Llm, Architecture::Illm] {
         let cfg = StackConfig {

@@ -4,7 +4,9 @@
 //! when `handle_signals` is set, or [`Control::stop`]); it returns `Ok` on a clean stop and
 //! the TUN device disappears with its descriptor. It is the only part of the crate that reads
 //! a clock, opens files and sockets, or installs signal handlers; it is kept in this one file
-//! so it can move onto the emulator's driver (crates/emu) later. Loop: run due timers, flush
+//! so it can move onto the emulator's driver (crates/emu) later. The TUN device is configured
+//! (MTU, queue length, `tun.address`, up) with route-netlink requests in the calling thread's
+//! network namespace (`mslink_netns::rtnl`); no `ip` process runs. Loop: run due timers, flush
 //! datagrams to the socket and packets to the TUN device, then `ppoll` both descriptors with
 //! a nanosecond timeout up to the tunnel's next deadline; read bursts of up to [`BURST`]
 //! datagrams (one recvmmsg) or packets per wake-up and send datagrams in batches (sendmmsg).
@@ -29,7 +31,6 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -39,6 +40,7 @@ use mslink_emu::coalesce::{self, Plan};
 use mslink_emu::gso::{self, Processed, VNET_HDR_LEN};
 use mslink_emu::tun::Tun;
 use mslink_link::link::LinkStats;
+use mslink_netns::rtnl::{self, LinkChange};
 
 use crate::config::{parse_cidr, TunnelConfig};
 use crate::handshake::Credentials;
@@ -284,21 +286,6 @@ pub fn os_random() -> io::Result<[u8; 32]> {
     Ok(b)
 }
 
-fn ip(args: &[&str]) -> Result<(), RtError> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(io_err("running `ip` (iproute2)"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(RtError::Io {
-            what: format!("ip {}", args.join(" ")),
-            source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-        })
-    }
-}
-
 fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: libc::c_int) {
     // SAFETY: setsockopt with an int option on our socket; failure only leaves the default.
     unsafe {
@@ -368,19 +355,30 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
         "creating TUN device {} (needs CAP_NET_ADMIN and /dev/net/tun)",
         cfg.tun.name
     )))?;
+    // The device is configured with route-netlink requests in this thread's namespace (what
+    // `ip link set` and `ip addr add` would do, without running them).
     let name = cfg.tun.name.as_str();
-    ip(&["link", "set", "dev", name, "mtu", &cfg.tun.mtu.to_string()])?;
-    if let Some(q) = cfg.tun.txqueuelen {
-        ip(&["link", "set", "dev", name, "txqueuelen", &q.to_string()])?;
-    }
+    let mtu = u32::try_from(cfg.tun.mtu).map_err(|_| RtError::Io {
+        what: "tun.mtu".into(),
+        source: io::Error::other(format!("{} is too large", cfg.tun.mtu)),
+    })?;
+    rtnl::set_link(
+        name,
+        &LinkChange {
+            mtu: Some(mtu),
+            txqueuelen: cfg.tun.txqueuelen,
+            ..LinkChange::default()
+        },
+    )
+    .map_err(io_err("tun.mtu and tun.txqueuelen"))?;
     if let Some(a) = &cfg.tun.address {
-        parse_cidr(a).map_err(|w| RtError::Io {
+        let (addr, prefix) = parse_cidr(a).map_err(|w| RtError::Io {
             what: "tun.address".into(),
             source: io::Error::other(w),
         })?;
-        ip(&["addr", "add", a, "dev", name])?;
+        rtnl::add_address(name, addr, prefix).map_err(io_err("tun.address"))?;
     }
-    ip(&["link", "set", "dev", name, "up"])?;
+    rtnl::set_link(name, &LinkChange::up()).map_err(io_err("bringing the TUN device up"))?;
 
     let sock =
         UdpSocket::bind(cfg.listen).map_err(io_err(format!("binding UDP {}", cfg.listen)))?;

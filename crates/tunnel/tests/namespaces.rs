@@ -3,84 +3,37 @@
 //! garbage datagrams sent from a plain UDP socket are rejected, counted by cause, never
 //! answered, and nothing reaches the TUN device.
 //!
-//! Each test makes its own namespaces `mslt-<test>-a-<pid>` / `-b-<pid>` and removes them when
-//! it ends, also when it fails (the tunnels are stopped and joined first, then the namespaces
-//! are deleted, taking the veth and TUN devices with them). Linux only; needs root and `ip`.
+//! Each test makes its own two unnamed namespaces joined by a veth pair
+//! (`mslink_netns::VethPair`); when it ends, also when it fails, the tunnels are stopped and
+//! joined first, then the namespaces' descriptors close and the kernel removes them with the
+//! veth and TUN devices. Nothing is named under /var/run/netns. Linux only; needs root.
 
 #![cfg(target_os = "linux")]
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::process::Command;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use mslink_netns::{Netns, VethPair};
 use mslink_tunnel::config::TunnelConfig;
 use mslink_tunnel::keys::Key;
 use mslink_tunnel::rt::{self, Control, Level, RunOptions, Snapshot};
 use rand::{RngCore, SeedableRng};
 
-fn ip(args: &[&str]) {
-    let st = Command::new("ip").args(args).status().expect("ip(8) runs");
-    assert!(st.success(), "ip {}", args.join(" "));
-}
-
 /// Two namespaces joined by a veth pair `v0` (a, 192.168.<net>.1) - `v1` (b, .2).
-struct Netns {
-    a: String,
-    b: String,
-}
-
-impl Netns {
-    fn new(test: &str, net: u8) -> Netns {
-        let pid = std::process::id();
-        let n = Netns {
-            a: format!("mslt-{test}-a-{pid}"),
-            b: format!("mslt-{test}-b-{pid}"),
-        };
-        // Anything made before a failure is removed by Drop.
-        ip(&["netns", "add", &n.a]);
-        ip(&["netns", "add", &n.b]);
-        ip(&[
-            "-n", &n.a, "link", "add", "v0", "type", "veth", "peer", "name", "v1", "netns", &n.b,
-        ]);
-        for (ns, dev, host) in [(&n.a, "v0", 1), (&n.b, "v1", 2)] {
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("192.168.{net}.{host}/24"),
-                "dev",
-                dev,
-            ]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        n
+fn veth_pair(net: u8) -> VethPair {
+    let p = VethPair::create("v0", "v1", None).expect("namespaces and veth pair (root)");
+    for (ns, dev, host) in [(&p.a, "v0", 1), (&p.b, "v1", 2)] {
+        ns.add_address(dev, IpAddr::V4(Ipv4Addr::new(192, 168, net, host)), 24)
+            .expect("address the veth");
     }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        for n in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
+    p
 }
 
 /// Runs `f` on a thread that has entered namespace `ns`.
-fn within<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let fd = File::open(&path).expect("namespace exists");
-        // SAFETY: setns(2) on a namespace descriptor; affects only this thread.
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns: {}", std::io::Error::last_os_error());
-        f()
-    })
+fn within<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+    ns.thread(f).expect("a thread inside the namespace")
 }
 
 /// A tunnel end running on its own thread in a namespace; stopped and joined on drop.
@@ -90,14 +43,14 @@ struct End {
 }
 
 impl End {
-    fn start(ns: &str, cfg: TunnelConfig) -> End {
+    fn start(ns: &Netns, label: &str, cfg: TunnelConfig) -> End {
         let control = Control::default();
         let c = control.clone();
         let opts = RunOptions {
             stats_interval: None,
             log_level: Level::Warn,
             handle_signals: false,
-            label: ns.to_string(),
+            label: label.to_string(),
         };
         let thread = within(ns, move || rt::run(&cfg, &opts, &c));
         let mut end = End {
@@ -110,11 +63,11 @@ impl End {
             }
             if end.thread.as_ref().is_some_and(|t| t.is_finished()) {
                 let r = end.thread.take().unwrap().join().unwrap();
-                panic!("tunnel in {ns} did not start: {r:?}");
+                panic!("tunnel {label} did not start: {r:?}");
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        panic!("tunnel in {ns} not up after 5 s");
+        panic!("tunnel {label} not up after 5 s");
     }
     fn stats(&self) -> Snapshot {
         self.control.snapshot()
@@ -186,7 +139,7 @@ fn configs(net: u8, a_peer: SocketAddr, psk: bool) -> (TunnelConfig, TunnelConfi
 
 /// Accepts one TCP connection at `to` in B and reads it to the end: (CRC-32, bytes) of what
 /// arrived.
-fn tcp_sink(ns: &Netns, to: SocketAddr) -> JoinHandle<(u32, usize)> {
+fn tcp_sink(ns: &VethPair, to: SocketAddr) -> JoinHandle<(u32, usize)> {
     let listener = within(&ns.b, move || TcpListener::bind(to).expect("bind in B"))
         .join()
         .unwrap();
@@ -210,7 +163,7 @@ fn tcp_sink(ns: &Netns, to: SocketAddr) -> JoinHandle<(u32, usize)> {
 
 /// Sends `len` seeded random bytes over TCP from A to B's `to`; returns (sent crc, received crc,
 /// bytes received).
-fn tcp_transfer(ns: &Netns, to: SocketAddr, len: usize) -> (u32, u32, usize) {
+fn tcp_transfer(ns: &VethPair, to: SocketAddr, len: usize) -> (u32, u32, usize) {
     let server = tcp_sink(ns, to);
     let client = within(&ns.a, move || {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
@@ -240,10 +193,11 @@ fn tcp_transfer(ns: &Netns, to: SocketAddr, len: usize) -> (u32, u32, usize) {
 fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
     for (i, psk) in [(0u8, false), (1u8, true)] {
         let net = 181 + i;
-        let ns = Netns::new(if psk { "tcp-psk" } else { "tcp-ik" }, net);
+        let ns = veth_pair(net);
         let (ca, cb) = configs(net, format!("192.168.{net}.2:51900").parse().unwrap(), psk);
-        let b = End::start(&ns.b, cb);
-        let a = End::start(&ns.a, ca);
+        let mode = if psk { "psk" } else { "ik" };
+        let b = End::start(&ns.b, &format!("b-{mode}"), cb);
+        let a = End::start(&ns.a, &format!("a-{mode}"), ca);
         let len = 8 << 20;
         let (sent, got, n) = tcp_transfer(&ns, format!("10.{net}.0.2:5001").parse().unwrap(), len);
         assert_eq!(n, len);
@@ -304,11 +258,11 @@ fn relay(
 #[test]
 fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() {
     let net = 185;
-    let ns = Netns::new("inject", net);
+    let ns = veth_pair(net);
     let relay_addr: SocketAddr = format!("192.168.{net}.2:51999").parse().unwrap();
     let b_addr: SocketAddr = format!("192.168.{net}.2:51900").parse().unwrap();
     let (ca, cb) = configs(net, relay_addr, false);
-    let b = End::start(&ns.b, cb);
+    let b = End::start(&ns.b, "b", cb);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
     let relay = within(&ns.b, move || {
@@ -318,7 +272,7 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
             s2,
         )
     });
-    let a = End::start(&ns.a, ca);
+    let a = End::start(&ns.a, "a", ca);
     let (sent, got, n) = tcp_transfer(&ns, format!("10.{net}.0.2:5002").parse().unwrap(), 1 << 20);
     assert_eq!((got, n), (sent, 1 << 20));
     std::thread::sleep(Duration::from_millis(300));
@@ -427,7 +381,7 @@ fn rss_bytes() -> u64 {
 /// Streams `len` bytes over TCP from A to B's `to` in 64 KiB writes (no buffer of `len` is
 /// ever held, so the process's memory shows only what the tunnels keep); returns the bytes
 /// B received.
-fn tcp_stream(ns: &Netns, to: SocketAddr, len: usize) -> usize {
+fn tcp_stream(ns: &VethPair, to: SocketAddr, len: usize) -> usize {
     let server = tcp_sink(ns, to);
     within(&ns.a, move || {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5))
@@ -451,14 +405,14 @@ fn tcp_stream(ns: &Netns, to: SocketAddr, len: usize) -> usize {
 #[test]
 fn memory_stays_flat_while_the_tunnel_carries_traffic() {
     let net = 186;
-    let ns = Netns::new("leak", net);
+    let ns = veth_pair(net);
     let (ca, cb) = configs(
         net,
         format!("192.168.{net}.2:51900").parse().unwrap(),
         false,
     );
-    let _b = End::start(&ns.b, cb);
-    let _a = End::start(&ns.a, ca);
+    let _b = End::start(&ns.b, "b", cb);
+    let _a = End::start(&ns.a, "a", ca);
     let to = |port: u16| -> SocketAddr { format!("10.{net}.0.2:{port}").parse().unwrap() };
     // Warm up: queues, socket buffers and the allocator reach their working size.
     let warm = 32 << 20;

@@ -129,7 +129,7 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
         let max = max.min(b.backend().max_message());
         let (_child, addr) = match target {
             Target::Local { server, .. } => {
-                let ns = ns.as_ref().map(|n| n.a.as_str());
+                let ns = ns.as_ref().map(|n| n.server());
                 let (c, a) = spawn_server(server, b, max, o.zc, ns)?;
                 (Some(c), a)
             }

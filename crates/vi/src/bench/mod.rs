@@ -135,14 +135,6 @@ pub enum BenchError {
     /// The peer broke the benchmark protocol (or a measurement loop went wrong).
     #[error("{0}")]
     Protocol(String),
-    /// An external command (`ip`) failed.
-    #[error("{command}: {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// What it said.
-        stderr: String,
-    },
     /// A helper thread panicked.
     #[error("{0} panicked")]
     Panicked(&'static str),

@@ -1,19 +1,20 @@
-//! Named network namespaces for a local benchmark run (`mslink bench local --netns`): two
-//! namespaces joined by a veth pair, made and removed here, so the bench crosses a real
-//! (virtual) link instead of loopback.
+//! Two network namespaces for a local benchmark run (`mslink bench local --netns`), joined by
+//! a veth pair, so the bench crosses a real (virtual) link instead of loopback.
 //!
-//! Contract: names are `msv<pid>a` / `msv<pid>b` (namespace and the veth end inside it);
-//! the server side is 10.201.0.1/30 in `a`, the client side 10.201.0.2/30 in `b`, loopback
-//! up in both. The server runs under `ip netns exec msv<pid>a`; the client thread enters
-//! `b` with setns(2) and returns to its own namespace before cleanup. Both namespaces are
-//! deleted (which also deletes the veth) when the guard drops — on success and on error —
-//! and by a janitor process that ignores SIGINT/SIGTERM and deletes them once this process
-//! is gone (end of file on a pipe only this process holds), so Ctrl-C or a kill leaves
-//! nothing behind. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and iproute2.
+//! Contract: the namespaces are fresh and unnamed ([`mslink_netns::VethPair`]): veth end `v0`
+//! in the server's namespace `a` with 10.201.0.1/30, `v1` in the client's namespace `b` with
+//! 10.201.0.2/30, loopback up in both; nothing outside them is touched and nothing is named or
+//! mounted under /var/run/netns. The server child runs inside `a` ([`mslink_netns::Netns::command`]:
+//! it enters the namespace before exec and is killed by the kernel if the thread that started
+//! it dies); the client thread enters `b` with setns(2) ([`NetnsPair::enter_client`]) and
+//! returns to its own namespace when the pair drops. The kernel removes both namespaces, with
+//! the veth, as soon as the pair is dropped and the server has exited — on success, on error,
+//! and when this process is killed (even by SIGKILL), with no janitor. Needs root
+//! (CAP_SYS_ADMIN, CAP_NET_ADMIN).
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::process::{Command, Stdio};
+use std::net::{IpAddr, Ipv4Addr};
+
+use mslink_netns::{Entered, Netns, VethPair};
 
 use super::{BenchError, Context};
 
@@ -21,105 +22,56 @@ type Result<T> = std::result::Result<T, BenchError>;
 
 /// Server address inside namespace `a`.
 pub const SERVER_IP: &str = "10.201.0.1";
-const CLIENT_CIDR: &str = "10.201.0.2/30";
-const SERVER_CIDR: &str = "10.201.0.1/30";
+const SERVER: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
+const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 2);
+const PREFIX: u8 = 30;
 
-/// The two namespaces; deleted on drop.
+/// The two namespaces; gone when dropped (once the server has exited).
 pub struct NetnsPair {
-    /// Namespace of the server.
-    pub a: String,
-    /// Namespace of the client.
-    pub b: String,
-    /// This thread's namespace before entering `b`.
-    home: Option<File>,
-    /// Write end of the janitor's pipe.
-    _janitor: Option<std::process::ChildStdin>,
-}
-
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .context(|| "run ip (iproute2)".into())?;
-    if !out.status.success() {
-        return Err(BenchError::Command {
-            command: format!("ip {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(())
+    pair: VethPair,
+    /// Set while the calling thread is in the client namespace.
+    entered: Option<Entered>,
 }
 
 impl NetnsPair {
     /// Create both namespaces and the veth between them.
     pub fn create() -> Result<Self> {
-        let pid = std::process::id();
-        let (a, b) = (format!("msv{pid}a"), format!("msv{pid}b"));
-        // The janitor first, so even a failure half-way is cleaned up.
-        // It waits for end of file on a pipe only this process holds (close-on-exec), which
-        // comes when this process exits however it exits (even as an unreaped zombie).
-        let script = format!(
-            "trap '' INT TERM HUP; cat >/dev/null; \
-             ip netns del {a} 2>/dev/null; ip netns del {b} 2>/dev/null; exit 0"
-        );
-        let janitor = Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context(|| "start the namespace janitor".into())?;
-        let me = Self {
-            a,
-            b,
-            home: None,
-            _janitor: janitor.stdin,
-        };
-        me.setup()
-            .context(|| "set up namespaces (needs root)".into())?;
-        Ok(me)
+        let pair = VethPair::create("v0", "v1", None)
+            .context(|| "create two namespaces and a veth pair (needs root)".into())?;
+        pair.a
+            .add_address("v0", IpAddr::V4(SERVER), PREFIX)
+            .context(|| "address the server's end".into())?;
+        pair.b
+            .add_address("v1", IpAddr::V4(CLIENT), PREFIX)
+            .context(|| "address the client's end".into())?;
+        Ok(Self {
+            pair,
+            entered: None,
+        })
     }
 
-    fn setup(&self) -> Result<()> {
-        let (a, b) = (self.a.as_str(), self.b.as_str());
-        ip(&["netns", "add", a])?;
-        ip(&["netns", "add", b])?;
-        ip(&["link", "add", a, "type", "veth", "peer", "name", b])?;
-        ip(&["link", "set", a, "netns", a])?;
-        ip(&["link", "set", b, "netns", b])?;
-        for (ns, dev, cidr) in [(a, a, SERVER_CIDR), (b, b, CLIENT_CIDR)] {
-            ip(&["-n", ns, "addr", "add", cidr, "dev", dev])?;
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-        }
-        Ok(())
+    /// The server's namespace.
+    pub fn server(&self) -> &Netns {
+        &self.pair.a
     }
 
-    /// Move the calling thread (and threads it starts later) into the client namespace.
+    /// Move the calling thread (and threads it starts later) into the client namespace,
+    /// until the pair drops.
     pub fn enter_client(&mut self) -> Result<()> {
-        let home = File::open("/proc/thread-self/ns/net").context(|| "open own netns".into())?;
-        let target =
-            File::open(format!("/run/netns/{}", self.b)).context(|| "open client netns".into())?;
-        // SAFETY: setns(2) with two descriptors we own; affects only this thread.
-        if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(std::io::Error::last_os_error())
-                .context(|| "setns into client netns".into());
-        }
-        self.home = Some(home);
+        self.entered = Some(
+            self.pair
+                .b
+                .enter()
+                .context(|| "setns into the client namespace".into())?,
+        );
         Ok(())
     }
 }
 
 impl Drop for NetnsPair {
     fn drop(&mut self) {
-        if let Some(home) = self.home.take() {
-            // SAFETY: setns(2) back to the namespace we came from.
-            unsafe {
-                libc::setns(home.as_raw_fd(), libc::CLONE_NEWNET);
-            }
-        }
-        let _ = ip(&["netns", "del", &self.a]);
-        let _ = ip(&["netns", "del", &self.b]);
+        // Back to the namespace the thread came from first; the namespaces' descriptors close
+        // after.
+        self.entered.take();
     }
 }

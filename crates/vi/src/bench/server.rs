@@ -2,8 +2,9 @@
 //!
 //! Contract: [`serve`] answers any number of tests on one VI connection until the client's
 //! quit message (it keeps `WINDOW` receives posted and returns credits); `spawn_server` starts
-//! a [`ServerCommand`] (under `ip netns exec` for a namespace), reads the address it listens
-//! on from its first line (`listening on ADDR`), and the returned guard reaps or kills it.
+//! a [`ServerCommand`] (inside the server's network namespace for `--netns`, by
+//! `mslink_netns::Netns::command`), reads the address it listens on from its first line
+//! (`listening on ADDR`), and the returned guard reaps or kills it.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -151,7 +152,7 @@ pub(super) fn spawn_server(
     b: BenchBackend,
     max_size: usize,
     zc: bool,
-    ns: Option<&str>,
+    ns: Option<&mslink_netns::Netns>,
 ) -> Result<(ServerChild, String), BenchError> {
     let addr = match (b, ns) {
         (BenchBackend::Shm, _) => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
@@ -159,11 +160,7 @@ pub(super) fn spawn_server(
         _ => "127.0.0.1:0".to_string(),
     };
     let mut cmd = match ns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(&program.program);
-            c
-        }
+        Some(ns) => ns.command(&program.program),
         None => Command::new(&program.program),
     };
     let mut child = cmd
