@@ -432,7 +432,23 @@ impl Nic {
     /// Connect `vi` to a listener at `addr` (VipConnectRequest).
     pub fn connect(&mut self, vi: ViHandle, addr: &str, timeout: Duration) -> Result<(), VipError> {
         self.check_idle(vi)?;
-        let wire: Box<dyn Wire> = match self.backend {
+        // A signal arriving during connect(2) interrupts it (EINTR); try again until the
+        // timeout, as a blocking connect without signals would have waited.
+        let deadline = std::time::Instant::now() + timeout;
+        let wire = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.open_wire(addr, left) {
+                Err(VipError::Io(e))
+                    if e.kind() == std::io::ErrorKind::Interrupted && !left.is_zero() => {}
+                r => break r?,
+            }
+        };
+        self.attach(vi, wire)
+    }
+
+    /// The wire of one connection attempt to `addr`.
+    fn open_wire(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Wire>, VipError> {
+        Ok(match self.backend {
             Backend::SharedMemory => Box::new(shm::connect(addr, self.cfg.ring_bytes, timeout)?),
             b => {
                 let sa: SocketAddr = addr
@@ -454,8 +470,7 @@ impl Nic {
                     }
                 }
             }
-        };
-        self.attach(vi, wire)
+        })
     }
 
     fn post(&mut self, vi: ViHandle, wq: WorkQueue, desc: &Descriptor) -> Result<DescId, VipError> {
