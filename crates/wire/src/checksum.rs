@@ -35,6 +35,7 @@ impl Sum {
     }
 
     /// The folded 16-bit one's-complement sum in wire (big-endian) value.
+    #[inline]
     pub fn fold(self) -> u16 {
         let mut s = self.0;
         while s >> 16 != 0 {
@@ -50,6 +51,7 @@ impl Sum {
     }
 
     /// The checksum field value: the complement of the folded sum.
+    #[inline]
     pub fn checksum(self) -> u16 {
         !self.fold()
     }
@@ -72,6 +74,7 @@ fn sum_tail(rest: &[u8]) -> u64 {
 /// The pseudo-header sum of a transport header over IPv4 (RFC 9293 §3.1, RFC 768) or IPv6
 /// (RFC 8200 §8.1): source and destination address (4 or 16 bytes each), the protocol number
 /// and the transport length (header and data).
+#[inline]
 pub fn pseudo_header(src: &[u8], dst: &[u8], protocol: u8, len: usize) -> Sum {
     let mut s = Sum::default();
     s.add(src);
@@ -83,6 +86,7 @@ pub fn pseudo_header(src: &[u8], dst: &[u8], protocol: u8, len: usize) -> Sum {
 }
 
 /// One-shot checksum of `data` (header checksums).
+#[inline]
 pub fn checksum(data: &[u8]) -> u16 {
     let mut s = Sum::default();
     s.add(data);

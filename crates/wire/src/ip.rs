@@ -48,31 +48,37 @@ pub struct IpPacket<'a> {
 
 impl<'a> IpPacket<'a> {
     /// Reads a whole IPv4 or IPv6 packet.
+    #[inline]
     pub fn parse(packet: &'a [u8]) -> Result<Self, WireError> {
         Self::read(packet, false)
     }
 
     /// Reads an IPv4 or IPv6 packet whose tail may be missing.
+    #[inline]
     pub fn parse_lax(packet: &'a [u8]) -> Result<Self, WireError> {
         Self::read(packet, true)
     }
 
     /// The DS codepoint (six high bits of the TOS or traffic class).
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.tos >> 2
     }
 
     /// Whether this is no fragment or the first one (whose payload starts with the
     /// upper-layer header).
+    #[inline]
     pub fn is_first_fragment(&self) -> bool {
         self.fragment_offset == 0
     }
 
     /// Whether the packet is a fragment of a larger one.
+    #[inline]
     pub fn is_fragment(&self) -> bool {
         self.fragment_offset != 0 || self.more_fragments
     }
 
+    #[inline]
     fn read(b: &'a [u8], lax: bool) -> Result<Self, WireError> {
         match b.first().map(|v| v >> 4) {
             None => Err(WireError::Truncated),
@@ -82,6 +88,7 @@ impl<'a> IpPacket<'a> {
         }
     }
 
+    #[inline]
     fn read_v4(b: &'a [u8], lax: bool) -> Result<Self, WireError> {
         let p = ipv4::Ipv4Packet::new_checked(b)?;
         let hl = p.header_len();
@@ -107,6 +114,7 @@ impl<'a> IpPacket<'a> {
         })
     }
 
+    #[inline]
     fn read_v6(b: &'a [u8], lax: bool) -> Result<Self, WireError> {
         let p = ipv6::Ipv6Packet::new_checked(b)?;
         let end = ipv6::HEADER_LEN + p.payload_len() as usize;

@@ -155,6 +155,7 @@ pub struct TcpOptions<'a> {
 impl<'a> Iterator for TcpOptions<'a> {
     type Item = Result<TcpOption<'a>, WireError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let (&k, tail) = self.rest.split_first()?;
         match k {
@@ -301,6 +302,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 
     /// Whether the checksum verifies, the buffer holding the whole segment, over the
     /// pseudo-header of addresses `src` and `dst` (4 or 16 bytes each).
+    #[inline]
     pub fn verify_checksum(&self, src: &[u8], dst: &[u8]) -> bool {
         let b = self.buffer.as_ref();
         let mut s = pseudo_header(src, dst, 6, b.len());
@@ -374,6 +376,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     /// Computes and sets the checksum over the whole buffer (header and data) and the
     /// pseudo-header of `src` and `dst`; `extra` is the sum of data not in the buffer (e.g. a
     /// payload of zeros, which adds nothing).
+    #[inline]
     pub fn fill_checksum(&mut self, src: &[u8], dst: &[u8], total_len: usize, extra: Sum) {
         self.set_checksum_field(0);
         let mut s = pseudo_header(src, dst, 6, total_len);
