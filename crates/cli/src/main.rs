@@ -9,6 +9,7 @@
 mod bench_cmd;
 mod demo;
 mod emulate_cmd;
+mod log;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;

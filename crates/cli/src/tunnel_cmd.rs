@@ -83,9 +83,9 @@ pub fn run(args: &TunnelArgs) -> Result<()> {
         Some(s) => anyhow::bail!("--stats-interval {s}: expected a positive number of seconds"),
         None => None,
     };
+    crate::log::init(args.log_level.into());
     let opts = RunOptions {
         stats_interval,
-        log_level: args.log_level,
         handle_signals: true,
         label: cfg.tun.name.clone(),
     };

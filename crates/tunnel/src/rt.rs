@@ -23,12 +23,14 @@
 //! monotonic clock, so handshake timestamps keep growing across restarts (replay protection
 //! of initiations) while timers never jump.
 //!
-//! Logs go to stderr, one line per event with a level; under systemd (`JOURNAL_STREAM` set)
-//! each line starts with its sd-daemon(3) priority prefix so the journal keeps the levels.
+//! Logs are `tracing` events (target `mslink_tunnel`, a `label` field naming the tunnel end,
+//! the message) at the levels of [`Level`]; the program that runs the tunnel decides where
+//! they go and which levels it keeps (`mslink tunnel` prints one line per event on stderr,
+//! with sd-daemon(3) priority prefixes under systemd).
 //! SIGUSR1 prints the counters; so does `stats_interval`.
 
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -73,15 +75,31 @@ pub enum Level {
     Debug,
 }
 
+/// A log level name that is not one of error, warn, info, debug.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not one of error, warn, info, debug")]
+pub struct UnknownLevel(pub String);
+
 impl std::str::FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownLevel;
+    fn from_str(s: &str) -> Result<Self, UnknownLevel> {
         match s {
             "error" => Ok(Level::Error),
             "warn" => Ok(Level::Warn),
             "info" => Ok(Level::Info),
             "debug" => Ok(Level::Debug),
-            _ => Err(format!("{s:?} is not one of error, warn, info, debug")),
+            _ => Err(UnknownLevel(s.to_string())),
+        }
+    }
+}
+
+impl From<Level> for tracing::Level {
+    fn from(l: Level) -> tracing::Level {
+        match l {
+            Level::Error => tracing::Level::ERROR,
+            Level::Warn => tracing::Level::WARN,
+            Level::Info => tracing::Level::INFO,
+            Level::Debug => tracing::Level::DEBUG,
         }
     }
 }
@@ -91,8 +109,6 @@ impl std::str::FromStr for Level {
 pub struct RunOptions {
     /// Print counters this often.
     pub stats_interval: Option<StdDuration>,
-    /// Least severe level printed.
-    pub log_level: Level,
     /// Install SIGINT/SIGTERM (stop) and SIGUSR1 (print counters) handlers. Off in tests,
     /// where several tunnels share a process.
     pub handle_signals: bool,
@@ -213,27 +229,20 @@ fn install_signal_handlers() -> io::Result<()> {
     Ok(())
 }
 
+/// Where the driver's log events come from: the tunnel end's label.
 struct Log {
-    level: Level,
-    journal: bool,
     label: String,
 }
 
 impl Log {
     fn emit(&self, level: Level, msg: std::fmt::Arguments<'_>) {
-        if level > self.level {
-            return;
+        let label = self.label.as_str();
+        match level {
+            Level::Error => tracing::error!(target: "mslink_tunnel", label, "{msg}"),
+            Level::Warn => tracing::warn!(target: "mslink_tunnel", label, "{msg}"),
+            Level::Info => tracing::info!(target: "mslink_tunnel", label, "{msg}"),
+            Level::Debug => tracing::debug!(target: "mslink_tunnel", label, "{msg}"),
         }
-        let (prefix, name) = match level {
-            Level::Error => ("<3>", "ERROR"),
-            Level::Warn => ("<4>", "WARN"),
-            Level::Info => ("<6>", "INFO"),
-            Level::Debug => ("<7>", "DEBUG"),
-        };
-        let p = if self.journal { prefix } else { "" };
-        // One write per line, so lines of two processes sharing a terminal do not interleave.
-        let line = format!("{p}{name} mslink-tunnel[{}]: {msg}\n", self.label);
-        let _ = io::stderr().lock().write_all(line.as_bytes());
     }
 }
 
@@ -334,8 +343,6 @@ pub fn format_stats(s: &Snapshot) -> String {
 pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(), RtError> {
     cfg.validate()?;
     let log = Log {
-        level: opts.log_level,
-        journal: std::env::var_os("JOURNAL_STREAM").is_some(),
         label: opts.label.clone(),
     };
     let creds = credentials(cfg)?;

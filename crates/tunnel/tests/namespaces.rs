@@ -18,7 +18,7 @@ use std::time::Duration;
 use mslink_netns::{Netns, VethPair};
 use mslink_tunnel::config::TunnelConfig;
 use mslink_tunnel::keys::Key;
-use mslink_tunnel::rt::{self, Control, Level, RunOptions, Snapshot};
+use mslink_tunnel::rt::{self, Control, RunOptions, Snapshot};
 use rand::{RngCore, SeedableRng};
 
 /// Two namespaces joined by a veth pair `v0` (a, 192.168.<net>.1) - `v1` (b, .2).
@@ -48,7 +48,6 @@ impl End {
         let c = control.clone();
         let opts = RunOptions {
             stats_interval: None,
-            log_level: Level::Warn,
             handle_signals: false,
             label: label.to_string(),
         };
