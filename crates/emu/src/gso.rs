@@ -33,7 +33,10 @@
 //! Nothing here panics on any input.
 
 use mslink_wire::checksum::{pseudo_header, Sum};
-use mslink_wire::ipv4::Ipv4Packet;
+use mslink_wire::ipv4::{self, Ipv4Packet};
+use mslink_wire::ipv6::{self, Ipv6Packet};
+use mslink_wire::tcp::TcpPacket;
+use mslink_wire::{udp, WireError};
 
 /// Bytes of `struct virtio_net_hdr` (without `num_buffers`).
 pub const VNET_HDR_LEN: usize = 10;
@@ -206,46 +209,41 @@ fn layout(h: &VnetHdr, p: &[u8]) -> Result<Layout, OffloadError> {
         _ => return Err(bad(len, "IP version does not match gso_type")),
     };
     let l3 = if v4 {
-        if len < 20 {
-            return Err(bad(len, "shorter than an IPv4 header"));
-        }
-        let ihl = usize::from(p[0] & 0x0f) * 4;
-        if ihl < 20 || ihl > len {
-            return Err(bad(len, "IPv4 header length out of range"));
-        }
-        if usize::from(be16(p, 2)) != len {
+        let ip = Ipv4Packet::new_checked(p).map_err(|e| match e {
+            WireError::Truncated if len < ipv4::HEADER_LEN => {
+                bad(len, "shorter than an IPv4 header")
+            }
+            _ => bad(len, "IPv4 header length out of range"),
+        })?;
+        if usize::from(ip.total_len()) != len {
             return Err(bad(len, "IPv4 total length differs from the read"));
         }
-        if be16(p, 6) & 0x3fff != 0 {
+        if ip.flags_offset() & ipv4::FRAGMENT_MASK != 0 {
             return Err(bad(len, "IPv4 fragment"));
         }
-        if p[9] != proto {
+        if ip.protocol() != proto {
             return Err(bad(len, "IPv4 protocol does not match gso_type"));
         }
-        ihl
+        ip.header_len()
     } else {
-        if len < 40 {
-            return Err(bad(len, "shorter than an IPv6 header"));
-        }
-        if usize::from(be16(p, 4)) + 40 != len {
+        let ip = Ipv6Packet::new_checked(p).map_err(|_| bad(len, "shorter than an IPv6 header"))?;
+        if usize::from(ip.payload_len()) + ipv6::HEADER_LEN != len {
             return Err(bad(len, "IPv6 payload length differs from the read"));
         }
-        if p[6] != proto {
+        if ip.next_header() != proto {
             return Err(bad(len, "IPv6 extension headers or wrong next header"));
         }
-        40
+        ipv6::HEADER_LEN
     };
     let l4 = if proto == TCP {
-        let doff = p
-            .get(l3 + 12)
-            .map(|b| usize::from(b >> 4) * 4)
-            .ok_or(bad(len, "TCP header past the end"))?;
-        if doff < 20 {
-            return Err(bad(len, "TCP data offset below 5"));
+        match TcpPacket::new_checked(&p[l3..]) {
+            Ok(t) => t.header_len(),
+            Err(WireError::Malformed) => return Err(bad(len, "TCP data offset below 5")),
+            Err(_) if p.len() < l3 + 13 => return Err(bad(len, "TCP header past the end")),
+            Err(_) => return Err(bad(len, "transport header past the end")),
         }
-        doff
     } else {
-        8
+        udp::HEADER_LEN
     };
     let hl = l3 + l4;
     if hl > len {

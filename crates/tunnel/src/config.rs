@@ -224,7 +224,7 @@ impl TunnelConfig {
             ));
         }
         if let Some(a) = &self.tun.address {
-            parse_cidr(a).map_err(|w| invalid("tun.address", w))?;
+            parse_cidr(a).map_err(|w| invalid("tun.address", w.to_string()))?;
         }
         if self.tun.mtu < 68 || self.tun.mtu > self.link.mtu {
             return Err(invalid(
@@ -271,20 +271,34 @@ impl TunnelConfig {
 }
 
 /// Parses `a.b.c.d/len` (IPv4) or `x::y/len` (IPv6) into address and prefix length.
-pub fn parse_cidr(s: &str) -> Result<(std::net::IpAddr, u8), String> {
+pub fn parse_cidr(s: &str) -> Result<(std::net::IpAddr, u8), CidrError> {
     let (a, p) = s
         .split_once('/')
-        .ok_or_else(|| format!("{s:?} lacks a /prefix length"))?;
+        .ok_or_else(|| CidrError::NoPrefix(s.to_string()))?;
     let addr: std::net::IpAddr = a
         .parse()
-        .map_err(|_| format!("{a:?} is not an IP address"))?;
+        .map_err(|_| CidrError::NotAnAddress(a.to_string()))?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let len: u8 = p
         .parse()
         .ok()
         .filter(|l| *l <= max)
-        .ok_or_else(|| format!("prefix length {p:?} is not 0-{max}"))?;
+        .ok_or_else(|| CidrError::BadPrefix(p.to_string(), max))?;
     Ok((addr, len))
+}
+
+/// Why an `ADDRESS/PREFIX` text cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CidrError {
+    /// No `/prefix` part.
+    #[error("{0:?} lacks a /prefix length")]
+    NoPrefix(String),
+    /// The address part is not an IPv4 or IPv6 address.
+    #[error("{0:?} is not an IP address")]
+    NotAnAddress(String),
+    /// The prefix length is not a number up to the address's width.
+    #[error("prefix length {0:?} is not 0-{1}")]
+    BadPrefix(String, u8),
 }
 
 #[cfg(test)]
