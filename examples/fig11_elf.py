@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         rep=0,
         title="003 Fig. 11: ELF over a walls-like trace (5 s window)",
     )
-    fig.savefig(args.out / "fig11_throughput.png", dpi=120)
+    fig.savefig(args.out / "fig11_throughput.png")
     flows = res.flows.set_index("flow")
     for name, row in flows.iterrows():
         want = RESERVED.get(str(name))

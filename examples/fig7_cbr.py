@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         ylabel="residual packet loss",
         title="004 Fig. 7: CBR over one WLAN link",
     )
-    fig.savefig(args.out / "fig7_loss.png", dpi=120)
+    fig.savefig(args.out / "fig7_loss.png")
     fig = mslink.plot.metric_vs_loss(
         df,
         x="frame_loss",
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         ylabel="mean delay (ms)",
         title="004 Fig. 8: delay",
     )
-    fig.savefig(args.out / "fig8_delay.png", dpi=120)
+    fig.savefig(args.out / "fig8_delay.png")
     table = df.pivot_table(
         index="frame_loss", columns="scheme", values=["loss_rate", "delay_ms"], aggfunc="mean"
     )

@@ -42,7 +42,7 @@ __all__ = [
     "toml_value",
 ]
 
-# pandas and matplotlib load on first use, so that `import mslink` and the `mslink` command
+# pandas loads on first use, so that `import mslink` and the `mslink` command
 # start fast.
 _LAZY = {
     "Result": ".results",

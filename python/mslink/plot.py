@@ -1,32 +1,80 @@
-"""The papers' kinds of figure, drawn with matplotlib without a display.
+"""The papers' kinds of figure, drawn by the same engine as ``mslink sim``'s plots.
 
 * :func:`metric_vs_loss`: a metric against the loss rate, one line per scheme, error bars over
   repetitions (004 Figs. 7-10, 003 Fig. 5);
 * :func:`throughput`: moving-window throughput per flow over time (003 Figs. 11-12).
 
-Both draw on ``ax`` when given one, else on a new :class:`matplotlib.figure.Figure` backed by
-the Agg canvas (no pyplot, no display needed; notebooks still show the returned figure), and
-return the figure. Save it with ``fig.savefig("fig.png")`` (or ``.svg``).
+Both return a :class:`Figure`: save it with ``fig.savefig("fig.png")`` (or ``.svg``); a
+notebook shows it inline. The drawing is the Rust crate ``mslink-plot`` (the CLI's figures,
+same font, palette and axes), so no display, pyplot or matplotlib is needed, and the same data
+gives byte-identical files. To draw with another library, take the numbers from
+:func:`summarize`.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from typing import Any, Callable
 
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+
+from . import _core
 
 
-def _axes(ax: Axes | None, size: tuple[float, float] = (6.0, 4.0)) -> tuple[Figure, Axes]:
-    if ax is not None:
-        fig = ax.figure
-        assert isinstance(fig, Figure)
-        return fig, ax
-    fig = Figure(figsize=size, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig, fig.add_subplot()
+class Figure:
+    """One chart: lines of ``(x, mean, error)`` points, axis labels, a title and scales."""
+
+    def __init__(
+        self,
+        lines: list[tuple[str, list[tuple[float, float, float]]]],
+        *,
+        title: str = "",
+        xlabel: str = "",
+        ylabel: str = "",
+        error_bars: bool = False,
+        logy: bool = False,
+        legend: str = "upper_right",
+    ) -> None:
+        self.lines = lines
+        self.title = title
+        self.xlabel = xlabel
+        self.ylabel = ylabel
+        self.error_bars = error_bars
+        self.logy = logy
+        self.legend = legend
+
+    def to_json(self) -> str:
+        """The chart in the JSON shape ``mslink_plot::chart::Chart`` reads."""
+        finite = lambda v: float(v) if math.isfinite(float(v)) else 0.0  # noqa: E731
+        return json.dumps(
+            {
+                "title": self.title,
+                "x_label": self.xlabel,
+                "y_label": self.ylabel,
+                "lines": [
+                    {"label": label, "points": [[float(x), float(y), finite(e)] for x, y, e in pts]}
+                    for label, pts in self.lines
+                ],
+                "error_bars": self.error_bars,
+                "markers": True,
+                "scale": {"log10_y": self.logy, "legend": self.legend},
+            }
+        )
+
+    def savefig(self, path: str | os.PathLike[str]) -> None:
+        """Writes the figure as PNG or SVG, by the file name's extension."""
+        _core.render_chart(self.to_json(), os.fspath(path))
+
+    def to_svg(self) -> str:
+        """The figure as SVG text."""
+        svg = _core.render_chart(self.to_json())
+        assert svg is not None
+        return svg
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg()
 
 
 def summarize(
@@ -57,7 +105,6 @@ def metric_vs_loss(
     y: str,
     hue: str | None = None,
     *,
-    ax: Axes | None = None,
     error: str = "std",
     label: Callable[[Any], str] | None = None,
     xlabel: str | None = None,
@@ -66,50 +113,49 @@ def metric_vs_loss(
     logy: bool = False,
 ) -> Figure:
     """One line per value of ``hue`` (a scheme, say): mean ``y`` against ``x`` (the loss
-    rate), with error bars over the repetitions (see :func:`summarize`). ``label`` turns a
-    ``hue`` value into its legend text."""
-    fig, ax = _axes(ax)
+    rate), with error bars over the repetitions (see :func:`summarize`; a log ``y`` axis
+    shows no bars, and leaves out zeros). ``label`` turns a ``hue`` value into its legend
+    text."""
     s = summarize(df, x, y, hue, error)
     groups = s.groupby(hue, sort=False) if hue is not None else [(None, s)]
+    lines = []
     for key, g in groups:
-        text = None if hue is None else (label(key) if label else str(key))
-        ax.errorbar(g[x], g["mean"], yerr=g["err"], marker="o", capsize=3, label=text)
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
-    if logy:
-        ax.set_yscale("log", nonpositive="mask")  # zero loss has no place on a log axis
-    if title:
-        ax.set_title(title)
-    if hue is not None:
-        ax.legend(fontsize="small")
-    ax.grid(True, alpha=0.3)
-    return fig
+        text = (ylabel or y) if hue is None else (label(key) if label else str(key))
+        lines.append((text, list(zip(g[x], g["mean"], g["err"]))))
+    return Figure(
+        lines,
+        title=title or "",
+        xlabel=xlabel or x,
+        ylabel=ylabel or y,
+        error_bars=True,
+        logy=logy,
+    )
 
 
 def throughput(
     ts: pd.DataFrame,
     *,
     flows: list[str] | None = None,
-    ax: Axes | None = None,
     unit: float = 1e3,
     title: str | None = None,
     **where: Any,
 ) -> Figure:
     """Moving-window throughput of each flow over time (a ``timeseries`` table; pick one run
     with keyword filters such as ``point=0, rep=0``). ``unit`` scales bit/s (1e3: kbit/s)."""
-    fig, ax = _axes(ax, (7.0, 4.0))
     sel = ts
     for k, v in where.items():
         sel = sel[sel[k] == v]
     names = flows if flows is not None else list(dict.fromkeys(sel["flow"]))
+    lines = []
     for name in names:
         f = sel[sel["flow"] == name]
-        ax.plot(f["time_s"], f["throughput_bps"] / unit, label=str(name))
-    ax.set_xlabel("time (s)")
+        pts = [(t, b / unit, 0.0) for t, b in zip(f["time_s"], f["throughput_bps"])]
+        lines.append((str(name), pts))
     units = {1.0: "bit/s", 1e3: "kbit/s", 1e6: "Mbit/s"}
-    ax.set_ylabel(f"throughput ({units.get(unit, f'x{unit:g} bit/s')})")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.grid(True, alpha=0.3)
-    return fig
+    return Figure(
+        lines,
+        title=title or "",
+        xlabel="time (s)",
+        ylabel=f"throughput ({units.get(unit, f'x{unit:g} bit/s')})",
+        legend="upper_left",
+    )

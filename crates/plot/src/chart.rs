@@ -2,7 +2,8 @@
 //! `mslink sim` plots and the `mslink bench` / `mslink stack-bench` figures.
 //!
 //! Contract. [`save`] draws one [`Chart`] to `DIR/STEM.png` and `DIR/STEM.svg` and returns both
-//! paths; [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
+//! paths ([`to_png`] and [`to_svg`] return the bytes; the Python package's `mslink.plot` draws
+//! through them too, from a chart given as JSON, so every figure of mslink comes from here); [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
 //! of the chart: no timestamps, no system fonts (text uses the DejaVu Sans subset of `assets/`),
 //! so the same data gives byte-identical files. Axes may be logarithmic: x in powers of two
 //! (message sizes, labelled 1, 4, 16, .., 1K, .., 1M) and y in powers of ten; points that a
@@ -37,6 +38,7 @@ const PALETTE: [(u8, u8, u8); 10] = [
 ];
 
 /// One line of a chart: `(x, mean, standard deviation)` points in x order.
+#[derive(serde::Deserialize)]
 pub struct Line {
     /// Legend entry.
     pub label: String,
@@ -45,7 +47,8 @@ pub struct Line {
 }
 
 /// Corner of the legend box (chosen where a chart's lines leave room).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LegendAt {
     /// Upper right (the default).
     #[default]
@@ -57,7 +60,8 @@ pub enum LegendAt {
 }
 
 /// Axis scales and legend place.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct Scale {
     /// x on a base-2 logarithmic axis (sizes in bytes).
     pub log2_x: bool,
@@ -68,6 +72,7 @@ pub struct Scale {
 }
 
 /// A chart, independent of the backend.
+#[derive(serde::Deserialize)]
 pub struct Chart {
     /// Caption.
     pub title: String,
@@ -78,12 +83,16 @@ pub struct Chart {
     /// The lines, drawn in palette order.
     pub lines: Vec<Line>,
     /// Category names when x is categorical (x = index).
+    #[serde(default)]
     pub categories: Option<Vec<String>>,
     /// Draw ±deviation bars at each point.
+    #[serde(default)]
     pub error_bars: bool,
     /// Logarithmic axes.
+    #[serde(default)]
     pub scale: Scale,
     /// Mark each point with a dot (lines without error bars only).
+    #[serde(default)]
     pub markers: bool,
 }
 
@@ -138,6 +147,17 @@ pub fn line_chart(
 
 /// Writes `dir/stem.png` and `dir/stem.svg`.
 pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
+    let png_path = dir.join(format!("{stem}.png"));
+    std::fs::write(&png_path, to_png(chart)?)
+        .map_err(io(format!("writing {}", png_path.display())))?;
+    let svg_path = dir.join(format!("{stem}.svg"));
+    std::fs::write(&svg_path, to_svg(chart)?)
+        .map_err(io(format!("writing {}", svg_path.display())))?;
+    Ok(vec![png_path, svg_path])
+}
+
+/// The chart as a PNG image (960 x 600).
+pub fn to_png(chart: &Chart) -> Result<Vec<u8>> {
     register_font()?;
     let (w, h) = SIZE;
     let mut rgb = vec![0u8; (w * h * 3) as usize];
@@ -145,9 +165,8 @@ pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
         let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
         draw(&root, chart)?;
         root.present()
-            .map_err(|e| PlotError::Draw(format!("drawing {stem}.png: {e}")))?;
+            .map_err(|e| PlotError::Draw(format!("drawing {} as PNG: {e}", chart.title)))?;
     }
-    let png_path = dir.join(format!("{stem}.png"));
     let mut png_bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut png_bytes, w, h);
@@ -157,17 +176,20 @@ pub fn save(dir: &Path, stem: &str, chart: &Chart) -> Result<Vec<PathBuf>> {
         let mut writer = enc.write_header()?;
         writer.write_image_data(&rgb)?;
     }
-    std::fs::write(&png_path, &png_bytes).map_err(io(format!("writing {}", png_path.display())))?;
+    Ok(png_bytes)
+}
+
+/// The chart as SVG text.
+pub fn to_svg(chart: &Chart) -> Result<String> {
+    register_font()?;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         draw(&root, chart)?;
         root.present()
-            .map_err(|e| PlotError::Draw(format!("drawing {stem}.svg: {e}")))?;
+            .map_err(|e| PlotError::Draw(format!("drawing {} as SVG: {e}", chart.title)))?;
     }
-    let svg_path = dir.join(format!("{stem}.svg"));
-    std::fs::write(&svg_path, svg).map_err(io(format!("writing {}", svg_path.display())))?;
-    Ok(vec![png_path, svg_path])
+    Ok(svg)
 }
 
 /// A size in bytes for an axis label: 1, 512, 1K, 64K, 1M.
@@ -183,6 +205,21 @@ fn bytes_label(v: f64) -> String {
 }
 
 /// A power of ten for an axis label: 0.01, 1, 1000, 1e6.
+/// A tick value without floating-point noise: at most six significant digits, no trailing
+/// zeros (0.30000000000000004 is "0.3").
+fn number_label(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (5 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 fn decade_label(e: i32) -> String {
     match e {
         -3..=0 => format!("{}", 10f64.powi(e)),
@@ -267,7 +304,7 @@ where
         None if scale.log2_x => at_integer(*x)
             .map(|i| bytes_label(2f64.powi(i)))
             .unwrap_or_default(),
-        None => format!("{x}"),
+        None => number_label(*x),
     };
     let y_fmt = |y: &f64| at_integer(*y).map(decade_label).unwrap_or_default();
     let mut mesh = cc.configure_mesh();
@@ -324,6 +361,17 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_numbers_have_no_float_noise() {
+        assert_eq!(number_label(0.1 + 0.2), "0.3");
+        assert_eq!(number_label(0.5), "0.5");
+        assert_eq!(number_label(100.0), "100");
+        assert_eq!(number_label(131072.0), "131072");
+        assert_eq!(number_label(0.000125), "0.000125");
+        assert_eq!(number_label(-2.5), "-2.5");
+        assert_eq!(number_label(0.0), "0");
+    }
 
     #[test]
     fn log_axis_labels() {

@@ -189,6 +189,41 @@ fn key_parts(py: Python<'_>, path: &str) -> PyResult<Vec<String>> {
     mslink_sim::overrides::parts(path).map_err(|e| scenario_error(py, &e.key, e.to_string()))
 }
 
+/// Draws a chart given as JSON (the shape of `mslink_plot::chart::Chart`) with the CLI's
+/// plotting engine: to `path` as PNG or SVG by its extension (returns `None`), or, without a
+/// path, returns the SVG text.
+#[pyfunction]
+#[pyo3(signature = (chart_json, path=None))]
+fn render_chart(
+    py: Python<'_>,
+    chart_json: &str,
+    path: Option<PathBuf>,
+) -> PyResult<Option<String>> {
+    let chart: mslink_plot::chart::Chart = serde_json::from_str(chart_json)
+        .map_err(|e| PyValueError::new_err(format!("chart: {e}")))?;
+    let err = |e: mslink_plot::PlotError| PyValueError::new_err(e.to_string());
+    py.detach(|| match path {
+        None => mslink_plot::chart::to_svg(&chart).map(Some).map_err(err),
+        Some(p) => {
+            let bytes = match p.extension().and_then(|x| x.to_str()) {
+                Some("png") => mslink_plot::chart::to_png(&chart).map_err(err)?,
+                Some("svg") => mslink_plot::chart::to_svg(&chart)
+                    .map_err(err)?
+                    .into_bytes(),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "{}: the file name must end in .png or .svg",
+                        p.display()
+                    )))
+                }
+            };
+            std::fs::write(&p, bytes)
+                .map_err(|e| PyValueError::new_err(format!("writing {}: {e}", p.display())))?;
+            Ok(None)
+        }
+    })
+}
+
 /// Full validation: schema, the base scenario's values, and every sweep point's values.
 #[pyfunction]
 fn validate(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -308,6 +343,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
     m.add_function(wrap_pyfunction!(set_path, m)?)?;
     m.add_function(wrap_pyfunction!(key_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(render_chart, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
