@@ -25,6 +25,7 @@ pub mod service;
 pub mod testkit;
 pub mod time;
 pub mod timer;
-pub mod wire;
+/// The link's frames and service headers, which live in `mslink-wire` with every other format.
+pub use mslink_wire::link as wire;
 
 pub use time::{Duration, Instant};

@@ -2,7 +2,8 @@
 //! crate of mslink: Ethernet II and its DAA extension of 002 §4.2.1 ([`eth`]), IPv4 ([`ipv4`],
 //! RFC 791), IPv6 ([`ipv6`], RFC 8200), either of them ([`ip`]), UDP ([`udp`], RFC 768), TCP
 //! ([`tcp`], RFC 9293 with the options of RFC 7323 and RFC 2018), and the Internet checksum
-//! ([`checksum`], RFC 1071) with its integrated copy-and-checksum variant (002 §2.2).
+//! ([`checksum`], RFC 1071) with its integrated copy-and-checksum variant (002 §2.2), and the
+//! multi-service link layer's own frames and service headers ([`link`]).
 //!
 //! Contract. Each format has a view `Xxx<T: AsRef<[u8]>>` over a buffer that starts at the
 //! header, with each field's byte range a `const` in the format's `field` module. `new_checked`
@@ -14,13 +15,14 @@
 //! `buffer_len()` bytes) and `buffer_len`. Unknown codepoints (ethertypes, protocols, flags,
 //! options) are kept, never rejected here: whether a value is acceptable is the caller's
 //! decision (docs/architecture.md, "Wire formats"). Failures are the small `Copy` [`WireError`].
-//! Nothing here allocates, reads a clock or does I/O.
+//! Nothing here reads a clock or does I/O.
 
 pub mod checksum;
 pub mod eth;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod link;
 pub mod tcp;
 pub mod udp;
 
