@@ -355,6 +355,37 @@ pub fn veth_tables(
     Ok(rows)
 }
 
+/// The client and server stacks of 002 Fig. 4 with `flows` UDP flows between them (flow `f`
+/// on ports 3000+f and 4000+f, applications 100+f and 200+f); flow 0, the probe, sends at
+/// `probe_priority` (the rest at 0). Returns the stacks and the client's endpoints.
+pub fn fig4_flows(
+    cc: &StackConfig,
+    cs: &StackConfig,
+    flows: usize,
+    probe_priority: u32,
+) -> Result<(Stack, Stack, Vec<EndpointId>), BenchError> {
+    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
+    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
+    let mut ce = Vec::new();
+    for f in 0..flows {
+        let c = UdpConn {
+            local_port: 3000 + f as u16,
+            remote_port: 4000 + f as u16,
+            local_app: 100 + f as u32,
+            remote_app: 200 + f as u32,
+            priority: if f == 0 { probe_priority } else { 0 },
+            ..Default::default()
+        };
+        ce.push(client.open_udp_to(ic.udp, cs, c)?.0);
+        let back = UdpConn {
+            priority: 0,
+            ..c.reversed()
+        };
+        server.open_udp_to(is.udp, cc, back)?;
+    }
+    Ok((client, server, ce))
+}
+
 /// 002 Fig. 4 on the in-memory wire: p50 round trip (µs) of a 1-byte probe flow among
 /// `background` ping-pong flows of `bg_size` bytes. With `daa_priority` the server is a DAA stack
 /// whose received work waits in the priority queue and the probe's frames carry priority 7;
@@ -381,36 +412,9 @@ pub fn fig4_p50(
         priority_queue: if daa_priority { 4096 } else { 0 },
         ..StackConfig::host(2)
     };
-    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
-    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
     let flows = background + 1;
-    let mut ce = Vec::new();
-    for f in 0..flows {
-        let prio = if f == 0 && daa_priority { 7 } else { 0 };
-        let (cport, sport, capp, sapp) = (
-            3000 + f as u16,
-            4000 + f as u16,
-            100 + f as u32,
-            200 + f as u32,
-        );
-        let c = UdpConn {
-            local_port: cport,
-            remote_port: sport,
-            local_app: capp,
-            remote_app: sapp,
-            priority: prio,
-            ..Default::default()
-        };
-        ce.push(client.open_udp_to(ic.udp, &cs, c)?.0);
-        server.open_udp_to(
-            is.udp,
-            &cc,
-            UdpConn {
-                priority: 0,
-                ..c.reversed()
-            },
-        )?;
-    }
+    let (mut client, mut server, ce) =
+        fig4_flows(&cc, &cs, flows, if daa_priority { 7 } else { 0 })?;
     let t = Instant::ZERO;
     let start = WallClock::now();
     let mut sent_at = vec![start; flows];

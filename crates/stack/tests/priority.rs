@@ -6,8 +6,9 @@
 //! `SERVICE` nanoseconds, the wire and the client take no time, every flow is a ping-pong loop.
 
 use mslink_link::Instant;
+use mslink_stack::bench::fig4_flows;
 use mslink_stack::wire::Wire;
-use mslink_stack::{Architecture, Stack, StackConfig, UdpConn};
+use mslink_stack::{Architecture, StackConfig};
 
 const SERVICE: u64 = 10_000;
 
@@ -23,38 +24,8 @@ fn probe_p50(probe_priority: u32, background: usize, bg_size: usize) -> u64 {
         priority_queue: 1024,
         ..StackConfig::host(2)
     };
-    let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
-    let (mut server, is) = Stack::udp_ip_eth(cs.clone());
     let flows = background + 1; // flow 0 is the probe
-    let mut ce = Vec::new();
-    for f in 0..flows {
-        let prio = if f == 0 { probe_priority } else { 0 };
-        let (cport, sport, capp, sapp) = (
-            3000 + f as u16,
-            4000 + f as u16,
-            100 + f as u32,
-            200 + f as u32,
-        );
-        let c = UdpConn {
-            local_port: cport,
-            remote_port: sport,
-            local_app: capp,
-            remote_app: sapp,
-            priority: prio,
-            ..Default::default()
-        };
-        ce.push(client.open_udp_to(ic.udp, &cs, c).unwrap().0);
-        server
-            .open_udp_to(
-                is.udp,
-                &cc,
-                UdpConn {
-                    priority: 0,
-                    ..c.reversed()
-                },
-            )
-            .unwrap();
-    }
+    let (mut client, mut server, ce) = fig4_flows(&cc, &cs, flows, probe_priority).unwrap();
     let size = |f: usize| if f == 0 { 1 } else { bg_size };
     let mut sent_at = vec![0u64; flows];
     let mut now = 0u64;
