@@ -140,14 +140,6 @@ fn probability(key: &str, v: f64) -> Result<f64, ModelError> {
     }
 }
 
-/// How the drivers read a trace file named in a configuration: its text, or an error whose
-/// message names the file (the configuration crates themselves do no I/O; the caller passes
-/// this, or files it already holds, as `load`).
-pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))
-}
-
 impl ErrorModelConfig {
     /// Builds the model; `load` returns the text of a trace file or an error saying why not.
     pub fn build(

@@ -184,7 +184,7 @@ fn load_relative(
             Some(dir) if p.is_relative() && !p.exists() => dir.join(p),
             _ => p.to_path_buf(),
         };
-        mslink_channel::config::read_trace_file(&p)
+        crate::read_trace_file(&p)
     }
 }
 

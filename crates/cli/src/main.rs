@@ -49,6 +49,14 @@ enum Command {
     Tunnel(tunnel_cmd::TunnelArgs),
 }
 
+/// How the drivers read a trace file named in a configuration: its text, or an error whose
+/// message names the file (the configuration crates themselves do no I/O; `mslink sim`,
+/// `mslink emulate` and the Python package pass this to them as `load`).
+pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))
+}
+
 /// Runs the `mslink` command line `args` (program name first) and returns its exit status:
 /// 0 on success, 1 on an error (reported on stderr), 2 on a usage error (`--help` and
 /// `--version` print and return 0).

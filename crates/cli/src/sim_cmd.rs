@@ -54,7 +54,7 @@ type PcapFiles = std::collections::BTreeMap<
 
 /// Runs one job, capturing into pcap files when asked.
 fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> {
-    let mut load = |f: &str| mslink_channel::config::read_trace_file(&dir.join(f));
+    let mut load = |f: &str| crate::read_trace_file(&dir.join(f));
     let Some(pdir) = pcap_dir else {
         return Ok(mslink_sim::run(&job.scenario, job.rep, &mut load)?);
     };

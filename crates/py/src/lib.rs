@@ -306,7 +306,7 @@ fn run_jobs(
     let out = py.detach(|| {
         let mut load = |f: &str| match files.get(f) {
             Some(t) => Ok(t.clone()),
-            None => mslink_channel::config::read_trace_file(&base_dir.join(f)),
+            None => mslink_cli::read_trace_file(&base_dir.join(f)),
         };
         let mut tables = tables::Tables::default();
         let mut runs = Vec::with_capacity(jobs.len());

@@ -96,7 +96,7 @@ fn fig11_reserved_flows_keep_their_rates_in_the_walls_trace() {
         ])
         .unwrap();
     sc.validate().unwrap();
-    let mut load = |f: &str| mslink_channel::config::read_trace_file(&dir.join(f));
+    let mut load = |f: &str| std::fs::read_to_string(dir.join(f));
     let flows = run(&sc, 0, &mut load).unwrap().flows;
     let r: Vec<f64> = flows.iter().map(|f| f.throughput_bps / 1e3).collect();
     // Audio: 1% of the link (about 5,000 frames in this run, so 4% allows for binomial noise).
