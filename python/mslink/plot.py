@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pandas as pd
@@ -23,27 +24,17 @@ import pandas as pd
 from . import _core
 
 
+@dataclass
 class Figure:
-    """One chart: lines of ``(x, mean, error)`` points, axis labels, a title and scales."""
+    """One chart: lines of ``(label, [(x, mean, error), ...])``, axis labels, a title, scales."""
 
-    def __init__(
-        self,
-        lines: list[tuple[str, list[tuple[float, float, float]]]],
-        *,
-        title: str = "",
-        xlabel: str = "",
-        ylabel: str = "",
-        error_bars: bool = False,
-        logy: bool = False,
-        legend: str = "upper_right",
-    ) -> None:
-        self.lines = lines
-        self.title = title
-        self.xlabel = xlabel
-        self.ylabel = ylabel
-        self.error_bars = error_bars
-        self.logy = logy
-        self.legend = legend
+    lines: list[tuple[str, list[tuple[float, float, float]]]]
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    error_bars: bool = False
+    logy: bool = False
+    legend: str = "upper_right"
 
     def to_json(self) -> str:
         """The chart in the JSON shape ``mslink_plot::chart::Chart`` reads."""

@@ -39,12 +39,6 @@ pub struct SpecError(String);
 impl TryFrom<PortSpec> for PortRange {
     type Error = SpecError;
     fn try_from(s: PortSpec) -> Result<Self, SpecError> {
-        Self::read(s)
-    }
-}
-
-impl PortRange {
-    fn read(s: PortSpec) -> Result<Self, SpecError> {
         let port = |v: i64| {
             u16::try_from(v).map_err(|_| SpecError(format!("port {v} is outside 0-65535")))
         };
