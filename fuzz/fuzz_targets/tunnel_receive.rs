@@ -87,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
     let s = b.stats();
     assert_eq!(
         s.datagrams_received,
-        s.rejected.total() + s.frames_received + s.keepalives_received + s.handshakes_answered + s.handshakes_completed,
+        s.rejected.total() + s.frames_received + s.keepalives_received + s.handshakes_answered + s.handshakes_completed + s.cookies_received,
         "{s:?}"
     );
 });

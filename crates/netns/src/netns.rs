@@ -219,6 +219,12 @@ impl Netns {
         self.run(|| rtnl::add_default_route(dev, v6))?
     }
 
+    /// Adds a route to `dst/prefix` via router `via` on link `dev` inside
+    /// ([`rtnl::add_route_via`]).
+    pub fn add_route_via(&self, dev: &str, dst: IpAddr, prefix: u8, via: IpAddr) -> io::Result<()> {
+        self.run(|| rtnl::add_route_via(dev, dst, prefix, via))?
+    }
+
     /// Adds a permanent neighbour entry (`addr` at `mac`) on link `dev` inside
     /// ([`rtnl::add_neighbour`]).
     pub fn add_neighbour(&self, dev: &str, addr: IpAddr, mac: [u8; 6]) -> io::Result<()> {

@@ -29,7 +29,7 @@ use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
 use netlink_packet_route::route::{
-    RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
@@ -278,6 +278,36 @@ pub fn add_default_route(name: &str, v6: bool) -> io::Result<()> {
             "adding a default {} route via {name}",
             if v6 { "IPv6" } else { "IPv4" }
         ),
+        RouteNetlinkMessage::NewRoute(m),
+        NLM_F_CREATE | NLM_F_EXCL,
+    )
+}
+
+/// Adds a route to `dst/prefix` through the router `via` on link `name` (`ip route add
+/// DST/PREFIX via VIA dev NAME`); both addresses of one family.
+pub fn add_route_via(name: &str, dst: IpAddr, prefix: u8, via: IpAddr) -> io::Result<()> {
+    if family(dst) != family(via) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("route to {dst}/{prefix} via {via}: two address families"),
+        ));
+    }
+    let addr = |a: IpAddr| match a {
+        IpAddr::V4(a) => RouteAddress::Inet(a),
+        IpAddr::V6(a) => RouteAddress::Inet6(a),
+    };
+    let mut m = RouteMessage::default();
+    m.header.address_family = family(dst);
+    m.header.destination_prefix_length = prefix;
+    m.header.table = RouteHeader::RT_TABLE_MAIN;
+    m.header.protocol = RouteProtocol::Boot;
+    m.header.scope = RouteScope::Universe;
+    m.header.kind = RouteType::Unicast;
+    m.attributes.push(RouteAttribute::Destination(addr(dst)));
+    m.attributes.push(RouteAttribute::Gateway(addr(via)));
+    m.attributes.push(RouteAttribute::Oif(index(name)?));
+    request(
+        &format!("adding a route to {dst}/{prefix} via {via} dev {name}"),
         RouteNetlinkMessage::NewRoute(m),
         NLM_F_CREATE | NLM_F_EXCL,
     )

@@ -9,9 +9,13 @@
 //! * **pre-shared key**: `Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s` — ephemeral keys only,
 //!   authenticated by a 32-byte secret both ends share (Noise spec §9).
 //!
-//! The prologue `mslink-tunnel v1` binds the datagram format version into the handshake hash.
+//! The prologue `mslink-tunnel v2` binds the datagram format version into the handshake hash.
 //! Message 1 carries an 8-byte big-endian timestamp (the driver's `now`, which it anchors to the
-//! wall clock) so a responder can refuse a replayed initiation, as WireGuard does with TAI64N.
+//! wall clock) so a responder can refuse a replayed initiation, as WireGuard does with TAI64N,
+//! then the sender's 8-byte *incarnation*; message 2 carries the responder's incarnation. An
+//! incarnation is a random number an end draws when it starts: a peer whose incarnation
+//! changed has restarted with new link state, and `crate::session` then starts its own link
+//! state over, so the recovery services' sequence numbers agree again.
 //! After message 2 both ends split the chaining key into two ChaCha20-Poly1305 keys (Noise §5.2
 //! `Split()`): the first for initiator-to-responder datagrams, the second for the other way.
 //! snow draws its ephemeral keys from a ChaCha20 generator seeded by the session core, so the
@@ -30,9 +34,11 @@ pub const IK_PATTERN: &str = "Noise_IK_25519_ChaChaPoly_BLAKE2s";
 /// Noise pattern of the pre-shared-key mode.
 pub const PSK_PATTERN: &str = "Noise_NNpsk0_25519_ChaChaPoly_BLAKE2s";
 /// Handshake prologue (binds the wire version).
-pub const PROLOGUE: &[u8] = b"mslink-tunnel v1";
-/// Bytes of the initiation payload (the timestamp).
+pub const PROLOGUE: &[u8] = b"mslink-tunnel v2";
+/// Bytes of the initiation payload's timestamp.
 pub const STAMP_LEN: usize = 8;
+/// Bytes of an incarnation.
+pub const INCARNATION_LEN: usize = 8;
 /// Largest Noise message either mode produces (IK message 1: 32 + 48 + 8 + 16).
 pub const MAX_NOISE_LEN: usize = 160;
 
@@ -78,7 +84,7 @@ pub enum HandshakeError {
     /// The initiator's static key is not the configured peer's.
     #[error("handshake from an unknown static key")]
     UnknownPeer,
-    /// The payload is not a timestamp.
+    /// The payload is not a timestamp and an incarnation.
     #[error("handshake payload malformed")]
     Malformed,
 }
@@ -143,11 +149,13 @@ pub struct Initiator {
 }
 
 impl Initiator {
-    /// Starts a handshake and writes message 1 (with `stamp`) into `out`; returns its length.
+    /// Starts a handshake and writes message 1 (with `stamp` and our `incarnation`) into
+    /// `out`; returns its length.
     pub fn start(
         creds: &Credentials,
         seed: [u8; 32],
         stamp: u64,
+        incarnation: u64,
         out: &mut [u8; MAX_NOISE_LEN],
     ) -> (Initiator, usize) {
         let mut b = builder(creds, seed);
@@ -155,36 +163,59 @@ impl Initiator {
             b = b.remote_public_key(&peer_public.0);
         }
         let mut hs = b.build_initiator().expect("valid keys and pattern");
+        let mut payload = [0u8; STAMP_LEN + INCARNATION_LEN];
+        payload[..STAMP_LEN].copy_from_slice(&stamp.to_be_bytes());
+        payload[STAMP_LEN..].copy_from_slice(&incarnation.to_be_bytes());
         let n = hs
-            .write_message(&stamp.to_be_bytes(), out)
+            .write_message(&payload, out)
             .expect("buffer is large enough");
         (Initiator { hs }, n)
     }
 
-    /// Reads message 2; on success the session keys (send = initiator to responder). A
-    /// message that fails leaves the handshake as it was (snow restores its state), so a
-    /// forged response cannot abort a genuine handshake.
-    pub fn finish(&mut self, msg: &[u8]) -> Result<SessionKeys, HandshakeError> {
+    /// Reads message 2; on success the session keys (send = initiator to responder) and the
+    /// responder's incarnation. A message that fails leaves the handshake as it was (snow restores
+    /// its state), so a forged response cannot abort a genuine handshake.
+    pub fn finish(&mut self, msg: &[u8]) -> Result<(SessionKeys, u64), HandshakeError> {
         let mut payload = [0u8; MAX_NOISE_LEN];
-        self.hs
+        let n = self
+            .hs
             .read_message(msg, &mut payload)
             .map_err(|_| HandshakeError::Forged)?;
+        let incarnation: [u8; INCARNATION_LEN] = payload[..n]
+            .try_into()
+            .map_err(|_| HandshakeError::Malformed)?;
         let (i2r, r2i) = self.hs.dangerously_get_raw_split();
-        Ok(SessionKeys {
-            send: i2r,
-            recv: r2i,
-        })
+        Ok((
+            SessionKeys {
+                send: i2r,
+                recv: r2i,
+            },
+            u64::from_be_bytes(incarnation),
+        ))
     }
 }
 
-/// Reads message 1 and writes message 2 into `out`. Returns the session keys (send =
-/// responder to initiator), the initiator's timestamp and the length of message 2.
+/// What [`respond`] learned and wrote.
+#[derive(Debug)]
+pub struct Responded {
+    /// The session keys (send = responder to initiator).
+    pub keys: SessionKeys,
+    /// The initiator's timestamp.
+    pub stamp: u64,
+    /// The initiator's incarnation.
+    pub incarnation: u64,
+    /// Length of message 2.
+    pub len: usize,
+}
+
+/// Reads message 1 and writes message 2, carrying our `incarnation`, into `out`.
 pub fn respond(
     creds: &Credentials,
     seed: [u8; 32],
     msg: &[u8],
+    incarnation: u64,
     out: &mut [u8; MAX_NOISE_LEN],
-) -> Result<(SessionKeys, u64, usize), HandshakeError> {
+) -> Result<Responded, HandshakeError> {
     let mut hs = builder(creds, seed)
         .build_responder()
         .expect("valid keys and pattern");
@@ -197,21 +228,24 @@ pub fn respond(
             return Err(HandshakeError::UnknownPeer);
         }
     }
-    let stamp: [u8; STAMP_LEN] = payload[..n]
-        .try_into()
-        .map_err(|_| HandshakeError::Malformed)?;
+    if n != STAMP_LEN + INCARNATION_LEN {
+        return Err(HandshakeError::Malformed);
+    }
+    let stamp: [u8; STAMP_LEN] = payload[..STAMP_LEN].try_into().expect("length checked");
+    let theirs: [u8; INCARNATION_LEN] = payload[STAMP_LEN..n].try_into().expect("length checked");
     let len = hs
-        .write_message(&[], out)
+        .write_message(&incarnation.to_be_bytes(), out)
         .map_err(|_| HandshakeError::Forged)?;
     let (i2r, r2i) = hs.dangerously_get_raw_split();
-    Ok((
-        SessionKeys {
+    Ok(Responded {
+        keys: SessionKeys {
             send: r2i,
             recv: i2r,
         },
-        u64::from_be_bytes(stamp),
+        stamp: u64::from_be_bytes(stamp),
+        incarnation: u64::from_be_bytes(theirs),
         len,
-    ))
+    })
 }
 
 #[cfg(test)]
@@ -238,11 +272,13 @@ mod tests {
         cr: &Credentials,
     ) -> Result<(SessionKeys, SessionKeys, u64), HandshakeError> {
         let mut m1 = [0u8; MAX_NOISE_LEN];
-        let (mut init, n1) = Initiator::start(ci, [7; 32], 42, &mut m1);
+        let (mut init, n1) = Initiator::start(ci, [7; 32], 42, 0x1122, &mut m1);
         let mut m2 = [0u8; MAX_NOISE_LEN];
-        let (kr, stamp, n2) = respond(cr, [8; 32], &m1[..n1], &mut m2)?;
-        let ki = init.finish(&m2[..n2])?;
-        Ok((ki, kr, stamp))
+        let r = respond(cr, [8; 32], &m1[..n1], 0x3344, &mut m2)?;
+        assert_eq!(r.incarnation, 0x1122);
+        let (ki, theirs) = init.finish(&m2[..r.len])?;
+        assert_eq!(theirs, 0x3344);
+        Ok((ki, r.keys, r.stamp))
     }
 
     #[test]
@@ -283,9 +319,9 @@ mod tests {
     fn fresh_seeds_give_fresh_session_keys() {
         let psk = Credentials::Psk { psk: Key([9; 32]) };
         let mut m1 = [0u8; MAX_NOISE_LEN];
-        let (_, n1) = Initiator::start(&psk, [1; 32], 1, &mut m1);
+        let (_, n1) = Initiator::start(&psk, [1; 32], 1, 0, &mut m1);
         let mut m1b = [0u8; MAX_NOISE_LEN];
-        let (_, n1b) = Initiator::start(&psk, [2; 32], 1, &mut m1b);
+        let (_, n1b) = Initiator::start(&psk, [2; 32], 1, 0, &mut m1b);
         assert_ne!(m1[..n1], m1b[..n1b]);
     }
 }

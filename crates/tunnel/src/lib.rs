@@ -3,7 +3,8 @@
 //!
 //! Contract: everything except [`rt`] is sans-IO (docs/architecture.md rule 1): [`wire`] (the datagram
 //! format), [`replay`] (RFC 6479 window), [`keys`], [`handshake`] (Noise IK / NNpsk0),
-//! [`crypto`] (sealing), [`ratelimit`] (initiations a responder processes), [`pool`] (the
+//! [`crypto`] (sealing), [`cookie`] (handshake MACs, cookie replies), [`ratelimit`]
+//! (initiations a responder processes), [`pool`] (the
 //! driver's bounded buffer free-list), [`session`] (the [`Tunnel`] state machine that runs a
 //! `MultiServiceLink` end to end inside the sessions, 004 §IV) and [`config`]. [`rt`] is the
 //! only real-time glue: TUN device, UDP socket, clock, poll loop and signals, kept in one file
@@ -11,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod cookie;
 pub mod crypto;
 pub mod handshake;
 pub mod keys;

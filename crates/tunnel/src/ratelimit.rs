@@ -5,17 +5,18 @@
 //! make it burn CPU at line rate. [`InitiationLimiter::admit`] is asked before that work: it
 //! admits at most `per_source` initiations per second from one IP address (burst of the same
 //! size) and at most `total` per second from all addresses together; what it refuses is
-//! counted by the caller and never answered. The legitimate peer retries every
-//! `handshake_retry_ms` (5 s by default), far below any sensible per-source rate, so only a
-//! flood that spoofs the peer's own address, or exhausts the total budget, can delay it — the
-//! case WireGuard's cookie reply addresses and this tunnel does not (docs/tunnel.md, Limits).
+//! counted by the caller and never opened. When the total budget runs dry the responder is
+//! *under load* for [`LOAD_MEMORY`]: then only initiations whose mac2 proves their source
+//! address are opened (each held to its source's budget), and the others get a cookie reply
+//! ([`crate::cookie`]), so a flood from spoofed addresses can neither burn CPU beyond the
+//! total budget nor shut out the peer, which answers the cookie from its real address.
 //! The per-source table is bounded ([`MAX_SOURCES`]); when it is full the idle entries go.
 //! Time comes in as `now`; nothing here reads a clock.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use mslink_link::Instant;
+use mslink_link::{Duration, Instant};
 
 /// Most source addresses tracked at once.
 pub const MAX_SOURCES: usize = 4096;
@@ -52,12 +53,28 @@ impl Bucket {
     }
 }
 
+/// What [`InitiationLimiter::admit`] decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Open it.
+    Yes,
+    /// Its source spent its budget: drop it.
+    SourceLimited,
+    /// The responder is under load and the sender has not proven its address: answer with a
+    /// cookie reply ([`crate::cookie`]), open nothing.
+    Busy,
+}
+
+/// How long a responder stays under load after its total budget ran dry.
+pub const LOAD_MEMORY: Duration = Duration::from_secs(1);
+
 /// Admission of handshake initiations, per source address and in total.
 #[derive(Debug)]
 pub struct InitiationLimiter {
     per_source: f64,
     total: f64,
     all: Option<Bucket>,
+    busy_until: Option<Instant>,
     sources: HashMap<IpAddr, Bucket>,
 }
 
@@ -68,12 +85,25 @@ impl InitiationLimiter {
             per_source,
             total,
             all: None,
+            busy_until: None,
             sources: HashMap::new(),
         }
     }
 
-    /// Whether an initiation from `from` may be processed now (and spends its token if so).
-    pub fn admit(&mut self, now: Instant, from: IpAddr) -> bool {
+    /// Whether the total budget ran dry less than [`LOAD_MEMORY`] ago.
+    pub fn under_load(&self, now: Instant) -> bool {
+        self.busy_until.is_some_and(|t| now < t)
+    }
+
+    /// Whether an initiation from `from` may be opened now (and spends its tokens if so).
+    /// `proven` says its mac2 shows the sender receives at `from`: such an initiation is held
+    /// only to its source's budget, so a flood from spoofed addresses cannot shut it out. An
+    /// unproven one spends from the total too, and gets [`Admit::Busy`] while the responder
+    /// is under load.
+    pub fn admit(&mut self, now: Instant, from: IpAddr, proven: bool) -> Admit {
+        if !proven && self.under_load(now) {
+            return Admit::Busy;
+        }
         if self.per_source > 0.0 {
             if self.sources.len() >= MAX_SOURCES && !self.sources.contains_key(&from) {
                 let rate = self.per_source;
@@ -83,7 +113,11 @@ impl InitiationLimiter {
                     b.tokens < rate.max(1.0)
                 });
                 if self.sources.len() >= MAX_SOURCES {
-                    return false;
+                    return if proven {
+                        Admit::SourceLimited
+                    } else {
+                        Admit::Busy
+                    };
                 }
             }
             let rate = self.per_source;
@@ -94,20 +128,21 @@ impl InitiationLimiter {
             // Check without spending, so a source refused by the total keeps its token.
             b.refill(now, rate);
             if b.tokens < 1.0 {
-                return false;
+                return Admit::SourceLimited;
             }
         }
-        if self.total > 0.0 {
+        if self.total > 0.0 && !proven {
             let rate = self.total;
             let all = self.all.get_or_insert_with(|| Bucket::full(rate, now));
             if !all.take(now, rate) {
-                return false;
+                self.busy_until = Some(now + LOAD_MEMORY);
+                return Admit::Busy;
             }
         }
         if let Some(b) = self.sources.get_mut(&from) {
             b.tokens -= 1.0;
         }
-        true
+        Admit::Yes
     }
 
     /// Source addresses currently tracked.
@@ -119,7 +154,6 @@ impl InitiationLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mslink_link::Duration;
     use std::net::Ipv4Addr;
 
     fn ip(n: u32) -> IpAddr {
@@ -130,14 +164,21 @@ mod tests {
     fn one_source_gets_its_rate_and_no_more() {
         let mut l = InitiationLimiter::new(2.0, 0.0);
         let t0 = Instant::ZERO;
-        assert!(l.admit(t0, ip(1)));
-        assert!(l.admit(t0, ip(1)));
-        assert!(!l.admit(t0, ip(1)), "burst of 2 spent");
-        assert!(l.admit(t0, ip(2)), "another source has its own bucket");
+        assert!(l.admit(t0, ip(1), false) == Admit::Yes);
+        assert!(l.admit(t0, ip(1), false) == Admit::Yes);
+        assert!(
+            l.admit(t0, ip(1), false) == Admit::SourceLimited,
+            "burst of 2 spent"
+        );
+        assert!(
+            l.admit(t0, ip(2), false) == Admit::Yes,
+            "another source has its own bucket"
+        );
         // Over ten seconds at 2 per second: 20 more, whatever the offered load.
         let mut admitted = 0;
         for ms in (1..=10_001).step_by(10) {
-            admitted += l.admit(t0 + Duration::from_millis(ms), ip(1)) as u32;
+            admitted +=
+                (l.admit(t0 + Duration::from_millis(ms), ip(1), false) == Admit::Yes) as u32;
         }
         assert_eq!(admitted, 20);
     }
@@ -148,12 +189,22 @@ mod tests {
         let t0 = Instant::ZERO;
         let mut admitted = 0;
         for i in 0..1000u32 {
-            admitted += l.admit(t0 + Duration::from_millis(u64::from(i)), ip(i)) as u32;
+            admitted += (l.admit(t0 + Duration::from_millis(u64::from(i)), ip(i), false)
+                == Admit::Yes) as u32;
         }
-        // 10 in store plus 10 per second for one second.
-        assert!((10..=20).contains(&admitted), "{admitted}");
+        // 10 in store, then under load: nothing unproven until a second after it ran dry.
+        assert_eq!(admitted, 10);
+        assert!(l.under_load(t0 + Duration::from_millis(999)));
+        // A proven sender is held to its own budget only.
+        assert_eq!(
+            l.admit(t0 + Duration::from_millis(999), ip(5000), true),
+            Admit::Yes
+        );
         // A refused source kept its token: once the total refills it is admitted at once.
-        assert!(l.admit(t0 + Duration::from_secs(5), ip(999)));
+        assert_eq!(
+            l.admit(t0 + Duration::from_secs(5), ip(999), false),
+            Admit::Yes
+        );
     }
 
     #[test]
@@ -161,19 +212,19 @@ mod tests {
         let mut l = InitiationLimiter::new(1.0, 0.0);
         let t0 = Instant::ZERO;
         for i in 0..(MAX_SOURCES as u32 + 10) {
-            l.admit(t0, ip(i));
+            l.admit(t0, ip(i), false);
         }
         assert!(l.tracked() <= MAX_SOURCES);
         // After the buckets refill, new sources evict the idle ones and are admitted.
         let later = t0 + Duration::from_secs(2);
-        assert!(l.admit(later, ip(1 << 20)));
+        assert_eq!(l.admit(later, ip(1 << 20), false), Admit::Yes);
         assert!(l.tracked() <= MAX_SOURCES);
     }
 
     #[test]
     fn zero_means_unlimited() {
         let mut l = InitiationLimiter::new(0.0, 0.0);
-        assert!((0..10_000).all(|_| l.admit(Instant::ZERO, ip(1))));
+        assert!((0..10_000).all(|_| l.admit(Instant::ZERO, ip(1), false) == Admit::Yes));
         assert_eq!(l.tracked(), 0);
     }
 }

@@ -313,13 +313,16 @@ pub fn format_stats(s: &Snapshot) -> String {
     let t = &s.tunnel;
     let r = &t.rejected;
     let mut out = format!(
-        "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {} rate_limited {}; \
-         handshakes initiated {} completed {} answered {}; sessions {} expired {}; keepalives out {} in {}; roams {}; \
+        "datagrams in {} ({} B) out {} ({} B); rejected forged {} replayed {} truncated {} garbage {} unknown_session {} rate_limited {} busy {}; \
+         handshakes initiated {} completed {} answered {} after_silence {}; cookie replies out {} in {}; \
+         sessions {} expired {}; link resets {}; keepalives out {} in {}; roams {}; \
          tun read {} ({} super-packets, {} offload errors) written {} ({} coalesced writes, write errors {}); \
          link refused {}; udp send errors {} waits {}",
         t.datagrams_received, t.bytes_received, t.datagrams_sent, t.bytes_sent, r.forged, r.replayed,
-        r.truncated, r.garbage, r.unknown_session, r.rate_limited, t.handshakes_initiated, t.handshakes_completed,
-        t.handshakes_answered, t.sessions_started, t.sessions_expired, t.keepalives_sent,
+        r.truncated, r.garbage, r.unknown_session, r.rate_limited, r.busy, t.handshakes_initiated,
+        t.handshakes_completed, t.handshakes_answered, t.handshakes_after_silence,
+        t.cookie_replies_sent, t.cookies_received, t.sessions_started, t.sessions_expired, t.link_resets,
+        t.keepalives_sent,
         t.keepalives_received, t.roams, s.tun_reads, s.tun_super_reads, s.tun_offload_errors,
         s.tun_writes, s.tun_coalesced_writes, s.tun_write_errors,
         t.packets_refused, s.udp_send_errors, s.udp_backpressure
@@ -898,18 +901,45 @@ fn report_events(log: &Log, a: &TunnelStats, b: &TunnelStats, t: &Tunnel) {
     if b.roams > a.roams {
         log.emit(Level::Info, format_args!("peer moved to {peer}"));
     }
+    if b.handshakes_after_silence > a.handshakes_after_silence {
+        log.emit(
+            Level::Warn,
+            format_args!("data to {peer} got no answer: starting a new handshake"),
+        );
+    }
+    if b.link_resets > a.link_resets {
+        log.emit(
+            Level::Warn,
+            format_args!("peer {peer} restarted: link state started over"),
+        );
+    }
+    if b.cookies_received > a.cookies_received {
+        log.emit(
+            Level::Info,
+            format_args!("peer {peer} is under load: retrying with its cookie"),
+        );
+    }
+    if b.rejected.busy > a.rejected.busy && a.rejected.busy == 0 {
+        log.emit(
+            Level::Warn,
+            format_args!(
+                "under load: initiations without a cookie get a cookie reply (counted as busy)"
+            ),
+        );
+    }
     let (ra, rb) = (a.rejected, b.rejected);
     if rb.total() > ra.total() {
         log.emit(
             Level::Debug,
             format_args!(
-                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{} rate_limited +{}",
+                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{} rate_limited +{} busy +{}",
                 rb.forged - ra.forged,
                 rb.replayed - ra.replayed,
                 rb.truncated - ra.truncated,
                 rb.garbage - ra.garbage,
                 rb.unknown_session - ra.unknown_session,
-                rb.rate_limited - ra.rate_limited
+                rb.rate_limited - ra.rate_limited,
+                rb.busy - ra.busy
             ),
         );
     }

@@ -29,6 +29,22 @@
 //! `persistent_keepalive_ms` if set. Roaming: the peer's address is the source of the latest
 //! authentic datagram. Initiations carry the initiator's timestamp and a responder refuses one
 //! not newer than the last it accepted (a replayed initiation is never answered).
+//!
+//! Recovery (WireGuard's timers, plus link state): when data was sent and nothing authentic
+//! came back for `keepalive_ms + handshake_retry_ms` (the peer answers data within
+//! `keepalive_ms` while it lives), a new handshake starts, retried every `handshake_retry_ms`
+//! for up to [`REKEY_ATTEMPT`]; an end without a usable session that receives a datagram for an
+//! unknown session from its peer's address starts one at once. Every handshake carries each
+//! end's *incarnation* (random, drawn at start): when the peer's differs from the one this end
+//! knew, the peer has restarted, so this end drops the old sessions and starts its link over
+//! (`link_resets`), and both ends' recovery services count from zero again.
+//!
+//! Load (WireGuard's cookies, [`crate::cookie`]): an initiation whose mac1 is wrong is refused
+//! before any Diffie-Hellman work; while the budget of initiations per second is spent, only
+//! initiations whose mac2 proves their source address are opened, and the others get a cookie
+//! reply. State is bounded: at most three sessions and one handshake in progress, a limiter
+//! table of at most [`crate::ratelimit::MAX_SOURCES`] addresses, and at most [`MAX_CONTROL`]
+//! handshake datagrams waiting to be sent ([`Tunnel::footprint`]).
 
 use crate::ratelimit::InitiationLimiter;
 use std::collections::VecDeque;
@@ -42,9 +58,21 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use crate::config::SessionConfig;
+use crate::cookie::{self, CookieError, MacCheck, NONCE_LEN};
 use crate::crypto::{Keypair, OpenError};
 use crate::handshake::{respond, Credentials, HandshakeError, Initiator, MAX_NOISE_LEN};
-use crate::wire::{Datagram, DatagramRepr, Kind, WireError, TRANSPORT_HEADER_LEN};
+use crate::ratelimit::Admit;
+use crate::wire::{Datagram, DatagramRepr, Kind, WireError, MACS_LEN, TRANSPORT_HEADER_LEN};
+
+/// How long an end keeps retrying a handshake that silence started (WireGuard's 90 s).
+pub const REKEY_ATTEMPT: Duration = Duration::from_secs(90);
+/// Most handshake datagrams (responses, initiations, cookie replies) waiting to be sent; an
+/// initiation that would add one more is counted `rate_limited` and dropped.
+pub const MAX_CONTROL: usize = 1024;
+/// Cookie replies are sent only while fewer handshake datagrams than this wait (a flood's
+/// replies never crowd out the response to a proven initiation); beyond it the initiation is
+/// still counted `busy`, and its sender retries.
+pub const MAX_COOKIE_BACKLOG: usize = MAX_CONTROL / 2;
 
 /// Datagrams dropped before reaching the link, by cause.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -62,6 +90,9 @@ pub struct Rejected {
     pub unknown_session: u64,
     /// Initiations beyond the rate a responder processes (`ratelimit`), never opened.
     pub rate_limited: u64,
+    /// Initiations that arrived while the responder was under load without a cookie proving
+    /// their source address: answered with a cookie reply, never opened.
+    pub busy: u64,
 }
 
 impl Rejected {
@@ -73,6 +104,7 @@ impl Rejected {
             + self.garbage
             + self.unknown_session
             + self.rate_limited
+            + self.busy
     }
 }
 
@@ -103,6 +135,14 @@ pub struct TunnelStats {
     pub handshakes_completed: u64,
     /// Initiations answered as responder.
     pub handshakes_answered: u64,
+    /// Handshakes started because sent data got no answer (the peer may have restarted).
+    pub handshakes_after_silence: u64,
+    /// Cookie replies sent (as a responder under load).
+    pub cookie_replies_sent: u64,
+    /// Cookie replies received and opened (as an initiator).
+    pub cookies_received: u64,
+    /// Times the peer had restarted and this end started its link over.
+    pub link_resets: u64,
     /// Sessions that became current (either role); the first one is not a rekey.
     pub sessions_started: u64,
     /// Sessions dropped for age.
@@ -132,12 +172,28 @@ enum T {
     Keepalive,
     Persistent,
     Expire,
+    Unanswered,
 }
-const TIMERS: usize = 4;
+const TIMERS: usize = 5;
 
 struct Pending {
     init: Initiator,
     local_index: u32,
+    /// Its mac2 carried a cookie.
+    with_cookie: bool,
+}
+
+/// What one tunnel end holds, for checking that it stays bounded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Sessions held (current, previous, next): at most 3.
+    pub sessions: usize,
+    /// Handshakes in progress as initiator: at most 1.
+    pub pending: usize,
+    /// Source addresses in the initiation limiter.
+    pub sources: usize,
+    /// Handshake datagrams waiting to be sent: at most [`MAX_CONTROL`].
+    pub control: usize,
 }
 
 /// One end of the tunnel (see the module contract).
@@ -145,7 +201,16 @@ pub struct Tunnel {
     cfg: SessionConfig,
     creds: Credentials,
     rng: ChaCha20Rng,
+    link_cfg: LinkConfig,
     link: MultiServiceLink,
+    /// Whether the link has carried a frame since it was made.
+    link_used: bool,
+    incarnation: u64,
+    peer_incarnation: Option<u64>,
+    /// A handshake is wanted since then (silence after data).
+    want_handshake: Option<Instant>,
+    cookie_in: cookie::Responder,
+    cookie_out: cookie::Initiator,
     current: Option<Keypair>,
     previous: Option<Keypair>,
     next: Option<Keypair>,
@@ -180,11 +245,20 @@ impl Tunnel {
             // Due at once: the first handle_timeout starts the handshake that keeps it alive.
             timers.set(T::Persistent as usize, Instant::ZERO);
         }
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        let incarnation = rng.next_u64();
         Ok(Tunnel {
             cfg: cfg.clone(),
+            cookie_in: cookie::Responder::new(&creds),
+            cookie_out: cookie::Initiator::new(&creds),
             creds,
-            rng: ChaCha20Rng::from_seed(seed),
+            rng,
+            link_cfg: link.clone(),
             link: MultiServiceLink::new(link)?,
+            link_used: false,
+            incarnation,
+            peer_incarnation: None,
+            want_handshake: None,
             current: None,
             previous: None,
             next: None,
@@ -223,6 +297,19 @@ impl Tunnel {
         self.current.as_ref().map(|k| k.local_index)
     }
 
+    /// What this end holds (sessions, handshakes, tables, queues); bounded whatever arrives.
+    pub fn footprint(&self) -> Footprint {
+        Footprint {
+            sessions: [&self.current, &self.previous, &self.next]
+                .iter()
+                .filter(|k| k.is_some())
+                .count(),
+            pending: usize::from(self.pending.is_some()),
+            sources: self.limiter.tracked(),
+            control: self.control.len(),
+        }
+    }
+
     /// Takes an IP packet from above.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
         self.stats.packets_in += 1;
@@ -248,12 +335,17 @@ impl Tunnel {
                 let (receiver, counter) = (view.index(), view.counter());
                 self.on_transport(now, from, receiver, counter, datagram)
             }
-            Kind::Initiation | Kind::Response => {
+            Kind::Initiation | Kind::Response | Kind::CookieReply => {
                 match DatagramRepr::parse(&view).expect("checked above") {
-                    DatagramRepr::Initiation { sender, noise } => {
+                    DatagramRepr::Initiation { sender, noise, .. } => {
                         let noise = noise.to_vec();
-                        self.on_initiation(now, from, sender, &noise)
+                        self.on_initiation(now, from, sender, &noise, datagram)
                     }
+                    DatagramRepr::CookieReply {
+                        receiver,
+                        nonce,
+                        sealed,
+                    } => self.on_cookie_reply(now, receiver, &nonce, &sealed),
                     DatagramRepr::Response {
                         sender,
                         receiver,
@@ -297,28 +389,49 @@ impl Tunnel {
         s
     }
 
-    fn on_initiation(&mut self, now: Instant, from: SocketAddr, sender: u32, noise: &[u8]) {
-        if !self.limiter.admit(now, from.ip()) {
+    fn on_initiation(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        sender: u32,
+        noise: &[u8],
+        whole: &[u8],
+    ) {
+        if self.control.len() >= MAX_CONTROL {
             return self.stats.rejected.rate_limited += 1;
+        }
+        let check = self.cookie_in.check(now, whole, from);
+        if check == MacCheck::Bad {
+            // Not even mac1: the sender does not know who we are. No Diffie-Hellman for it.
+            return self.stats.rejected.forged += 1;
+        }
+        match self.limiter.admit(now, from.ip(), check == MacCheck::Mac2) {
+            Admit::Yes => {}
+            Admit::SourceLimited => return self.stats.rejected.rate_limited += 1,
+            Admit::Busy => {
+                self.send_cookie(now, from, sender, whole);
+                return self.stats.rejected.busy += 1;
+            }
         }
         let seed = self.seed();
         let mut msg = [0u8; MAX_NOISE_LEN];
-        let (keys, stamp, n) = match respond(&self.creds, seed, noise, &mut msg) {
+        let r = match respond(&self.creds, seed, noise, self.incarnation, &mut msg) {
             Ok(x) => x,
             Err(
                 HandshakeError::Forged | HandshakeError::UnknownPeer | HandshakeError::Malformed,
             ) => return self.stats.rejected.forged += 1,
         };
-        if self.last_stamp.is_some_and(|last| stamp <= last) {
+        if self.last_stamp.is_some_and(|last| r.stamp <= last) {
             return self.stats.rejected.replayed += 1;
         }
-        self.last_stamp = Some(stamp);
+        self.last_stamp = Some(r.stamp);
+        self.meet(r.incarnation);
         let local = self.fresh_index();
-        self.next = Some(Keypair::new(&keys, local, sender, now, false));
+        self.next = Some(Keypair::new(&r.keys, local, sender, now, false));
         let repr = DatagramRepr::Response {
             sender: local,
             receiver: sender,
-            noise: &msg[..n],
+            noise: &msg[..r.len],
         };
         let mut d = vec![0; repr.buffer_len()];
         repr.emit(&mut d);
@@ -326,6 +439,70 @@ impl Tunnel {
         self.stats.handshakes_answered += 1;
         self.roam(from);
         self.arm_expiry();
+    }
+
+    /// Answers an initiation with a cookie reply (we are under load), unless the backlog of
+    /// handshake datagrams is already long.
+    fn send_cookie(&mut self, now: Instant, from: SocketAddr, sender: u32, whole: &[u8]) {
+        if self.control.len() >= MAX_COOKIE_BACKLOG {
+            return;
+        }
+        if self.cookie_in.needs_secret(now) {
+            let secret = self.seed();
+            self.cookie_in.rotate(now, secret);
+        }
+        let mut nonce = [0u8; NONCE_LEN];
+        self.rng.fill_bytes(&mut nonce);
+        let repr = DatagramRepr::CookieReply {
+            receiver: sender,
+            nonce,
+            sealed: self.cookie_in.seal_cookie(whole, from, nonce),
+        };
+        let mut d = vec![0; repr.buffer_len()];
+        repr.emit(&mut d);
+        self.control.push_back((from, d));
+        self.stats.cookie_replies_sent += 1;
+    }
+
+    fn on_cookie_reply(&mut self, now: Instant, receiver: u32, nonce: &[u8], sealed: &[u8]) {
+        let Some(p) = self.pending.as_ref().filter(|p| p.local_index == receiver) else {
+            return self.stats.rejected.unknown_session += 1;
+        };
+        let had_cookie = p.with_cookie;
+        match self.cookie_out.take_cookie(now, nonce, sealed) {
+            Ok(()) => self.stats.cookies_received += 1,
+            Err(CookieError::Unexpected) => return self.stats.rejected.unknown_session += 1,
+            Err(CookieError::Forged) => return self.stats.rejected.forged += 1,
+        }
+        // Try again at once with the cookie, unless this attempt already carried one (then
+        // the retry timer paces us): at most one extra initiation per attempt.
+        if !had_cookie {
+            if let Some(to) = self.endpoint {
+                self.pending = None;
+                self.initiate(now, to);
+            }
+        }
+    }
+
+    /// Notes the peer's incarnation from an authentic handshake; if it changed, the peer
+    /// restarted: its sessions and link state are gone, so ours go too.
+    fn meet(&mut self, incarnation: u64) {
+        if self
+            .peer_incarnation
+            .is_some_and(|known| known != incarnation)
+        {
+            self.current = None;
+            self.previous = None;
+            self.next = None;
+            if self.link_used {
+                self.link = MultiServiceLink::new(&self.link_cfg)
+                    .expect("the same configuration built the first link");
+                self.link_used = false;
+            }
+            self.stats.link_resets += 1;
+            self.arm_expiry();
+        }
+        self.peer_incarnation = Some(incarnation);
     }
 
     fn on_response(
@@ -339,12 +516,14 @@ impl Tunnel {
         let Some(p) = self.pending.as_mut().filter(|p| p.local_index == receiver) else {
             return self.stats.rejected.unknown_session += 1;
         };
-        let keys = match p.init.finish(noise) {
+        let (keys, theirs) = match p.init.finish(noise) {
             Ok(k) => k,
             Err(_) => return self.stats.rejected.forged += 1,
         };
         self.pending = None;
         self.timers.clear(T::Retry as usize);
+        self.timers.clear(T::Unanswered as usize);
+        self.meet(theirs);
         let kp = Keypair::new(&keys, receiver, sender, now, true);
         self.install(kp);
         self.stats.handshakes_completed += 1;
@@ -357,6 +536,7 @@ impl Tunnel {
     fn install(&mut self, kp: Keypair) {
         self.previous = self.current.replace(kp);
         self.stats.sessions_started += 1;
+        self.want_handshake = None;
         self.arm_expiry();
     }
 
@@ -388,6 +568,12 @@ impl Tunnel {
         } else if is(&self.previous) {
             &mut self.previous
         } else {
+            // A peer that still sends on a session we do not have (we restarted, or it did
+            // not hear our last handshake): if we know where it is and have no session, start
+            // one now rather than waiting for our own data. At most one at a time.
+            if self.endpoint == Some(from) && !self.usable(now) && self.pending.is_none() {
+                self.initiate(now, from);
+            }
             return self.stats.rejected.unknown_session += 1;
         };
         let kp = slot.as_mut().expect("matched above");
@@ -411,10 +597,12 @@ impl Tunnel {
             }
         }
         self.roam(from);
+        self.timers.clear(T::Unanswered as usize);
         if n == 0 {
             self.stats.keepalives_received += 1;
         } else {
             self.stats.frames_received += 1;
+            self.link_used = true;
             self.link.handle_frame(now, &sealed[..n]);
             self.timers
                 .set_if_idle(T::Keepalive as usize, now + ms(self.cfg.keepalive_ms));
@@ -449,7 +637,15 @@ impl Tunnel {
             }
             _ => self.link.has_transmit(now) || self.cfg.persistent_keepalive_ms > 0,
         };
-        if need {
+        let wanted = match self.want_handshake {
+            Some(since) if now.saturating_since(since) < REKEY_ATTEMPT => true,
+            Some(_) => {
+                self.want_handshake = None;
+                false
+            }
+            None => false,
+        };
+        if need || wanted {
             self.initiate(now, to);
         }
     }
@@ -461,17 +657,20 @@ impl Tunnel {
         // Strictly increasing even when two handshakes start at the same instant.
         let stamp = now.as_nanos().max(self.last_sent_stamp.wrapping_add(1));
         self.last_sent_stamp = stamp;
-        let (init, n) = Initiator::start(&self.creds, seed, stamp, &mut msg);
+        let (init, n) = Initiator::start(&self.creds, seed, stamp, self.incarnation, &mut msg);
         let repr = DatagramRepr::Initiation {
             sender: local,
             noise: &msg[..n],
+            macs: [0; MACS_LEN],
         };
         let mut d = vec![0; repr.buffer_len()];
         repr.emit(&mut d);
+        self.cookie_out.stamp(now, &mut d);
         self.control.push_back((to, d));
         self.pending = Some(Pending {
             init,
             local_index: local,
+            with_cookie: self.cookie_out.has_cookie(now),
         });
         self.timers
             .set(T::Retry as usize, now + ms(self.cfg.handshake_retry_ms));
@@ -500,6 +699,11 @@ impl Tunnel {
         }
         if self.timers.expired(T::Persistent as usize, now) {
             self.keepalive_due = true;
+        }
+        if self.timers.expired(T::Unanswered as usize, now) && self.want_handshake.is_none() {
+            // Data went out and nothing authentic came back: the peer may have restarted.
+            self.want_handshake = Some(now);
+            self.stats.handshakes_after_silence += 1;
         }
         self.maybe_initiate(now, false);
     }
@@ -534,6 +738,11 @@ impl Tunnel {
         kp.seal(buf);
         if data {
             self.stats.frames_sent += 1;
+            self.link_used = true;
+            self.timers.set_if_idle(
+                T::Unanswered as usize,
+                now + ms(self.cfg.keepalive_ms + self.cfg.handshake_retry_ms),
+            );
         } else {
             self.stats.keepalives_sent += 1;
         }

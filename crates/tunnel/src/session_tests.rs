@@ -338,7 +338,7 @@ fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
     f[40] ^= 1;
     inject(&f); // forged initiation
     inject(&data[..20]); // truncated transport
-    inject(&[3, 1]); // truncated preamble
+    inject(&[3, 2]); // truncated preamble
     inject(&[0x47, 0x45, 0x54, 0x20, 0x2f]); // garbage ("GET /")
     inject(&[
         3, 9, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
@@ -363,10 +363,31 @@ fn bad_datagrams_are_counted_by_cause_never_delivered_never_answered() {
     assert_eq!(n.delivered[1].last(), Some(&packet(9, 10)));
 }
 
+/// An initiation from someone who knows B's public key (so its mac1 is right) but is not the
+/// peer: the Noise message fails only after the responder's Diffie-Hellman work.
+fn mallory_initiation(k: u32) -> Vec<u8> {
+    let b_public = Key([2; 32]).public();
+    let mallory = Credentials::Keys {
+        private: Key([7; 32]),
+        peer_public: b_public,
+    };
+    let mut msg = [0u8; MAX_NOISE_LEN];
+    let (_, n) = Initiator::start(&mallory, [k as u8; 32], u64::from(k), 0, &mut msg);
+    let repr = DatagramRepr::Initiation {
+        sender: k,
+        noise: &msg[..n],
+        macs: [0; MACS_LEN],
+    };
+    let mut d = vec![0; repr.buffer_len()];
+    repr.emit(&mut d);
+    cookie::Initiator::new(&mallory).stamp(Instant::ZERO, &mut d);
+    d
+}
+
 #[test]
 fn a_flood_of_initiations_is_rate_limited_and_the_peer_still_gets_through() {
-    // Take a genuine initiation, then replay it altered from an attacker's address 100 times
-    // at once: only the per-source burst (2) costs the responder a Noise handshake.
+    // A genuine initiation altered 100 times: mac1 no longer matches, so none of them costs
+    // the responder a Diffie-Hellman operation.
     let (_, init, _) = after_first_handshake();
     let mut fresh = Pair::new(SessionConfig::default(), false);
     let attacker = addr("203.0.113.9:9");
@@ -376,7 +397,14 @@ fn a_flood_of_initiations_is_rate_limited_and_the_peer_still_gets_through() {
         fresh.ends[1].handle_datagram(fresh.now, attacker, &mut f);
     }
     let r = fresh.ends[1].stats().rejected;
-    assert_eq!((r.forged, r.rate_limited), (2, 98), "{r:?}");
+    assert_eq!((r.forged, r.rate_limited), (100, 0), "{r:?}");
+    // 100 with a right mac1 from one address: only its burst (2) is opened.
+    for k in 0..100 {
+        let mut d = mallory_initiation(k);
+        fresh.ends[1].handle_datagram(fresh.now, attacker, &mut d);
+    }
+    let r = fresh.ends[1].stats().rejected;
+    assert_eq!((r.forged, r.rate_limited), (102, 98), "{r:?}");
     let mut out = Vec::new();
     assert!(fresh.ends[1].poll_transmit(fresh.now, &mut out).is_none());
     // The real peer, from its own address, is not held back by the attacker's bucket.
@@ -385,6 +413,223 @@ fn a_flood_of_initiations_is_rate_limited_and_the_peer_still_gets_through() {
     fresh.run_until(t);
     assert_eq!(fresh.delivered[1], vec![packet(2, 10)]);
     assert_eq!(fresh.ends[1].stats().handshakes_answered, 1);
+}
+
+#[test]
+fn under_a_spoofed_flood_the_peer_gets_in_with_a_cookie_and_the_flood_gets_no_work() {
+    // 50,000 initiations per second with a right mac1, each from another address, for two
+    // seconds; the real peer starts its handshake in the middle of it.
+    let mut n = Pair::new(SessionConfig::default(), false);
+    let b = 1;
+    let mut buf = Vec::new();
+    let pool: Vec<Vec<u8>> = (0..64).map(mallory_initiation).collect();
+    let flood = |n: &mut Pair, k: u32| {
+        let mut d = pool[k as usize % pool.len()].clone();
+        let from = SocketAddr::from(([10, (k >> 16) as u8, (k >> 8) as u8, k as u8], 4000));
+        n.ends[b].handle_datagram(n.now, from, &mut d);
+    };
+    let step = Duration::from_micros(20);
+    let mut k = 0u32;
+    let mut answered_to_flood = 0;
+    let mut delivered_at = None;
+    let started = n.now + Duration::from_secs(1);
+    while n.now < Instant::from_secs(3) {
+        flood(&mut n, k);
+        k += 1;
+        // What B sends to flood sources goes nowhere; to A it is delivered.
+        while let Some(to) = n.ends[b].poll_transmit(n.now, &mut buf) {
+            if to == n.addrs[0] {
+                let mut d = buf.clone();
+                n.ends[0].handle_datagram(n.now, n.addrs[1], &mut d);
+            } else {
+                answered_to_flood += 1;
+                assert_eq!(buf[0], 4, "only cookie replies go to flood sources");
+            }
+        }
+        if n.now >= started && n.ends[0].stats().packets_in == 0 {
+            n.ends[0].handle_packet(n.now, &packet(1, 10)).unwrap();
+        }
+        while let Some(to) = n.ends[0].poll_transmit(n.now, &mut buf) {
+            assert_eq!(to, n.addrs[1]);
+            let mut d = buf.clone();
+            n.ends[b].handle_datagram(n.now, n.addrs[0], &mut d);
+        }
+        while n.ends[b].poll_deliver().is_some() {
+            delivered_at.get_or_insert(n.now);
+        }
+        n.now += step;
+        for e in &mut n.ends {
+            if e.poll_timeout().is_some_and(|t| t <= n.now) {
+                e.handle_timeout(n.now);
+            }
+        }
+    }
+    let (sa, sb) = (n.ends[0].stats(), n.ends[b].stats());
+    let delivered_at = delivered_at.expect("the peer got through during the flood");
+    // One round trip for the cookie, one for the handshake: no waiting for a retry.
+    assert!(
+        delivered_at.saturating_since(started) < Duration::from_millis(1),
+        "{:?}",
+        delivered_at.saturating_since(started)
+    );
+    assert_eq!(sa.cookies_received, 1);
+    assert_eq!(sa.handshakes_completed, 1);
+    // Diffie-Hellman work for the flood: the total budget (200 per second, burst 200), no
+    // more; everything else got a cookie reply.
+    assert!(sb.rejected.forged <= 200 * 3, "{:?}", sb.rejected);
+    // Every flood initiation refused (and A's first, which got the cookie); one cookie reply
+    // went to A, the others to the flood's addresses.
+    let r = sb.rejected;
+    assert_eq!(
+        r.busy + r.forged + r.rate_limited,
+        u64::from(k) + 1,
+        "{r:?}"
+    );
+    assert_eq!(answered_to_flood, sb.cookie_replies_sent - 1);
+    assert!(r.busy > 90_000, "{r:?}");
+    assert!(n.ends[b].footprint().control <= MAX_CONTROL);
+}
+
+#[test]
+fn a_flood_never_crowds_out_the_answer_to_a_proven_initiation() {
+    // The driver is slow (B's handshake datagrams are not taken): the flood's cookie replies
+    // stop at the backlog bound, and the peer's initiation with a cookie is still answered.
+    let mut n = Pair::new(SessionConfig::default(), false);
+    let pool: Vec<Vec<u8>> = (0..16).map(mallory_initiation).collect();
+    let spoofed = |k: u32| SocketAddr::from(([10, 9, (k >> 8) as u8, k as u8], 4000));
+    let mut buf = Vec::new();
+    for k in 0..300u32 {
+        let mut d = pool[k as usize % 16].clone();
+        n.ends[1].handle_datagram(n.now, spoofed(k), &mut d);
+    }
+    while n.ends[1].poll_transmit(n.now, &mut buf).is_some() {}
+    // A's first initiation gets a cookie; its second (with mac2) is held back for now.
+    n.ends[0].handle_packet(n.now, &packet(1, 10)).unwrap();
+    let mut take = |from: usize, n: &mut Pair| {
+        let mut out = Vec::new();
+        while let Some(to) = n.ends[from].poll_transmit(n.now, &mut buf) {
+            out.push((to, buf.clone()));
+        }
+        out
+    };
+    let init = take(0, &mut n);
+    assert_eq!(init.len(), 1);
+    n.ends[1].handle_datagram(n.now, n.addrs[0], &mut init[0].1.clone());
+    let cookie = take(1, &mut n);
+    assert_eq!((cookie.len(), cookie[0].1[0]), (1, 4), "a cookie reply");
+    n.ends[0].handle_datagram(n.now, n.addrs[1], &mut cookie[0].1.clone());
+    let proven = take(0, &mut n);
+    assert_eq!(proven.len(), 1);
+    for k in 300..3300u32 {
+        let mut d = pool[k as usize % 16].clone();
+        n.ends[1].handle_datagram(n.now, spoofed(k), &mut d);
+    }
+    assert_eq!(n.ends[1].footprint().control, MAX_COOKIE_BACKLOG);
+    n.ends[1].handle_datagram(n.now, n.addrs[0], &mut proven[0].1.clone());
+    let s = n.ends[1].stats();
+    assert_eq!(s.handshakes_answered, 1, "{:?}", s.rejected);
+    assert!(n.ends[1].footprint().control <= MAX_CONTROL);
+    assert_eq!(s.rejected.busy + s.rejected.forged, 3300 + 1);
+}
+
+/// Sends a numbered packet from `from` every 50 ms until `until`, restarting end `restart` at
+/// `at` (with `configured_peer` given to the new end); returns the times B delivered a packet
+/// and the packets, in order.
+fn restart_run(
+    restart: usize,
+    configured_peer: bool,
+    cfg: SessionConfig,
+) -> (Pair, Instant, Vec<(Instant, Vec<u8>)>) {
+    let mut n = Pair::new(cfg.clone(), false);
+    let at = Instant::from_secs(20);
+    let until = Instant::from_secs(60);
+    let mut got = Vec::new();
+    let mut k = 0;
+    let mut restarted = false;
+    while n.now < until {
+        if !restarted && n.now >= at {
+            let (ca, cb) = creds(false);
+            n.ends[restart] = if restart == 0 {
+                Tunnel::new(&cfg, ca, &link(), Some(n.addrs[1]), [11; 32]).unwrap()
+            } else {
+                let peer = configured_peer.then_some(n.addrs[0]);
+                Tunnel::new(&cfg, cb, &link(), peer, [12; 32]).unwrap()
+            };
+            n.delivered[1].clear();
+            restarted = true;
+        }
+        n.send(0, &packet(k, 100));
+        k += 1;
+        let t = n.now + Duration::from_millis(50);
+        n.run_until(t);
+        for p in n.delivered[1].drain(..) {
+            got.push((n.now, p));
+        }
+    }
+    (n, at, got)
+}
+
+/// The outage after the restart at `at`, and a check that the recovery services deliver in
+/// order again afterwards (the link state of both ends was started over).
+fn outage(at: Instant, got: &[(Instant, Vec<u8>)]) -> Duration {
+    let after: Vec<_> = got.iter().filter(|(t, _)| *t > at).collect();
+    let first = after.first().expect("traffic resumed after the restart");
+    // In order, without gaps, from the first packet after the outage to the end.
+    let tag = |p: &[u8]| p[28];
+    for w in after.windows(2) {
+        assert_eq!(
+            tag(&w[1].1),
+            tag(&w[0].1).wrapping_add(1),
+            "in order, none lost"
+        );
+    }
+    first.0.saturating_since(at)
+}
+
+#[test]
+fn a_restarted_responder_is_found_again_by_the_silence_timer() {
+    // B learns its peer: after it restarts only A can start the handshake, which A does when
+    // its data has gone unanswered for keepalive + retry (10 s + 5 s).
+    let (n, at, got) = restart_run(1, false, SessionConfig::default());
+    let out = outage(at, &got);
+    assert!(
+        out > Duration::from_secs(14) && out <= Duration::from_secs(16),
+        "outage {out:?}"
+    );
+    let s = n.ends[0].stats();
+    assert_eq!(s.handshakes_after_silence, 1);
+    assert_eq!(s.link_resets, 1, "A started its link over for the new B");
+    assert!(n.ends[1].stats().rejected.unknown_session > 0);
+}
+
+#[test]
+fn a_restarted_end_that_knows_its_peer_reconnects_at_once() {
+    // B with a configured peer: A's next datagram on the old session tells it to handshake.
+    let (n, at, got) = restart_run(1, true, SessionConfig::default());
+    assert!(outage(at, &got) <= Duration::from_millis(100));
+    assert_eq!(n.ends[0].stats().link_resets, 1);
+    // A restarts: it has data and no session, so it handshakes at once; B starts over.
+    let (n, at, got) = restart_run(0, true, SessionConfig::default());
+    assert!(outage(at, &got) <= Duration::from_millis(100));
+    assert_eq!(n.ends[1].stats().link_resets, 1);
+    assert_eq!(n.ends[0].stats().link_resets, 0);
+}
+
+#[test]
+fn a_vanished_peer_is_retried_every_retry_interval_and_no_faster() {
+    let mut n = Pair::new(SessionConfig::default(), false);
+    n.send(0, &packet(1, 10));
+    // B disappears for good: A's datagrams go nowhere.
+    n.drop_next[0] = usize::MAX;
+    n.send(0, &packet(2, 10));
+    let t0 = n.now;
+    n.run_until(t0 + Duration::from_secs(200));
+    let s = n.ends[0].stats();
+    // Silence noticed after 15 s, then a try every 5 s for up to 90 s at a time, for as long
+    // as the link has data to send (its retransmissions re-arm the silence timer).
+    assert!(s.handshakes_after_silence >= 1);
+    let tries = s.handshakes_initiated - 1;
+    assert!((18..=200 / 5 + 1).contains(&tries), "{tries}");
 }
 
 #[test]
@@ -475,7 +720,7 @@ mod accounting {
             prop_assert_eq!(
                 s.datagrams_received,
                 s.rejected.total() + s.frames_received + s.keepalives_received
-                    + s.handshakes_answered + s.handshakes_completed,
+                    + s.handshakes_answered + s.handshakes_completed + s.cookies_received,
                 "{:?}", s
             );
             for p in &n.delivered[1] {

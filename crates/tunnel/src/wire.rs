@@ -7,13 +7,18 @@
 //! ```text
 //!  0       1         2..4      4..8            8..12          12..
 //! +------+---------+---------+---------------+--------------+----------------------------+
-//! | 1    | version | 0 0     | sender index  | Noise message 1 (handshake initiation)     |
+//! | 1    | version | 0 0     | sender index  | Noise message 1 ... | mac1 (16) | mac2 (16)|
 //! +------+---------+---------+---------------+--------------+----------------------------+
 //! | 2    | version | 0 0     | sender index  | receiver idx | Noise message 2 (response) |
 //! +------+---------+---------+---------------+--------------+----------------------------+
 //! | 3    | version | 0 0     | receiver idx  | counter (8 B, LE) 8..16 | sealed frames 16.. |
 //! +------+---------+---------+---------------+-------------------------+------------------+
+//! | 4    | version | 0 0     | receiver idx  | nonce (24 B) 8..32      | cookie+tag 32..64  |
+//! +------+---------+---------+---------------+-------------------------+------------------+
 //! ```
+//!
+//! Kind 4 is the cookie reply of a responder under load ([`crate::cookie`]); an initiation's
+//! two MACs are its last 32 bytes.
 //!
 //! [`Datagram`] is a zero-copy view over `AsRef<[u8]>` with the field byte ranges;
 //! [`DatagramRepr`] is the parsed form with `parse`, `emit` and `buffer_len` (docs/architecture.md
@@ -22,8 +27,10 @@
 //! it as garbage). The transport payload is the ChaCha20-Poly1305 ciphertext of the link
 //! frames plus its 16-byte tag; the 16 header bytes are the associated data.
 
+use crate::cookie::{MAC_LEN, NONCE_LEN, SEALED_COOKIE_LEN};
+
 /// The version this code emits.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes of the preamble (kind, version, two reserved bytes).
 pub const PREAMBLE_LEN: usize = 4;
 /// Bytes of a transport header (preamble, receiver index, counter).
@@ -42,7 +49,14 @@ mod field {
     pub const RESP_MSG: RangeFrom<usize> = 12..;
     pub const COUNTER: Range<usize> = 8..16;
     pub const SEALED: RangeFrom<usize> = 16..;
+    pub const COOKIE_NONCE: Range<usize> = 8..32;
+    pub const COOKIE_SEALED: Range<usize> = 32..64;
 }
+
+/// Bytes of a cookie reply (it has no variable part).
+pub const COOKIE_REPLY_LEN: usize = 64;
+/// Bytes of an initiation's two MACs, at its end.
+pub const MACS_LEN: usize = 2 * MAC_LEN;
 
 /// The kind byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,6 +67,8 @@ pub enum Kind {
     Response,
     /// Sealed link frames (or an empty keepalive).
     Transport,
+    /// A responder under load asks for proof of the source address.
+    CookieReply,
     /// A kind this version does not know, kept as received.
     Unknown(u8),
 }
@@ -63,6 +79,7 @@ impl From<u8> for Kind {
             1 => Kind::Initiation,
             2 => Kind::Response,
             3 => Kind::Transport,
+            4 => Kind::CookieReply,
             x => Kind::Unknown(x),
         }
     }
@@ -74,6 +91,7 @@ impl From<Kind> for u8 {
             Kind::Initiation => 1,
             Kind::Response => 2,
             Kind::Transport => 3,
+            Kind::CookieReply => 4,
             Kind::Unknown(x) => x,
         }
     }
@@ -128,7 +146,8 @@ impl<T: AsRef<[u8]>> Datagram<T> {
             return Err(WireError::Unknown { kind, version });
         }
         let need = match Kind::from(kind) {
-            Kind::Initiation => field::INIT_MSG.start,
+            Kind::Initiation => field::INIT_MSG.start + MACS_LEN,
+            Kind::CookieReply => COOKIE_REPLY_LEN,
             Kind::Response => field::RESP_MSG.start,
             Kind::Transport => TRANSPORT_HEADER_LEN + TAG_LEN,
             Kind::Unknown(_) => return Err(WireError::Unknown { kind, version }),
@@ -175,10 +194,24 @@ impl<T: AsRef<[u8]>> Datagram<T> {
     }
     /// Handshake: the Noise message.
     pub fn noise(&self) -> &[u8] {
+        let b = self.buf.as_ref();
         match self.kind() {
-            Kind::Response => &self.buf.as_ref()[field::RESP_MSG],
-            _ => &self.buf.as_ref()[field::INIT_MSG],
+            Kind::Response => &b[field::RESP_MSG],
+            _ => &b[field::INIT_MSG.start..b.len() - MACS_LEN],
         }
+    }
+    /// Initiation: mac1 and mac2.
+    pub fn macs(&self) -> &[u8] {
+        let b = self.buf.as_ref();
+        &b[b.len() - MACS_LEN..]
+    }
+    /// Cookie reply: the nonce.
+    pub fn cookie_nonce(&self) -> &[u8] {
+        &self.buf.as_ref()[field::COOKIE_NONCE]
+    }
+    /// Cookie reply: the sealed cookie and its tag.
+    pub fn sealed_cookie(&self) -> &[u8] {
+        &self.buf.as_ref()[field::COOKIE_SEALED]
     }
     /// The whole datagram.
     pub fn as_bytes(&self) -> &[u8] {
@@ -199,6 +232,8 @@ pub enum DatagramRepr<'a> {
         sender: u32,
         /// Noise message 1.
         noise: &'a [u8],
+        /// mac1 and mac2 ([`crate::cookie`]).
+        macs: [u8; MACS_LEN],
     },
     /// Handshake response.
     Response {
@@ -218,6 +253,15 @@ pub enum DatagramRepr<'a> {
         /// Ciphertext and tag.
         sealed: &'a [u8],
     },
+    /// Cookie reply.
+    CookieReply {
+        /// The initiator's index (of the initiation answered).
+        receiver: u32,
+        /// XChaCha20 nonce.
+        nonce: [u8; NONCE_LEN],
+        /// The sealed cookie and its tag.
+        sealed: [u8; SEALED_COOKIE_LEN],
+    },
 }
 
 impl<'a> DatagramRepr<'a> {
@@ -228,7 +272,13 @@ impl<'a> DatagramRepr<'a> {
         Ok(match d.kind() {
             Kind::Initiation => DatagramRepr::Initiation {
                 sender: d.index(),
-                noise: &b[field::INIT_MSG],
+                noise: &b[field::INIT_MSG.start..b.len() - MACS_LEN],
+                macs: d.macs().try_into().expect("checked length"),
+            },
+            Kind::CookieReply => DatagramRepr::CookieReply {
+                receiver: d.index(),
+                nonce: d.cookie_nonce().try_into().expect("checked length"),
+                sealed: d.sealed_cookie().try_into().expect("checked length"),
             },
             Kind::Response => DatagramRepr::Response {
                 sender: d.index(),
@@ -252,7 +302,10 @@ impl<'a> DatagramRepr<'a> {
     /// Bytes `emit` writes.
     pub fn buffer_len(&self) -> usize {
         match self {
-            DatagramRepr::Initiation { noise, .. } => field::INIT_MSG.start + noise.len(),
+            DatagramRepr::Initiation { noise, .. } => {
+                field::INIT_MSG.start + noise.len() + MACS_LEN
+            }
+            DatagramRepr::CookieReply { .. } => COOKIE_REPLY_LEN,
             DatagramRepr::Response { noise, .. } => field::RESP_MSG.start + noise.len(),
             DatagramRepr::Transport { sealed, .. } => TRANSPORT_HEADER_LEN + sealed.len(),
         }
@@ -264,14 +317,30 @@ impl<'a> DatagramRepr<'a> {
             DatagramRepr::Initiation { .. } => Kind::Initiation,
             DatagramRepr::Response { .. } => Kind::Response,
             DatagramRepr::Transport { .. } => Kind::Transport,
+            DatagramRepr::CookieReply { .. } => Kind::CookieReply,
         };
         out[field::KIND] = kind.into();
         out[field::VERSION] = VERSION;
         out[field::RESERVED].fill(0);
         match *self {
-            DatagramRepr::Initiation { sender, noise } => {
+            DatagramRepr::Initiation {
+                sender,
+                noise,
+                macs,
+            } => {
                 out[field::INDEX_A].copy_from_slice(&sender.to_be_bytes());
-                out[field::INIT_MSG][..noise.len()].copy_from_slice(noise);
+                let end = field::INIT_MSG.start + noise.len();
+                out[field::INIT_MSG.start..end].copy_from_slice(noise);
+                out[end..end + MACS_LEN].copy_from_slice(&macs);
+            }
+            DatagramRepr::CookieReply {
+                receiver,
+                nonce,
+                sealed,
+            } => {
+                out[field::INDEX_A].copy_from_slice(&receiver.to_be_bytes());
+                out[field::COOKIE_NONCE].copy_from_slice(&nonce);
+                out[field::COOKIE_SEALED].copy_from_slice(&sealed);
             }
             DatagramRepr::Response {
                 sender,
@@ -312,7 +381,7 @@ mod tests {
     fn transport_fixture() {
         // Written out by hand from the table in the module contract.
         let bytes = [
-            3, 1, 0, 0, // kind 3, version 1
+            3, 2, 0, 0, // kind 3, version 2
             0xde, 0xad, 0xbe, 0xef, // receiver index
             0x05, 0x04, 0x03, 0x02, 0x01, 0, 0, 0, // counter 0x0102030405, little-endian
             9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 7, // tag-sized payload + 1
@@ -330,16 +399,45 @@ mod tests {
 
     #[test]
     fn handshake_fixtures() {
-        let init = [1, 1, 0, 0, 0, 0, 0, 7, 0xaa, 0xbb];
+        let mut init = vec![1, 2, 0, 0, 0, 0, 0, 7, 0xaa, 0xbb];
+        let macs: [u8; MACS_LEN] = std::array::from_fn(|i| i as u8);
+        init.extend_from_slice(&macs);
         let d = Datagram::new_checked(&init[..]).unwrap();
+        assert_eq!(d.noise(), &[0xaa, 0xbb]);
+        let r = DatagramRepr::parse(&d).unwrap();
         assert_eq!(
-            DatagramRepr::parse(&d).unwrap(),
+            r,
             DatagramRepr::Initiation {
                 sender: 7,
-                noise: &[0xaa, 0xbb]
+                noise: &[0xaa, 0xbb],
+                macs,
             }
         );
-        let resp = [2, 1, 0, 0, 0, 0, 0, 8, 0, 0, 0, 7, 0xcc];
+        let mut out = vec![0; r.buffer_len()];
+        r.emit(&mut out);
+        assert_eq!(out, init);
+        // Kind 4: receiver 7, nonce 1..=24, sealed cookie 100..132.
+        let mut cookie = vec![4, 2, 0, 0, 0, 0, 0, 7];
+        cookie.extend(1..=24u8);
+        cookie.extend(100..132u8);
+        let d = Datagram::new_checked(&cookie[..]).unwrap();
+        let r = DatagramRepr::parse(&d).unwrap();
+        assert_eq!(
+            r,
+            DatagramRepr::CookieReply {
+                receiver: 7,
+                nonce: std::array::from_fn(|i| i as u8 + 1),
+                sealed: std::array::from_fn(|i| i as u8 + 100),
+            }
+        );
+        let mut out = vec![0; r.buffer_len()];
+        r.emit(&mut out);
+        assert_eq!(out, cookie);
+        assert_eq!(
+            Datagram::new_checked(&cookie[..63]).unwrap_err(),
+            WireError::Truncated { len: 63, need: 64 }
+        );
+        let resp = [2, 2, 0, 0, 0, 0, 0, 8, 0, 0, 0, 7, 0xcc];
         let d = Datagram::new_checked(&resp[..]).unwrap();
         assert_eq!(
             DatagramRepr::parse(&d).unwrap(),
@@ -354,7 +452,7 @@ mod tests {
     #[test]
     fn short_and_unknown_are_refused_not_panics() {
         assert_eq!(
-            Datagram::new_checked(&[3u8, 1, 0][..]).unwrap_err(),
+            Datagram::new_checked(&[3u8, 2, 0][..]).unwrap_err(),
             WireError::Truncated { len: 3, need: 4 }
         );
         assert_eq!(
@@ -366,7 +464,7 @@ mod tests {
         );
         let mut t = [0u8; 31];
         t[0] = 3;
-        t[1] = 1;
+        t[1] = 2;
         assert_eq!(
             Datagram::new_checked(&t[..]).unwrap_err(),
             WireError::Truncated { len: 31, need: 32 }
@@ -382,10 +480,15 @@ mod tests {
                 let r = DatagramRepr::parse(&d).unwrap();
                 let mut out = vec![0; r.buffer_len()];
                 r.emit(&mut out);
-                // Only the reserved bytes may differ (emitted as zero).
-                prop_assert_eq!(out.len(), bytes.len());
+                // Only the reserved bytes may differ (emitted as zero); a cookie reply has a
+                // fixed length and ignores bytes after it.
+                if d.kind() == Kind::CookieReply {
+                    prop_assert_eq!(out.len(), COOKIE_REPLY_LEN);
+                } else {
+                    prop_assert_eq!(out.len(), bytes.len());
+                }
                 prop_assert_eq!(&out[..2], &bytes[..2]);
-                prop_assert_eq!(&out[4..], &bytes[4..]);
+                prop_assert_eq!(&out[4..], &bytes[4..out.len()]);
             }
         }
     }
