@@ -1,15 +1,12 @@
 //! Fuzz target: the IP classifier on arbitrary packets.
+//!
+//! The input layout and the checks are in `fuzz/checks/classifier.rs`, which the seed test
+//! (crates/cli/tests/fuzz_seeds.rs) runs on every seed in `fuzz/seeds/classifier/`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use mslink_link::classifier::{Classifier, PortRange, Protocol, Rule};
 
-fuzz_target!(|data: &[u8]| {
-    let rules = [
-        Rule { service: "rt".into(), dscp: Some(46), ..Default::default() },
-        Rule { service: "bulk".into(), protocol: Some(Protocol(6)), port: Some(PortRange { lo: 1, hi: 1024 }), ..Default::default() },
-        Rule { service: "rt".into(), ip_version: Some(6), dst_port: Some(PortRange { lo: 5000, hi: 5010 }), ..Default::default() },
-    ];
-    let c = Classifier::new(&rules, &["raw", "bulk", "rt"], 0).expect("valid rules");
-    let out = c.classify(data);
-    assert!(out.service < 3);
+#[path = "../checks/classifier.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    check::run(data);
 });

@@ -1,13 +1,12 @@
 //! Fuzz target: the link frame view (service tag, CRC-32).
+//!
+//! The input layout and the checks are in `fuzz/checks/link_frame.rs`, which the seed test
+//! (crates/cli/tests/fuzz_seeds.rs) runs on every seed in `fuzz/seeds/link_frame/`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use mslink_link::wire::{LinkFormat, LinkFrame};
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&sel, frame)) = data.split_first() else { return };
-    let f = LinkFormat { tagged: sel & 1 != 0, crc: sel & 2 != 0 };
-    if let Ok(v) = LinkFrame::new_checked(frame, f) {
-        assert_eq!(v.service_bytes().len() + f.overhead(), frame.len());
-        let _ = v.tag();
-    }
+#[path = "../checks/link_frame.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    check::run(data);
 });

@@ -1,12 +1,13 @@
 //! Fuzz target: the error-trace text parser; a parsed trace re-serialises to text that parses
 //! to the same trace.
+//!
+//! The input layout and the checks are in `fuzz/checks/trace_parse.rs`, which the seed test
+//! (crates/cli/tests/fuzz_seeds.rs) runs on every seed in `fuzz/seeds/trace_parse/`.
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use mslink_channel::trace::Trace;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    if let Ok(t) = Trace::parse(text) {
-        assert_eq!(Trace::parse(&t.to_text()).as_ref(), Ok(&t));
-    }
+#[path = "../checks/trace_parse.rs"]
+mod check;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    check::run(data);
 });
