@@ -55,35 +55,6 @@ fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
     }
 }
 
-/// Relays UDP between A (any address in 192.168.<net>.0/24) and B's listen address, keeping
-/// a copy of every datagram that went from A to B.
-fn relay(
-    sock: UdpSocket,
-    b: SocketAddr,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Vec<Vec<u8>> {
-    sock.set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
-    let mut a = None;
-    let mut seen = Vec::new();
-    let mut buf = vec![0u8; 65_536];
-    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-        let Ok((n, from)) = sock.recv_from(&mut buf) else {
-            continue;
-        };
-        if from == b {
-            if let Some(a) = a {
-                let _ = sock.send_to(&buf[..n], a);
-            }
-        } else {
-            a = Some(from);
-            seen.push(buf[..n].to_vec());
-            let _ = sock.send_to(&buf[..n], b);
-        }
-    }
-    seen
-}
-
 #[test]
 fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() {
     let net = 185;
@@ -99,6 +70,8 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
             UdpSocket::bind(relay_addr).expect("relay socket"),
             b_addr,
             s2,
+            0.0,
+            true,
         )
     });
     let a = End::start(&ns.a, "a", ca);
@@ -106,7 +79,7 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
     assert_eq!((got, n), (sent, 1 << 20));
     std::thread::sleep(Duration::from_millis(300));
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let seen = relay.join().unwrap();
+    let seen = relay.join().unwrap().seen;
     let init = seen
         .iter()
         .find(|d| d[0] == 1)

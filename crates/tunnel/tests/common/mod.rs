@@ -215,3 +215,62 @@ pub fn tcp_stream(ns: &VethPair, to: SocketAddr, len: usize) -> usize {
     .unwrap();
     server.join().unwrap().1
 }
+
+/// What a [`relay`] saw, per direction (`[a_to_b, b_to_a]`).
+#[derive(Debug, Default)]
+pub struct Relayed {
+    /// Datagrams received.
+    pub received: [u64; 2],
+    /// Datagrams forwarded.
+    pub forwarded: [u64; 2],
+    /// Data datagrams dropped on purpose (`loss`).
+    pub dropped: [u64; 2],
+    /// Copies of the datagrams from A to B (only with `keep`).
+    pub seen: Vec<Vec<u8>>,
+}
+
+/// Relays UDP between A (any address but `b`) and B's tunnel address `b` until `stop`,
+/// dropping a seeded fraction `loss` of the transport datagrams that carry data (longer than
+/// an empty keepalive, 32 bytes) in each direction; handshakes and keepalives always pass.
+/// With `keep`, every datagram from A to B is copied into the result.
+pub fn relay(
+    sock: std::net::UdpSocket,
+    b: SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    loss: f64,
+    keep: bool,
+) -> Relayed {
+    use rand::Rng;
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let mut a = None;
+    let mut r = Relayed::default();
+    let mut buf = vec![0u8; 65_536];
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let Ok((n, from)) = sock.recv_from(&mut buf) else {
+            continue;
+        };
+        let (dir, to) = if from == b {
+            (1, a)
+        } else {
+            a = Some(from);
+            if keep {
+                r.seen.push(buf[..n].to_vec());
+            }
+            (0, Some(b))
+        };
+        r.received[dir] += 1;
+        let data = buf[0] == 3 && n > 32;
+        if data && loss > 0.0 && rng.gen_bool(loss) {
+            r.dropped[dir] += 1;
+            continue;
+        }
+        if let Some(to) = to {
+            if sock.send_to(&buf[..n], to).is_ok() {
+                r.forwarded[dir] += 1;
+            }
+        }
+    }
+    r
+}
