@@ -67,6 +67,10 @@ impl End {
     pub fn stats(&self) -> Snapshot {
         self.control.snapshot()
     }
+    /// Whether its thread still runs (it has neither failed nor panicked).
+    pub fn running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
 }
 
 impl Drop for End {
