@@ -6,13 +6,14 @@
 //! only. Trace files named in the scenario are read relative to the scenario's folder. Errors
 //! name the file, the line or key, and what was expected.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use mslink_sim::{overrides, RunResult, Scenario};
+
+mod output;
 
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
@@ -215,7 +216,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     });
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    let results: Vec<RunResult> = results
+    let mut results: Vec<RunResult> = results
         .into_inner()
         .expect("threads joined")
         .into_iter()
@@ -225,7 +226,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
                 .with_context(|| format!("run {} (rep {})", i, jobs[i].rep))
         })
         .collect::<Result<_>>()?;
-    write_results(args, &base, &points, &sweep_keys, &jobs, &results, wall)
+    output::write_results(args, &base, &points, &sweep_keys, &jobs, &mut results, wall)
 }
 
 fn describe(point: &[(String, String)]) -> String {
@@ -241,121 +242,4 @@ fn describe(point: &[(String, String)]) -> String {
                 .join(", ")
         )
     }
-}
-
-fn write_results(
-    args: &SimArgs,
-    base: &Scenario,
-    points: &[Vec<(String, String)>],
-    keys: &[String],
-    jobs: &[Job],
-    results: &[RunResult],
-    wall: f64,
-) -> Result<()> {
-    let out = &args.out;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let name = &base.sim.name;
-    let mut flows = String::from("scenario,point,");
-    for k in keys {
-        flows.push_str(&csv_field(k));
-        flows.push(',');
-    }
-    flows.push_str("rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,playback_miss_rate,transactions\n");
-    let mut ts = String::from("scenario,point,rep,flow,time_s,throughput_bps\n");
-    let mut summary = Vec::new();
-    let mut events = 0u64;
-    for (job, r) in jobs.iter().zip(results) {
-        let point = &points[job.point];
-        for f in &r.flows {
-            let mut row = format!("{},{},", csv_field(name), job.point);
-            for (_, v) in point {
-                row.push_str(&csv_field(v));
-                row.push(',');
-            }
-            row.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                r.rep,
-                r.seed,
-                csv_field(&f.flow),
-                f.app,
-                f.transport,
-                csv_field(&f.service),
-                f.sent,
-                f.received,
-                f.duplicates,
-                f.bytes,
-                f.duration_s,
-                f.throughput_bps,
-                f.loss_rate,
-                f.delay_mean_s,
-                f.delay_std_s,
-                f.playback_miss_rate,
-                f.transactions
-            ));
-            flows.push_str(&row);
-        }
-        for p in &r.timeseries {
-            ts.push_str(&format!(
-                "{},{},{},{},{},{}\n",
-                csv_field(name),
-                job.point,
-                r.rep,
-                csv_field(&p.flow),
-                p.time_s,
-                p.throughput_bps
-            ));
-        }
-        events += r.events;
-        summary.push(serde_json::json!({
-            "point": job.point,
-            "sweep": point.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<std::collections::BTreeMap<_, _>>(),
-            "run": r,
-        }));
-    }
-    let write = |file: &str, body: &str| -> Result<()> {
-        let p = out.join(file);
-        let mut f =
-            std::fs::File::create(&p).with_context(|| format!("writing {}", p.display()))?;
-        f.write_all(body.as_bytes())
-            .with_context(|| format!("writing {}", p.display()))
-    };
-    write("flows.csv", &flows)?;
-    write("timeseries.csv", &ts)?;
-    write(
-        "summary.json",
-        &serde_json::to_string_pretty(
-            &serde_json::json!({ "scenario": name, "runs": summary, "events": events }),
-        )?,
-    )?;
-    write(
-        "timing.json",
-        &serde_json::to_string_pretty(&serde_json::json!({
-            "wall_s": wall,
-            "events": events,
-            "events_per_s": events as f64 / wall.max(1e-9),
-            "runs": results.len(),
-        }))?,
-    )?;
-    if !args.no_plots {
-        mslink_plot::sim::write_plots(
-            out,
-            &mslink_plot::sim::PlotInput {
-                scenario: name,
-                keys,
-                points,
-                runs: jobs.iter().map(|j| j.point).zip(results).collect(),
-            },
-        )?;
-    }
-    if !args.quiet {
-        eprintln!(
-            "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",
-            results.len(),
-            events,
-            wall,
-            events as f64 / wall.max(1e-9) / 1e6,
-            out.display()
-        );
-    }
-    Ok(())
 }
