@@ -21,4 +21,4 @@ pub mod www_model;
 pub mod xcp;
 
 pub use scenario::{Scenario, ScenarioError};
-pub use world::{run, run_with_capture, Capture, RunResult};
+pub use world::{run, run_with, run_with_capture, Capture, RunResult};

@@ -346,6 +346,28 @@ impl Scenario {
         out
     }
 
+    /// The trace files the error models name (segments in order, both directions, then the
+    /// cell's stations), each once, as written: relative to the scenario's folder.
+    pub fn trace_files(&self) -> Vec<String> {
+        let segments = self
+            .segments
+            .iter()
+            .flat_map(|s| std::iter::once(&s.error).chain(s.error_reverse.as_ref()));
+        let stations = self
+            .cell
+            .iter()
+            .flat_map(|c| c.stations.iter().map(|s| &s.error));
+        let mut out: Vec<String> = Vec::new();
+        for model in segments.chain(stations) {
+            for f in model.trace_files() {
+                if !out.iter().any(|o| o == f) {
+                    out.push(f.to_string());
+                }
+            }
+        }
+        out
+    }
+
     /// Parses scenario text.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         toml::from_str(text).map_err(|e| ScenarioError::Syntax(e.to_string()))

@@ -3,8 +3,9 @@
 //! Contract: results are a pure function of the scenario, the overrides and the seeds: runs
 //! execute on `--jobs` threads but are written in (sweep point, repetition) order, so the
 //! output files are byte-identical at any `--jobs`. Wall-clock figures go to `timing.json`
-//! only. Trace files named in the scenario are read relative to the scenario's folder. Errors
-//! name the file, the line or key, and what was expected.
+//! only. Trace files named in the scenario are read relative to the scenario's folder, each
+//! once, streamed into a packed trace that every run shares. Errors name the file, the line or
+//! key, and what was expected.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,6 +13,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use mslink_sim::{overrides, RunResult, Scenario};
+
+use crate::TraceFiles;
 
 mod output;
 
@@ -54,10 +57,15 @@ type PcapFiles = std::collections::BTreeMap<
 >;
 
 /// Runs one job, capturing into pcap files when asked.
-fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> {
-    let mut load = |f: &str| crate::read_trace_file(&dir.join(f));
+fn run_job(job: &Job, traces: &TraceFiles, pcap_dir: Option<&Path>) -> Result<RunResult> {
+    let mut traces = traces;
     let Some(pdir) = pcap_dir else {
-        return Ok(mslink_sim::run(&job.scenario, job.rep, &mut load)?);
+        return Ok(mslink_sim::run_with(
+            &job.scenario,
+            job.rep,
+            &mut traces,
+            None,
+        )?);
     };
     let mut files: PcapFiles = Default::default();
     let mut failure: Option<anyhow::Error> = None;
@@ -101,7 +109,7 @@ fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> 
             failure = Some(anyhow::Error::from(e).context("writing a pcap packet"));
         }
     };
-    let r = mslink_sim::run_with_capture(&job.scenario, job.rep, &mut load, Some(&mut capture))?;
+    let r = mslink_sim::run_with(&job.scenario, job.rep, &mut traces, Some(&mut capture))?;
     if let Some(e) = failure {
         return Err(e);
     }
@@ -176,7 +184,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
             eprintln!("mslink: note: scenario {}: {n}", path.display());
         }
     }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let traces = TraceFiles::new(path.parent().map(Path::to_path_buf).unwrap_or_default());
     let pcap_dir = if args.pcap {
         let p = args.out.join("pcap");
         std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
@@ -208,7 +216,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let r = run_job(job, &dir, pcap_dir.as_deref());
+                let r = run_job(job, &traces, pcap_dir.as_deref());
                 results.lock().expect("no panics while holding the lock")[i] = Some(r);
                 bar.inc(1);
             });
