@@ -14,6 +14,7 @@ pub mod demo;
 pub mod host;
 pub mod overrides;
 pub mod packet;
+pub mod resources;
 pub mod scenario;
 pub mod tcp;
 pub mod world;

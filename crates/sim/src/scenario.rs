@@ -457,6 +457,19 @@ impl Scenario {
                 format!("must be zero or more seconds, got {}", s.drain_s),
             ));
         }
+        // The clock counts u64 nanoseconds: a longer run would stop the clock at its end
+        // (issue 16: `duration_s = 1e12` ran silently).
+        let max = crate::resources::MAX_SIMULATED_S;
+        if s.duration_s + s.drain_s > max {
+            return Err(invalid(
+                "sim.duration_s",
+                format!(
+                    "{} s of traffic and {} s of drain are beyond the simulator's clock, which \
+                     counts 64-bit nanoseconds: at most {max:.4e} s (584 years) in all",
+                    s.duration_s, s.drain_s
+                ),
+            ));
+        }
         if s.reps == 0 {
             return Err(invalid("sim.reps", "must be at least 1"));
         }

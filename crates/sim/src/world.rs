@@ -31,6 +31,7 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod ends;
+pub(crate) mod footprint;
 mod ftp;
 mod results;
 mod www;

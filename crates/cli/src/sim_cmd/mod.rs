@@ -17,18 +17,19 @@ use mslink_sim::{overrides, RunResult, Scenario};
 use crate::TraceFiles;
 
 mod output;
+mod resources;
 
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops.\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
 )]
 pub struct SimArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
     /// Folder for the results (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
+    #[arg(long, required_unless_present = "estimate")]
+    pub out: Option<PathBuf>,
     /// Runs in parallel (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -38,9 +39,18 @@ pub struct SimArgs {
     /// Override a scenario key, e.g. --set sim.seed=3 --set flow.0.rate_bps=2e6.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// No progress bar.
+    /// No progress bar, notes or summary line (warnings and errors still show).
     #[arg(long)]
     pub quiet: bool,
+    /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
+    /// and what holds it, run time, memory available) on standard output and stop without
+    /// running.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Run even when the estimate says the runs need more memory than is available (the
+    /// estimate is an upper bound: full time series, full TCP windows).
+    #[arg(long)]
+    pub force: bool,
     /// Also write a pcap of the IP packets entering each segment in each direction, per run:
     /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
     #[arg(long)]
@@ -61,7 +71,7 @@ fn run_job(job: &Job, traces: &TraceFiles, pcap_dir: Option<&Path>) -> Result<Ru
     let mut traces = traces;
     let Some(pdir) = pcap_dir else {
         return Ok(mslink_sim::run_with(
-            &job.scenario,
+            job.scenario,
             job.rep,
             &mut traces,
             None,
@@ -109,17 +119,17 @@ fn run_job(job: &Job, traces: &TraceFiles, pcap_dir: Option<&Path>) -> Result<Ru
             failure = Some(anyhow::Error::from(e).context("writing a pcap packet"));
         }
     };
-    let r = mslink_sim::run_with(&job.scenario, job.rep, &mut traces, Some(&mut capture))?;
+    let r = mslink_sim::run_with(job.scenario, job.rep, &mut traces, Some(&mut capture))?;
     if let Some(e) = failure {
         return Err(e);
     }
     Ok(r)
 }
 
-struct Job {
+struct Job<'a> {
     point: usize,
     rep: u32,
-    scenario: Scenario,
+    scenario: &'a Scenario,
 }
 
 fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
@@ -158,8 +168,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     let points = base
         .sweep_points()
         .with_context(|| format!("scenario {}", path.display()))?;
-    let sweep_keys: Vec<String> = points[0].iter().map(|(k, _)| k.clone()).collect();
-    let mut jobs = Vec::new();
+    let mut scenarios = Vec::new();
     let mut notes = std::collections::BTreeSet::new();
     for (pi, point) in points.iter().enumerate() {
         let sc = base
@@ -170,13 +179,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
         for n in sc.notes() {
             notes.insert(n);
         }
-        for rep in 0..sc.sim.reps {
-            jobs.push(Job {
-                point: pi,
-                rep,
-                scenario: sc.clone(),
-            });
-        }
+        scenarios.push(sc);
     }
     if !args.quiet {
         // Once per distinct note, whichever sweep points share it.
@@ -185,17 +188,36 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
     }
     let traces = TraceFiles::new(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    // Before anything grows with the flows or the runs.
+    if resources::check(args, &scenarios, threads, &traces)? == resources::Verdict::Stop {
+        return Ok(());
+    }
+    let out = args
+        .out
+        .as_deref()
+        .context("--out is needed to run (--estimate alone only estimates)")?;
+    let jobs: Vec<Job> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(point, sc)| {
+            (0..sc.sim.reps).map(move |rep| Job {
+                point,
+                rep,
+                scenario: sc,
+            })
+        })
+        .collect();
     let pcap_dir = if args.pcap {
-        let p = args.out.join("pcap");
+        let p = out.join("pcap");
         std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
         Some(p)
     } else {
         None
     };
-    let threads = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -234,7 +256,15 @@ pub fn run(args: &SimArgs) -> Result<()> {
                 .with_context(|| format!("run {} (rep {})", i, jobs[i].rep))
         })
         .collect::<Result<_>>()?;
-    output::write_results(args, &base, &points, &sweep_keys, &jobs, &mut results, wall)
+    output::write_results(
+        args,
+        out,
+        &base.sim.name,
+        &points,
+        &jobs,
+        &mut results,
+        wall,
+    )
 }
 
 fn describe(point: &[(String, String)]) -> String {

@@ -14,24 +14,28 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use mslink_sim::{RunResult, Scenario};
+use mslink_sim::RunResult;
 
 use super::{csv_field, Job, SimArgs};
 
-/// Writes every result file into `args.out`. The runs' series are taken out and put back
+/// Writes every result file of scenario `name` into `out`. The runs' series are taken out and put back
 /// while summary.json is written (hence `&mut`); the results are unchanged on return.
 pub(super) fn write_results(
     args: &SimArgs,
-    base: &Scenario,
+    out: &Path,
+    name: &str,
     points: &[Vec<(String, String)>],
-    keys: &[String],
     jobs: &[Job],
     results: &mut [RunResult],
     wall: f64,
 ) -> Result<()> {
-    let out = &args.out;
+    // Every point sets the same keys, in the same order.
+    let keys: Vec<String> = points
+        .first()
+        .map(|p| p.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let keys = &keys[..];
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let name = &base.sim.name;
     let events: u64 = results.iter().map(|r| r.events).sum();
     write_file(out, "flows.csv", |w| {
         write_flows(w, name, points, keys, jobs, results)
