@@ -300,7 +300,7 @@ fn absurd_durations_are_refused_and_long_ones_estimated_with_a_warning() {
         "{out}"
     );
     assert!(
-        e.starts_with("mslink: warning: ") && e.contains("will take about 16.9 h"),
+        e.starts_with("mslink: warning: ") && e.contains("will take about ") && e.contains(" h ("),
         "{e}"
     );
 }

@@ -541,10 +541,14 @@ impl fmt::Display for Estimate {
             count(self.run_events),
             count(self.events),
         )?;
+        let time = if self.wall_s < 1.0 {
+            duration(self.wall_s)
+        } else {
+            format!("about {}", duration(self.wall_s))
+        };
         writeln!(
             f,
-            "  time     about {}, at {} events/s per thread",
-            duration(self.wall_s),
+            "  time     {time}, at {} events/s per thread",
             count(EVENTS_PER_SECOND)
         )?;
         let m = &self.memory;
