@@ -3,7 +3,11 @@
 //! Contract. [`ErrorModelConfig`] is serde data tagged by `model`; [`ErrorModelConfig::build`]
 //! validates every number (probabilities in [0, 1], positive means) and names the key in its
 //! error. Trace files are read by the caller's loader (this crate does no I/O), and a
-//! malformed trace is reported with its file and line.
+//! malformed trace is reported with its file and line. A loader is either a function that
+//! returns a file's text ([`ErrorModelConfig::build`]) or a [`TraceLoader`] that hands over
+//! packed traces ([`ErrorModelConfig::build_with`]): a driver that streams files into a
+//! [`TraceParser`] never holds a trace's text, and may give every model naming a file the same
+//! shared trace.
 //!
 //! ```toml
 //! model = "exponential"
@@ -16,13 +20,47 @@
 //! and back, clean before and after), `{ model = "stack", layers = [ ... ] }`,
 //! `{ model = "perfect" }`.
 
+use std::sync::Arc;
+
 use crate::exponential::{Effect, Exponential};
 use crate::gilbert_elliott::{GeParams, GilbertElliott};
 use crate::independent::Independent;
 use crate::pattern::Pattern;
 use crate::ramp::{Ramp, RampShape};
-use crate::trace::{Replay, Trace};
+use crate::trace::{PackedTrace, Replay, TraceError, TraceParser};
 use crate::{ErrorModel, Stack};
+
+/// Where the trace files named in a configuration come from: the driver reads them (this crate
+/// opens no files).
+pub trait TraceLoader {
+    /// The trace `file` names (as written in the configuration), packed.
+    fn load_trace(&mut self, file: &str) -> Result<Arc<PackedTrace>, TraceLoadError>;
+}
+
+/// Why a trace file could not be loaded (the message of a [`ModelError`] names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum TraceLoadError {
+    /// It could not be read.
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    /// A line is malformed.
+    #[error(transparent)]
+    Parse(#[from] TraceError),
+}
+
+/// A [`TraceLoader`] over a function that returns a file's whole text.
+pub struct TextLoader<'a>(pub &'a mut dyn FnMut(&str) -> std::io::Result<String>);
+
+impl TraceLoader for TextLoader<'_> {
+    fn load_trace(&mut self, file: &str) -> Result<Arc<PackedTrace>, TraceLoadError> {
+        let text = (self.0)(file)?;
+        let mut p = TraceParser::new();
+        for line in text.lines() {
+            p.push_line(line)?;
+        }
+        Ok(Arc::new(p.finish()))
+    }
+}
 
 /// A channel error model as configured.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -146,6 +184,33 @@ impl ErrorModelConfig {
         &self,
         load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     ) -> Result<Box<dyn ErrorModel>, ModelError> {
+        self.build_with(&mut TextLoader(load))
+    }
+
+    /// The trace files the model reads, as named (each once, in order of appearance).
+    pub fn trace_files(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect_trace_files(&mut out);
+        out
+    }
+
+    fn collect_trace_files<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            ErrorModelConfig::Trace { file } if !out.contains(&file.as_str()) => out.push(file),
+            ErrorModelConfig::Stack { layers } => {
+                for l in layers {
+                    l.collect_trace_files(out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Builds the model, taking trace files from `traces`.
+    pub fn build_with(
+        &self,
+        traces: &mut dyn TraceLoader,
+    ) -> Result<Box<dyn ErrorModel>, ModelError> {
         Ok(match self {
             ErrorModelConfig::Perfect => Box::new(Stack::new(Vec::new())),
             ErrorModelConfig::Independent { loss } => {
@@ -220,15 +285,11 @@ impl ErrorModelConfig {
                 Box::new(Ramp::new(shape))
             }
             ErrorModelConfig::Trace { file } => {
-                let text = load(file).map_err(|e| ModelError {
+                let trace = traces.load_trace(file).map_err(|e| ModelError {
                     key: "file".into(),
                     what: format!("{file}: {e}"),
                 })?;
-                let trace = Trace::parse(&text).map_err(|e| ModelError {
-                    key: "file".into(),
-                    what: format!("{file}: {e}"),
-                })?;
-                if trace.entries.is_empty() {
+                if trace.is_empty() {
                     // Replaying nothing would be a perfect channel: almost surely not meant.
                     return Err(ModelError {
                         key: "file".into(),
@@ -239,12 +300,12 @@ impl ErrorModelConfig {
                         ),
                     });
                 }
-                Box::new(Replay::new(trace))
+                Box::new(Replay::packed(trace))
             }
             ErrorModelConfig::Stack { layers } => Box::new(Stack::new(
                 layers
                     .iter()
-                    .map(|l| l.build(load))
+                    .map(|l| l.build_with(traces))
                     .collect::<Result<_, _>>()?,
             )),
         })

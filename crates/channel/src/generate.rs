@@ -151,32 +151,40 @@ impl TraceStats {
     /// The figures of one pass of `trace` for frames of `frame_len` bytes (a truncation at or
     /// past the frame end counts as delivered, bit positions past it are ignored).
     pub fn of(trace: &Trace, frame_len: usize) -> TraceStats {
+        Self::of_entries(trace.entries.iter().cloned(), frame_len)
+    }
+
+    /// [`TraceStats::of`] over entries in order (those of a packed trace, say).
+    pub fn of_entries(entries: impl IntoIterator<Item = Entry>, frame_len: usize) -> TraceStats {
         let (mut all, mut lost, mut trunc, mut corrupt, mut flipped) =
             (0u64, 0u64, 0u64, 0u64, 0u64);
         let bits = frame_len as u64 * 8;
-        for e in &trace.entries {
-            all += e.count;
+        for e in entries {
+            // Saturating: a file may repeat an entry up to u64::MAX times.
+            all = all.saturating_add(e.count);
             match &e.outcome {
-                Outcome::Lost => lost += e.count,
-                Outcome::Truncated { at } if *at < frame_len => trunc += e.count,
+                Outcome::Lost => lost = lost.saturating_add(e.count),
+                Outcome::Truncated { at } if *at < frame_len => {
+                    trunc = trunc.saturating_add(e.count)
+                }
                 Outcome::Corrupted { bits: b } => {
                     let inside = b.iter().filter(|&&x| (x as u64) < bits).count() as u64;
                     if inside > 0 {
-                        corrupt += e.count;
-                        flipped += inside * e.count;
+                        corrupt = corrupt.saturating_add(e.count);
+                        flipped = flipped.saturating_add(inside.saturating_mul(e.count));
                     }
                 }
                 _ => {}
             }
         }
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-        let whole = all - lost - trunc;
+        let whole = all.saturating_sub(lost).saturating_sub(trunc);
         TraceStats {
             frames: all,
             loss: ratio(lost, all),
-            truncation: ratio(trunc, all - lost),
+            truncation: ratio(trunc, all.saturating_sub(lost)),
             corruption: ratio(corrupt, whole),
-            ber: ratio(flipped, whole * bits),
+            ber: ratio(flipped, whole.saturating_mul(bits)),
         }
     }
 }

@@ -6,7 +6,10 @@
 //! trace starts over (so a trace of ten lines all at `1` gives ten opportunities every
 //! millisecond, forever). Blank lines and `#` comments are skipped. Parsing never panics and an
 //! error names the 1-based line and what was expected ([`MahimahiError`], a small `Copy`
-//! type). This module does no I/O: the caller reads the file.
+//! type). This module does no I/O: the caller reads the file, whole ([`MahimahiTrace::parse`])
+//! or line by line ([`MahimahiParser`], so the text need not be held). A trace keeps four
+//! bytes per opportunity (eight once a timestamp passes 2^32 ms, 49.7 days), where a
+//! `Vec<u64>` took eight.
 
 /// Bytes one delivery opportunity carries (Mahimahi's MTU-sized opportunity: a 1500-byte IP
 /// packet plus 4 bytes of framing).
@@ -53,46 +56,152 @@ impl MahimahiErrorKind {
 /// A parsed packet-delivery trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MahimahiTrace {
-    ms: Vec<u64>,
+    ms: Times,
+}
+
+/// The timestamps: four bytes each while they fit (a period under 49.7 days, every real
+/// trace), eight beyond.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Times {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Times {
+    fn len(&self) -> usize {
+        match self {
+            Times::Narrow(v) => v.len(),
+            Times::Wide(v) => v.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Times::Narrow(v) => u64::from(v[i]),
+            Times::Wide(v) => v[i],
+        }
+    }
+
+    fn last(&self) -> Option<u64> {
+        self.len().checked_sub(1).map(|i| self.get(i))
+    }
+
+    fn push(&mut self, t: u64) {
+        match self {
+            Times::Narrow(v) => match u32::try_from(t) {
+                Ok(t) => v.push(t),
+                Err(_) => {
+                    let mut wide: Vec<u64> = v.iter().map(|&x| u64::from(x)).collect();
+                    wide.push(t);
+                    *self = Times::Wide(wide);
+                }
+            },
+            Times::Wide(v) => v.push(t),
+        }
+    }
+
+    /// Index of the first timestamp not below `t`.
+    fn first_not_below(&self, t: u64) -> usize {
+        match self {
+            Times::Narrow(v) => v.partition_point(|&m| u64::from(m) < t),
+            Times::Wide(v) => v.partition_point(|&m| m < t),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Times::Narrow(v) => v.shrink_to_fit(),
+            Times::Wide(v) => v.shrink_to_fit(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Times::Narrow(v) => v.capacity() * 4,
+            Times::Wide(v) => v.capacity() * 8,
+        }
+    }
+}
+
+/// Builds a [`MahimahiTrace`] one line at a time, so a driver can stream a file of any size
+/// instead of holding its text; errors are those of [`MahimahiTrace::parse`].
+pub struct MahimahiParser {
+    ms: Times,
+    lines: usize,
+}
+
+impl Default for MahimahiParser {
+    fn default() -> Self {
+        MahimahiParser {
+            ms: Times::Narrow(Vec::new()),
+            lines: 0,
+        }
+    }
+}
+
+impl MahimahiParser {
+    /// A parser at line 1.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parses the next line, given without its line ending.
+    pub fn push_line(&mut self, raw: &str) -> Result<(), MahimahiError> {
+        self.lines += 1;
+        let body = raw.split('#').next().unwrap_or("").trim();
+        if body.is_empty() {
+            return Ok(());
+        }
+        let err = |kind| MahimahiError {
+            line: self.lines,
+            kind,
+        };
+        let t: u64 = body
+            .parse()
+            .map_err(|_| err(MahimahiErrorKind::NotANumber))?;
+        if self.ms.last().is_some_and(|p| t < p) {
+            return Err(err(MahimahiErrorKind::Decreasing));
+        }
+        self.ms.push(t);
+        Ok(())
+    }
+
+    /// The trace of every line pushed, or why there is none.
+    pub fn finish(mut self) -> Result<MahimahiTrace, MahimahiError> {
+        match self.ms.last() {
+            None => Err(MahimahiError {
+                line: self.lines,
+                kind: MahimahiErrorKind::Empty,
+            }),
+            Some(0) => Err(MahimahiError {
+                line: self.lines,
+                kind: MahimahiErrorKind::ZeroPeriod,
+            }),
+            Some(_) => {
+                self.ms.shrink_to_fit();
+                Ok(MahimahiTrace { ms: self.ms })
+            }
+        }
+    }
 }
 
 impl MahimahiTrace {
     /// Parses the text of a trace file.
     pub fn parse(text: &str) -> Result<MahimahiTrace, MahimahiError> {
-        let mut ms: Vec<u64> = Vec::new();
-        let mut lines = 0;
-        for (i, raw) in text.lines().enumerate() {
-            lines = i + 1;
-            let body = raw.split('#').next().unwrap_or("").trim();
-            if body.is_empty() {
-                continue;
-            }
-            let err = |kind| MahimahiError { line: i + 1, kind };
-            let t: u64 = body
-                .parse()
-                .map_err(|_| err(MahimahiErrorKind::NotANumber))?;
-            if ms.last().is_some_and(|&p| t < p) {
-                return Err(err(MahimahiErrorKind::Decreasing));
-            }
-            ms.push(t);
+        let mut p = MahimahiParser::new();
+        for line in text.lines() {
+            p.push_line(line)?;
         }
-        match ms.last() {
-            None => Err(MahimahiError {
-                line: lines,
-                kind: MahimahiErrorKind::Empty,
-            }),
-            Some(0) => Err(MahimahiError {
-                line: lines,
-                kind: MahimahiErrorKind::ZeroPeriod,
-            }),
-            Some(_) => Ok(MahimahiTrace { ms }),
-        }
+        p.finish()
     }
 
     /// A trace from timestamps already in memory (same rules as [`MahimahiTrace::parse`]).
     pub fn from_ms(ms: &[u64]) -> Result<MahimahiTrace, MahimahiError> {
-        let text: String = ms.iter().map(|t| format!("{t}\n")).collect();
-        Self::parse(&text)
+        let mut p = MahimahiParser::new();
+        for t in ms {
+            p.push_line(&t.to_string())?;
+        }
+        p.finish()
     }
 
     /// Opportunities per period.
@@ -100,15 +209,20 @@ impl MahimahiTrace {
         self.ms.len()
     }
 
+    /// Bytes of memory the trace holds on the heap: four per opportunity.
+    pub fn heap_bytes(&self) -> usize {
+        self.ms.heap_bytes()
+    }
+
     /// The period in milliseconds (the last timestamp).
     pub fn period_ms(&self) -> u64 {
-        *self.ms.last().expect("parse refuses empty traces")
+        self.ms.last().expect("parse refuses empty traces")
     }
 
     /// Timestamp in ms of opportunity `k` counted from the start, across loops.
     pub fn at_ms(&self, k: u64) -> u64 {
         let n = self.ms.len() as u64;
-        (k / n) * self.period_ms() + self.ms[(k % n) as usize]
+        (k / n) * self.period_ms() + self.ms.get((k % n) as usize)
     }
 
     /// Index of the first opportunity at or after millisecond `t`.
@@ -117,7 +231,7 @@ impl MahimahiTrace {
         let p = self.period_ms();
         let lap = t / p;
         let within = t % p;
-        let i = self.ms.partition_point(|&m| m < within) as u64;
+        let i = self.ms.first_not_below(within) as u64;
         let k = lap * n + i;
         // Step back over opportunities of the previous lap that fall at or after t (a trace
         // whose last line equals the period puts one at the start of the next lap).
@@ -178,6 +292,26 @@ mod tests {
             e("1\n2.5\n").to_string(),
             "line 2: expected a non-negative integer timestamp in milliseconds"
         );
+    }
+
+    #[test]
+    fn four_bytes_an_opportunity_until_a_timestamp_needs_more() {
+        let t = MahimahiTrace::parse(&"7\n".repeat(1000)).unwrap();
+        assert_eq!(t.heap_bytes(), 4000);
+        let wide = MahimahiTrace::from_ms(&[1, 2, 1 << 33]).unwrap();
+        assert_eq!(wide.period_ms(), 1 << 33);
+        assert_eq!(wide.at_ms(4), (1 << 33) + 2);
+        assert_eq!(wide.first_at_or_after_ms(3), 2);
+    }
+
+    #[test]
+    fn line_by_line_is_the_same_trace() {
+        let text = "# c\n1\n1\n\n3\n7\n";
+        let mut p = MahimahiParser::new();
+        for l in text.lines() {
+            p.push_line(l).unwrap();
+        }
+        assert_eq!(p.finish().unwrap(), MahimahiTrace::parse(text).unwrap());
     }
 
     proptest::proptest! {

@@ -16,10 +16,22 @@
 //! Parsing never panics; an error names the line and what was expected. Replay walks the
 //! entries frame by frame and starts over at the end. Truncation points and bit positions
 //! beyond a shorter frame are clipped to it.
+//!
+//! Two forms of one trace: [`Trace`] holds the entries as values, to generate, inspect and
+//! rewrite traces; [`PackedTrace`] (`trace/packed.rs`) holds them for replay in no more bytes
+//! than their text, and [`TraceParser`] builds it line by line, so a driver can stream a trace
+//! file of any size instead of holding its text. [`Replay`] walks a packed trace, which the
+//! replays of every run and direction may share.
+
+use std::sync::Arc;
 
 use crate::{ErrorModel, Outcome};
 use mslink_link::Instant;
 use rand::RngCore;
+
+mod packed;
+
+pub use packed::{Entries, PackedTrace, TraceParser};
 
 /// One trace line: an outcome and how many frames it covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +40,31 @@ pub struct Entry {
     pub outcome: Outcome,
     /// Consecutive frames with this outcome (at least 1).
     pub count: u64,
+}
+
+/// The first line [`Trace::to_text`] writes.
+pub const TEXT_HEADER: &str = "# mslink error trace\n";
+
+/// The entry as one line of the text format (without the line ending): `ok`, `loss`,
+/// `trunc N` or `bits P ...`, then ` * COUNT` when it covers more than one frame.
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.outcome {
+            Outcome::Delivered => f.write_str("ok")?,
+            Outcome::Lost => f.write_str("loss")?,
+            Outcome::Truncated { at } => write!(f, "trunc {at}")?,
+            Outcome::Corrupted { bits } => {
+                f.write_str("bits")?;
+                for b in bits {
+                    write!(f, " {b}")?;
+                }
+            }
+        }
+        if self.count > 1 {
+            write!(f, " * {}", self.count)?;
+        }
+        Ok(())
+    }
 }
 
 /// A malformed trace line.
@@ -52,100 +89,19 @@ impl Trace {
     pub fn parse(text: &str) -> Result<Trace, TraceError> {
         let mut entries = Vec::new();
         for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let body = raw.split('#').next().unwrap_or("").trim();
-            if body.is_empty() {
-                continue;
+            if let Some(e) = parse_line(raw, i + 1)? {
+                entries.push(e);
             }
-            let err = |what: String| TraceError { line, what };
-            let (spec, count) = match body.split_once('*') {
-                Some((s, c)) => {
-                    let c = c.trim();
-                    let n: u64 = c.parse().map_err(|_| {
-                        err(format!("repeat count {c:?} is not a positive integer"))
-                    })?;
-                    if n == 0 {
-                        return Err(err("repeat count must be at least 1".into()));
-                    }
-                    (s.trim(), n)
-                }
-                None => (body, 1),
-            };
-            let mut words = spec.split_whitespace();
-            let kind = words.next().unwrap_or("");
-            let num = |w: &str, what: &str| -> Result<u64, TraceError> {
-                w.parse::<u64>()
-                    .map_err(|_| err(format!("{what} {w:?} is not a non-negative integer")))
-            };
-            let outcome = match kind {
-                "ok" => Outcome::Delivered,
-                "loss" => Outcome::Lost,
-                "trunc" => {
-                    let at = words.next().ok_or_else(|| {
-                        err("`trunc` needs a byte count, e.g. `trunc 120`".into())
-                    })?;
-                    Outcome::Truncated {
-                        at: num(at, "truncation point")? as usize,
-                    }
-                }
-                "bits" => {
-                    let mut bits = Vec::new();
-                    for w in words.by_ref() {
-                        for part in w.split(',').filter(|p| !p.is_empty()) {
-                            let b = num(part, "bit position")?;
-                            bits.push(
-                                u32::try_from(b)
-                                    .map_err(|_| err(format!("bit position {b} is too large")))?,
-                            );
-                        }
-                    }
-                    if bits.is_empty() {
-                        return Err(err(
-                            "`bits` needs at least one bit position, e.g. `bits 17 903`".into(),
-                        ));
-                    }
-                    bits.sort_unstable();
-                    bits.dedup();
-                    Outcome::Corrupted { bits }
-                }
-                other => {
-                    return Err(err(format!(
-                        "unknown entry {other:?}; expected ok, loss, trunc N or bits P ..."
-                    )))
-                }
-            };
-            if let Some(extra) = words.next() {
-                return Err(err(format!("unexpected {extra:?} after the entry")));
-            }
-            entries.push(Entry { outcome, count });
         }
         Ok(Trace { entries })
     }
 
     /// Writes the trace back in the text format (run-length encoded).
     pub fn to_text(&self) -> String {
-        let mut out = String::from("# mslink error trace\n");
+        let mut out = String::from(TEXT_HEADER);
         for e in &self.entries {
-            let body = match &e.outcome {
-                Outcome::Delivered => "ok".to_string(),
-                Outcome::Lost => "loss".to_string(),
-                Outcome::Truncated { at } => format!("trunc {at}"),
-                Outcome::Corrupted { bits } => {
-                    format!(
-                        "bits {}",
-                        bits.iter()
-                            .map(|b| b.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )
-                }
-            };
-            if e.count > 1 {
-                out.push_str(&format!("{body} * {}\n", e.count));
-            } else {
-                out.push_str(&body);
-                out.push('\n');
-            }
+            out.push_str(&e.to_string());
+            out.push('\n');
         }
         out
     }
@@ -156,20 +112,104 @@ impl Trace {
     }
 }
 
+/// Parses line `line` (1-based) of the text format, given without its line ending: the entry it
+/// holds, or `None` for a blank or comment line. The one parser of the format ([`Trace::parse`]
+/// and [`TraceParser`] both call it).
+fn parse_line(raw: &str, line: usize) -> Result<Option<Entry>, TraceError> {
+    let body = raw.split('#').next().unwrap_or("").trim();
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let err = |what: String| TraceError { line, what };
+    let (spec, count) = match body.split_once('*') {
+        Some((s, c)) => {
+            let c = c.trim();
+            let n: u64 = c
+                .parse()
+                .map_err(|_| err(format!("repeat count {c:?} is not a positive integer")))?;
+            if n == 0 {
+                return Err(err("repeat count must be at least 1".into()));
+            }
+            (s.trim(), n)
+        }
+        None => (body, 1),
+    };
+    let mut words = spec.split_whitespace();
+    let kind = words.next().unwrap_or("");
+    let num = |w: &str, what: &str| -> Result<u64, TraceError> {
+        w.parse::<u64>()
+            .map_err(|_| err(format!("{what} {w:?} is not a non-negative integer")))
+    };
+    let outcome = match kind {
+        "ok" => Outcome::Delivered,
+        "loss" => Outcome::Lost,
+        "trunc" => {
+            let at = words
+                .next()
+                .ok_or_else(|| err("`trunc` needs a byte count, e.g. `trunc 120`".into()))?;
+            Outcome::Truncated {
+                at: num(at, "truncation point")? as usize,
+            }
+        }
+        "bits" => {
+            let mut bits = Vec::new();
+            for w in words.by_ref() {
+                for part in w.split(',').filter(|p| !p.is_empty()) {
+                    let b = num(part, "bit position")?;
+                    bits.push(
+                        u32::try_from(b)
+                            .map_err(|_| err(format!("bit position {b} is too large")))?,
+                    );
+                }
+            }
+            if bits.is_empty() {
+                return Err(err(
+                    "`bits` needs at least one bit position, e.g. `bits 17 903`".into(),
+                ));
+            }
+            bits.sort_unstable();
+            bits.dedup();
+            Outcome::Corrupted { bits }
+        }
+        other => {
+            return Err(err(format!(
+                "unknown entry {other:?}; expected ok, loss, trunc N or bits P ..."
+            )))
+        }
+    };
+    if let Some(extra) = words.next() {
+        return Err(err(format!("unexpected {extra:?} after the entry")));
+    }
+    Ok(Some(Entry { outcome, count }))
+}
+
 /// Replays a trace frame by frame, starting over at the end.
 #[derive(Clone, Debug)]
 pub struct Replay {
-    trace: Trace,
-    entry: usize,
+    trace: Arc<PackedTrace>,
+    /// The entry in use (`None` for an empty trace) and the byte offset of the next one.
+    current: Option<Entry>,
+    next: usize,
+    /// Frames of `current` already replayed.
     used: u64,
 }
 
 impl Replay {
     /// Replays `trace`; an empty trace delivers every frame.
     pub fn new(trace: Trace) -> Self {
+        Self::packed(Arc::new(PackedTrace::from(&trace)))
+    }
+
+    /// Replays a packed trace, which any number of replays may share.
+    pub fn packed(trace: Arc<PackedTrace>) -> Self {
+        let (current, next) = match trace.entry_at(0) {
+            Some((e, next)) => (Some(e), next),
+            None => (None, 0),
+        };
         Replay {
             trace,
-            entry: 0,
+            current,
+            next,
             used: 0,
         }
     }
@@ -177,7 +217,7 @@ impl Replay {
 
 impl ErrorModel for Replay {
     fn outcome(&mut self, _now: Instant, len: usize, _rng: &mut dyn RngCore) -> Outcome {
-        let Some(e) = self.trace.entries.get(self.entry) else {
+        let Some(e) = &self.current else {
             return Outcome::Delivered;
         };
         let out = match &e.outcome {
@@ -199,7 +239,15 @@ impl ErrorModel for Replay {
         self.used += 1;
         if self.used >= e.count {
             self.used = 0;
-            self.entry = (self.entry + 1) % self.trace.entries.len();
+            if self.next >= self.trace.byte_len() {
+                self.next = 0;
+            }
+            let (e, next) = self
+                .trace
+                .entry_at(self.next)
+                .expect("a packed trace holds whole entries");
+            self.current = Some(e);
+            self.next = next;
         }
         out
     }
@@ -265,7 +313,43 @@ mod tests {
         );
     }
 
+    /// The outcome replay gives a frame of `len` bytes under `o` (the clipping rule).
+    fn clipped(o: &Outcome, len: usize) -> Outcome {
+        match o {
+            Outcome::Truncated { at } if *at >= len => Outcome::Delivered,
+            Outcome::Corrupted { bits } => {
+                let inside: Vec<u32> = bits
+                    .iter()
+                    .copied()
+                    .filter(|&b| (b as usize) < len * 8)
+                    .collect();
+                if inside.is_empty() {
+                    Outcome::Delivered
+                } else {
+                    Outcome::Corrupted { bits: inside }
+                }
+            }
+            o => o.clone(),
+        }
+    }
+
     proptest! {
+        /// Replay of the packed trace gives, frame by frame, the entries written out one frame
+        /// per line, cycling.
+        #[test]
+        fn replay_follows_the_entries(entries in proptest::collection::vec((0u8..4, 1u64..5, 0usize..60, proptest::collection::btree_set(0u32..600, 1..4)), 1..12), len in 1usize..80, frames in 1usize..100) {
+            let t = Trace { entries: entries.into_iter().map(|(k, count, at, bits)| Entry {
+                outcome: match k { 0 => Outcome::Delivered, 1 => Outcome::Lost, 2 => Outcome::Truncated { at }, _ => Outcome::Corrupted { bits: bits.into_iter().collect() } },
+                count,
+            }).collect() };
+            let one_per_frame: Vec<&Outcome> = t.entries.iter().flat_map(|e| std::iter::repeat_n(&e.outcome, e.count as usize)).collect();
+            let mut r = Replay::new(t.clone());
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+            for i in 0..frames {
+                prop_assert_eq!(r.outcome(Instant::ZERO, len, &mut rng), clipped(one_per_frame[i % one_per_frame.len()], len), "frame {}", i);
+            }
+        }
+
         #[test]
         fn parse_never_panics(text in "\\PC{0,200}") {
             let _ = Trace::parse(&text);

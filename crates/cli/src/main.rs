@@ -13,9 +13,12 @@ mod log;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
+mod trace_files;
 mod tunnel_cmd;
 
 use clap::{Parser, Subcommand};
+
+pub use trace_files::{read_error_trace, read_trace_file, TraceFiles};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
@@ -47,14 +50,6 @@ enum Command {
     /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
     /// (docs/tunnel.md).
     Tunnel(tunnel_cmd::TunnelArgs),
-}
-
-/// How the drivers read a trace file named in a configuration: its text, or an error whose
-/// message names the file (the configuration crates themselves do no I/O; `mslink sim`,
-/// `mslink emulate` and the Python package pass this to them as `load`).
-pub fn read_trace_file(path: &std::path::Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))
 }
 
 /// Runs the `mslink` command line `args` (program name first) and returns its exit status:

@@ -3,12 +3,16 @@
 //! Contract: `gen` writes a trace with given 003 Table 1 figures (or a named environment of that
 //! table) from a seed; `stats` prints a trace's figures for a frame length; `convert` rewrites a
 //! trace compactly (run-length) or expanded (one line per frame). Errors name the file and line.
+//! `stats` and `convert` stream the file into a packed trace (`mslink_cli::read_error_trace`)
+//! and write their output as they go, so a trace of any size costs no more than its packed
+//! form.
 
 use anyhow::{bail, Context, Result};
 use mslink_channel::generate::{generate, TraceFigures, TraceStats};
-use mslink_channel::trace::{Entry, Trace};
+use mslink_channel::trace::{Entry, PackedTrace, TEXT_HEADER};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::io::Write;
 
 /// Options of `mslink trace`.
 #[derive(clap::Args, Debug)]
@@ -91,19 +95,34 @@ const ENVIRONMENTS: &[(&str, [f64; 4])] = &[
     ("walls", [0.01, 0.02, 0.27, 3.8e-4]),
 ];
 
-fn read(file: &str) -> Result<Trace> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading trace {file}"))?;
-    Trace::parse(&text).with_context(|| format!("trace {file}"))
+fn read(file: &str) -> Result<PackedTrace> {
+    crate::read_error_trace(std::path::Path::new(file)).with_context(|| format!("trace {file}"))
+}
+
+/// Writes `body` to the file `out`, or to standard output.
+fn write_with(
+    out: &Option<String>,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    match out {
+        Some(path) => {
+            let f = std::fs::File::create(path).with_context(|| format!("writing {path}"))?;
+            let mut w = std::io::BufWriter::new(f);
+            body(&mut w)
+                .and_then(|()| w.flush())
+                .with_context(|| format!("writing {path}"))
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            body(&mut w)
+                .and_then(|()| w.flush())
+                .context("writing to standard output")
+        }
+    }
 }
 
 fn write(out: &Option<String>, text: &str) -> Result<()> {
-    match out {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {path}")),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
-    }
+    write_with(out, |w| w.write_all(text.as_bytes()))
 }
 
 /// Runs `mslink trace`.
@@ -145,7 +164,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             frame_len,
             json,
         } => {
-            let s = TraceStats::of(&read(file)?, *frame_len);
+            let s = TraceStats::of_entries(read(file)?.entries(), *frame_len);
             if *json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
@@ -165,34 +184,26 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             Ok(())
         }
         TraceCmd::Convert { file, expand, out } => {
+            // Packing already merges consecutive entries with the same outcome.
             let t = read(file)?;
-            let t = if *expand {
-                Trace {
-                    entries: t
-                        .entries
-                        .into_iter()
-                        .flat_map(|e| {
-                            std::iter::repeat_n(
-                                Entry {
-                                    outcome: e.outcome,
-                                    count: 1,
-                                },
-                                e.count as usize,
-                            )
-                        })
-                        .collect(),
-                }
-            } else {
-                let mut merged: Vec<Entry> = Vec::new();
-                for e in t.entries {
-                    match merged.last_mut() {
-                        Some(last) if last.outcome == e.outcome => last.count += e.count,
-                        _ => merged.push(e),
+            write_with(out, |w| {
+                w.write_all(TEXT_HEADER.as_bytes())?;
+                for e in t.entries() {
+                    if *expand {
+                        let one = Entry {
+                            outcome: e.outcome,
+                            count: 1,
+                        };
+                        let line = format!("{one}\n");
+                        for _ in 0..e.count {
+                            w.write_all(line.as_bytes())?;
+                        }
+                    } else {
+                        writeln!(w, "{e}")?;
                     }
                 }
-                Trace { entries: merged }
-            };
-            write(out, &t.to_text())
+                Ok(())
+            })
         }
     }
 }

@@ -203,3 +203,113 @@ fn tshark_dissects_simulator_pcaps() {
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// Runs `mslink sim ARGS SCENARIO` on scenario text written to a fresh folder (an argument
+/// `OUT` becomes that folder's `out`); returns (exit code, stdout, stderr, whether `out`
+/// appeared).
+fn sim_text(name: &str, scenario: &str, args: &[&str]) -> (Option<i32>, String, String, bool) {
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("s.toml");
+    std::fs::write(&f, scenario).unwrap();
+    let args = args.iter().map(|a| match *a {
+        "OUT" => dir.join("out").into_os_string(),
+        a => a.into(),
+    });
+    let out = mslink().args(["sim"]).args(args).arg(&f).output().unwrap();
+    let made = dir.join("out").exists();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        made,
+    )
+}
+
+fn mem_available_gib() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib >> 20)
+}
+
+/// Issue 16: `count = 5000000` allocated 4.3 GB in 6 s and aborted. The estimate (about 100
+/// GiB: 16 KiB of duplicate window per flow) refuses it before anything is allocated, and the
+/// error names the count and carries the estimate.
+#[test]
+fn five_million_flows_are_refused_with_the_estimate() {
+    if mem_available_gib().is_none_or(|g| g > 90) {
+        eprintln!("skipped: no /proc/meminfo, or enough memory for 5,000,000 flows");
+        return;
+    }
+    let (code, stdout, e, made) = sim_text(
+        "count",
+        &GOOD.replace("to = 1\n", "to = 1\ncount = 5000000\n"),
+        &["--quiet", "--jobs", "1", "--out", "OUT"],
+    );
+    assert_eq!(code, Some(1), "{e}");
+    assert!(stdout.is_empty() && !made, "nothing runs");
+    for want in [
+        "count = 5000000",
+        "5000000 flows x",
+        "GiB of memory",
+        "(MemAvailable)",
+        "flow state",
+        "lower flow[0].count (5000000)",
+        "--force",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in:\n{e}");
+    }
+}
+
+/// Issue 16: `duration_s = 1e12` ran silently. It is beyond the clock (u64 nanoseconds) and
+/// refused; a long run within the clock is estimated (`--estimate`, nothing runs) and warned
+/// about.
+#[test]
+fn absurd_durations_are_refused_and_long_ones_estimated_with_a_warning() {
+    let (code, _, e, _) = sim_text(
+        "clock",
+        &GOOD.replace("duration_s = 5", "duration_s = 1e12"),
+        &["--quiet", "--out", "OUT"],
+    );
+    assert_eq!(code, Some(1), "{e}");
+    assert!(
+        e.contains("sim.duration_s") && e.contains("584 years"),
+        "{e}"
+    );
+    // 31 years of one 1 Mbit/s flow in talk spurts: 2e11 events, about 17 hours.
+    let (code, out, e, made) = sim_text(
+        "long",
+        &GOOD.replace(
+            "duration_s = 5",
+            "duration_s = 1e9\ntimeseries_window_s = 0",
+        ),
+        &["--quiet", "--estimate"],
+    );
+    assert_eq!(code, Some(0), "{e}");
+    assert!(!made);
+    assert!(
+        out.contains("per simulated second") && out.contains("memory") && out.contains("fits"),
+        "{out}"
+    );
+    assert!(
+        e.starts_with("mslink: warning: ") && e.contains("will take about ") && e.contains(" h ("),
+        "{e}"
+    );
+}
+
+/// A small run prints nothing new: with --quiet, nothing at all.
+#[test]
+fn a_small_run_prints_nothing_with_quiet() {
+    let (code, out, e, made) = sim_text("small", GOOD, &["--quiet", "--out", "OUT"]);
+    assert_eq!(code, Some(0), "{e}");
+    assert!(made);
+    assert_eq!((out.as_str(), e.as_str()), ("", ""));
+}

@@ -164,19 +164,39 @@ fn rate_unit(max_bps: f64) -> (&'static str, f64) {
     }
 }
 
+/// The time series of one sweep point, gathered over its repetitions.
+#[derive(Default)]
+struct PointSeries {
+    /// The flows drawn (the first [`MAX_LINES`] seen), in first-seen order.
+    drawn: Vec<String>,
+    /// Every flow seen (for the title's count).
+    seen: std::collections::HashSet<String>,
+    /// Flow -> time -> values over repetitions, for the flows drawn only: 10,000 flows over
+    /// 1,000 windows keep 12 flows' points here, not 10 million.
+    values: Series,
+    /// The largest value of any flow, drawn or not (the y axis spans them all).
+    max: f64,
+}
+
 fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
-    // point -> flow (in first-seen order) -> time -> values over repetitions.
-    let mut per_point: BTreeMap<usize, (Vec<String>, Series)> = BTreeMap::new();
+    let mut per_point: BTreeMap<usize, PointSeries> = BTreeMap::new();
     for (point, r) in &input.runs {
         if *point >= MAX_TIMESERIES_CHARTS {
             continue;
         }
-        let (order, flows) = per_point.entry(*point).or_default();
+        let ps = per_point.entry(*point).or_default();
         for p in &r.timeseries {
-            if !flows.contains_key(&p.flow) {
-                order.push(p.flow.clone());
+            ps.max = ps.max.max(p.throughput_bps);
+            if !ps.seen.contains(&p.flow) {
+                ps.seen.insert(p.flow.clone());
+                if ps.drawn.len() < MAX_LINES {
+                    ps.drawn.push(p.flow.clone());
+                }
             }
-            flows
+            if !ps.drawn.contains(&p.flow) {
+                continue;
+            }
+            ps.values
                 .entry(p.flow.clone())
                 .or_default()
                 .entry(p.time_s.to_bits())
@@ -185,19 +205,20 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
         }
     }
     let mut charts = Vec::new();
-    for (point, (order, flows)) in per_point {
+    for (point, ps) in per_point {
+        let PointSeries {
+            drawn: order,
+            seen,
+            values: flows,
+            max,
+        } = ps;
         if order.is_empty() {
             continue;
         }
-        let max = flows
-            .values()
-            .flat_map(|t| t.values().flatten())
-            .fold(0.0f64, |a, &b| a.max(b));
         let (unit, scale) = rate_unit(max);
-        let shown = order.len().min(MAX_LINES);
+        let shown = order.len();
         let lines = order
             .iter()
-            .take(shown)
             .map(|f| {
                 let mut pts: Vec<(f64, f64, f64)> = flows[f]
                     .iter()
@@ -217,8 +238,8 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
         if input.points.len() > 1 {
             title.push_str(&format!(" ({})", describe_point(&input.points[point])));
         }
-        if shown < order.len() {
-            title.push_str(&format!(" [first {shown} of {} flows]", order.len()));
+        if shown < seen.len() {
+            title.push_str(&format!(" [first {shown} of {} flows]", seen.len()));
         }
         charts.push((
             point,

@@ -9,6 +9,7 @@
 //! scheduler (a poll/response MAC acknowledges each frame). Throughput counts delivered frames
 //! only. [`run_cell`] is deterministic for a seed and does no I/O.
 
+use mslink_channel::config::TraceLoader;
 use mslink_channel::{ErrorModel, ErrorModelConfig};
 use mslink_link::sched::SchedulerConfig;
 use mslink_link::{Duration, Instant};
@@ -121,7 +122,7 @@ pub fn run_cell(
     duration: Duration,
     window: Duration,
     seed: u64,
-    load: &mut dyn FnMut(&str) -> std::io::Result<String>,
+    traces: &mut dyn TraceLoader,
 ) -> Result<CellRun, ScenarioError> {
     let n = cell.flows.len();
     let mut sched = cell
@@ -134,10 +135,14 @@ pub fn run_cell(
     let mut models: Vec<Box<dyn ErrorModel>> = Vec::new();
     let mut rngs: Vec<ChaCha8Rng> = Vec::new();
     for (i, s) in cell.stations.iter().enumerate() {
-        models.push(s.error.build(load).map_err(|e| ScenarioError::Invalid {
-            key: format!("cell.station[{i}].error"),
-            what: e.to_string(),
-        })?);
+        models.push(
+            s.error
+                .build_with(traces)
+                .map_err(|e| ScenarioError::Invalid {
+                    key: format!("cell.station[{i}].error"),
+                    what: e.to_string(),
+                })?,
+        );
         rngs.push(stream(seed, &format!("cell.station.{i}.{}", s.name)));
     }
     let frame = cell.frame_bytes as u32;

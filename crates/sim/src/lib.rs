@@ -14,6 +14,7 @@ pub mod demo;
 pub mod host;
 pub mod overrides;
 pub mod packet;
+pub mod resources;
 pub mod scenario;
 pub mod tcp;
 pub mod world;
@@ -21,4 +22,4 @@ pub mod www_model;
 pub mod xcp;
 
 pub use scenario::{Scenario, ScenarioError};
-pub use world::{run, run_with_capture, Capture, RunResult};
+pub use world::{run, run_with, run_with_capture, Capture, RunResult};

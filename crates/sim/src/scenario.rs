@@ -346,6 +346,28 @@ impl Scenario {
         out
     }
 
+    /// The trace files the error models name (segments in order, both directions, then the
+    /// cell's stations), each once, as written: relative to the scenario's folder.
+    pub fn trace_files(&self) -> Vec<String> {
+        let segments = self
+            .segments
+            .iter()
+            .flat_map(|s| std::iter::once(&s.error).chain(s.error_reverse.as_ref()));
+        let stations = self
+            .cell
+            .iter()
+            .flat_map(|c| c.stations.iter().map(|s| &s.error));
+        let mut out: Vec<String> = Vec::new();
+        for model in segments.chain(stations) {
+            for f in model.trace_files() {
+                if !out.iter().any(|o| o == f) {
+                    out.push(f.to_string());
+                }
+            }
+        }
+        out
+    }
+
     /// Parses scenario text.
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         toml::from_str(text).map_err(|e| ScenarioError::Syntax(e.to_string()))
@@ -433,6 +455,19 @@ impl Scenario {
             return Err(invalid(
                 "sim.drain_s",
                 format!("must be zero or more seconds, got {}", s.drain_s),
+            ));
+        }
+        // The clock counts u64 nanoseconds: a longer run would stop the clock at its end
+        // (issue 16: `duration_s = 1e12` ran silently).
+        let max = crate::resources::MAX_SIMULATED_S;
+        if s.duration_s + s.drain_s > max {
+            return Err(invalid(
+                "sim.duration_s",
+                format!(
+                    "{} s of traffic and {} s of drain are beyond the simulator's clock, which \
+                     counts 64-bit nanoseconds: at most {max:.4e} s (584 years) in all",
+                    s.duration_s, s.drain_s
+                ),
             ));
         }
         if s.reps == 0 {

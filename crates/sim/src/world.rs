@@ -18,6 +18,7 @@
 //! browsing (`app = "www"`) in `world/www.rs`; `world/ends.rs` says which end of a wireless
 //! segment is the wireless host's (Snoop's mobile role).
 
+use mslink_channel::config::{TextLoader, TraceLoader};
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
 use mslink_link::{Duration, Instant};
@@ -30,6 +31,7 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod ends;
+pub(crate) mod footprint;
 mod ftp;
 mod results;
 mod www;
@@ -174,7 +176,7 @@ pub fn run(
     rep: u32,
     load: &mut dyn FnMut(&str) -> std::io::Result<String>,
 ) -> Result<RunResult, ScenarioError> {
-    run_with_capture(sc, rep, load, None)
+    run_with(sc, rep, &mut TextLoader(load), None)
 }
 
 /// [`run`], handing a copy of every IP packet that enters a segment to `capture` (the CLI
@@ -185,6 +187,17 @@ pub fn run_with_capture(
     load: &mut dyn FnMut(&str) -> std::io::Result<String>,
     capture: Option<Capture<'_>>,
 ) -> Result<RunResult, ScenarioError> {
+    run_with(sc, rep, &mut TextLoader(load), capture)
+}
+
+/// [`run_with_capture`] taking packed traces from `traces` (the CLI streams each trace file
+/// once and shares it among runs and link directions; see `mslink_channel::config`).
+pub fn run_with(
+    sc: &Scenario,
+    rep: u32,
+    traces: &mut dyn TraceLoader,
+    capture: Option<Capture<'_>>,
+) -> Result<RunResult, ScenarioError> {
     let seed = sc.sim.seed.wrapping_add(rep as u64);
     if let Some(cell) = &sc.cell {
         let c = crate::cell::run_cell(
@@ -192,7 +205,7 @@ pub fn run_with_capture(
             secs(sc.sim.duration_s),
             secs(sc.sim.timeseries_window_s),
             seed,
-            load,
+            traces,
         )?;
         return Ok(RunResult {
             rep,
@@ -226,16 +239,14 @@ pub fn run_with_capture(
                         what: e.to_string(),
                     })
                 };
-                let model =
-                    |c: &mslink_channel::ErrorModelConfig,
-                     load: &mut dyn FnMut(&str) -> std::io::Result<String>| {
-                        c.build(load).map_err(|e| ScenarioError::Invalid {
-                            key: format!("segment[{i}].error"),
-                            what: e.to_string(),
-                        })
-                    };
-                let fwd = model(&s.error, load)?;
-                let rev = model(s.error_reverse.as_ref().unwrap_or(&s.error), load)?;
+                let model = |c: &mslink_channel::ErrorModelConfig, traces: &mut dyn TraceLoader| {
+                    c.build_with(traces).map_err(|e| ScenarioError::Invalid {
+                        key: format!("segment[{i}].error"),
+                        what: e.to_string(),
+                    })
+                };
+                let fwd = model(&s.error, traces)?;
+                let rev = model(s.error_reverse.as_ref().unwrap_or(&s.error), traces)?;
                 Seg::Wireless(Box::new(Wireless {
                     rate,
                     delay,

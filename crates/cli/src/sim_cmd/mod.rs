@@ -3,10 +3,10 @@
 //! Contract: results are a pure function of the scenario, the overrides and the seeds: runs
 //! execute on `--jobs` threads but are written in (sweep point, repetition) order, so the
 //! output files are byte-identical at any `--jobs`. Wall-clock figures go to `timing.json`
-//! only. Trace files named in the scenario are read relative to the scenario's folder. Errors
-//! name the file, the line or key, and what was expected.
+//! only. Trace files named in the scenario are read relative to the scenario's folder, each
+//! once, streamed into a packed trace that every run shares. Errors name the file, the line or
+//! key, and what was expected.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -14,17 +14,22 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 use mslink_sim::{overrides, RunResult, Scenario};
 
+use crate::TraceFiles;
+
+mod output;
+mod resources;
+
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim my.toml --out out --reps 30 --jobs 2\n  mslink sim my.toml --out out --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops.\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
 )]
 pub struct SimArgs {
     /// The scenario file (TOML).
     pub scenario: PathBuf,
     /// Folder for the results (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
+    #[arg(long, required_unless_present = "estimate")]
+    pub out: Option<PathBuf>,
     /// Runs in parallel (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -34,9 +39,18 @@ pub struct SimArgs {
     /// Override a scenario key, e.g. --set sim.seed=3 --set flow.0.rate_bps=2e6.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// No progress bar.
+    /// No progress bar, notes or summary line (warnings and errors still show).
     #[arg(long)]
     pub quiet: bool,
+    /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
+    /// and what holds it, run time, memory available) on standard output and stop without
+    /// running.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Run even when the estimate says the runs need more memory than is available (the
+    /// estimate is an upper bound: full time series, full TCP windows).
+    #[arg(long)]
+    pub force: bool,
     /// Also write a pcap of the IP packets entering each segment in each direction, per run:
     /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
     #[arg(long)]
@@ -53,10 +67,15 @@ type PcapFiles = std::collections::BTreeMap<
 >;
 
 /// Runs one job, capturing into pcap files when asked.
-fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> {
-    let mut load = |f: &str| crate::read_trace_file(&dir.join(f));
+fn run_job(job: &Job, traces: &TraceFiles, pcap_dir: Option<&Path>) -> Result<RunResult> {
+    let mut traces = traces;
     let Some(pdir) = pcap_dir else {
-        return Ok(mslink_sim::run(&job.scenario, job.rep, &mut load)?);
+        return Ok(mslink_sim::run_with(
+            job.scenario,
+            job.rep,
+            &mut traces,
+            None,
+        )?);
     };
     let mut files: PcapFiles = Default::default();
     let mut failure: Option<anyhow::Error> = None;
@@ -100,17 +119,17 @@ fn run_job(job: &Job, dir: &Path, pcap_dir: Option<&Path>) -> Result<RunResult> 
             failure = Some(anyhow::Error::from(e).context("writing a pcap packet"));
         }
     };
-    let r = mslink_sim::run_with_capture(&job.scenario, job.rep, &mut load, Some(&mut capture))?;
+    let r = mslink_sim::run_with(job.scenario, job.rep, &mut traces, Some(&mut capture))?;
     if let Some(e) = failure {
         return Err(e);
     }
     Ok(r)
 }
 
-struct Job {
+struct Job<'a> {
     point: usize,
     rep: u32,
-    scenario: Scenario,
+    scenario: &'a Scenario,
 }
 
 fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
@@ -149,8 +168,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     let points = base
         .sweep_points()
         .with_context(|| format!("scenario {}", path.display()))?;
-    let sweep_keys: Vec<String> = points[0].iter().map(|(k, _)| k.clone()).collect();
-    let mut jobs = Vec::new();
+    let mut scenarios = Vec::new();
     let mut notes = std::collections::BTreeSet::new();
     for (pi, point) in points.iter().enumerate() {
         let sc = base
@@ -161,13 +179,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
         for n in sc.notes() {
             notes.insert(n);
         }
-        for rep in 0..sc.sim.reps {
-            jobs.push(Job {
-                point: pi,
-                rep,
-                scenario: sc.clone(),
-            });
-        }
+        scenarios.push(sc);
     }
     if !args.quiet {
         // Once per distinct note, whichever sweep points share it.
@@ -175,18 +187,37 @@ pub fn run(args: &SimArgs) -> Result<()> {
             eprintln!("mslink: note: scenario {}: {n}", path.display());
         }
     }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let traces = TraceFiles::new(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    // Before anything grows with the flows or the runs.
+    if resources::check(args, &scenarios, threads, &traces)? == resources::Verdict::Stop {
+        return Ok(());
+    }
+    let out = args
+        .out
+        .as_deref()
+        .context("--out is needed to run (--estimate alone only estimates)")?;
+    let jobs: Vec<Job> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(point, sc)| {
+            (0..sc.sim.reps).map(move |rep| Job {
+                point,
+                rep,
+                scenario: sc,
+            })
+        })
+        .collect();
     let pcap_dir = if args.pcap {
-        let p = args.out.join("pcap");
+        let p = out.join("pcap");
         std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
         Some(p)
     } else {
         None
     };
-    let threads = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
     let bar = if args.quiet {
         indicatif::ProgressBar::hidden()
     } else {
@@ -207,7 +238,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let r = run_job(job, &dir, pcap_dir.as_deref());
+                let r = run_job(job, &traces, pcap_dir.as_deref());
                 results.lock().expect("no panics while holding the lock")[i] = Some(r);
                 bar.inc(1);
             });
@@ -215,7 +246,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     });
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    let results: Vec<RunResult> = results
+    let mut results: Vec<RunResult> = results
         .into_inner()
         .expect("threads joined")
         .into_iter()
@@ -225,7 +256,15 @@ pub fn run(args: &SimArgs) -> Result<()> {
                 .with_context(|| format!("run {} (rep {})", i, jobs[i].rep))
         })
         .collect::<Result<_>>()?;
-    write_results(args, &base, &points, &sweep_keys, &jobs, &results, wall)
+    output::write_results(
+        args,
+        out,
+        &base.sim.name,
+        &points,
+        &jobs,
+        &mut results,
+        wall,
+    )
 }
 
 fn describe(point: &[(String, String)]) -> String {
@@ -241,121 +280,4 @@ fn describe(point: &[(String, String)]) -> String {
                 .join(", ")
         )
     }
-}
-
-fn write_results(
-    args: &SimArgs,
-    base: &Scenario,
-    points: &[Vec<(String, String)>],
-    keys: &[String],
-    jobs: &[Job],
-    results: &[RunResult],
-    wall: f64,
-) -> Result<()> {
-    let out = &args.out;
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let name = &base.sim.name;
-    let mut flows = String::from("scenario,point,");
-    for k in keys {
-        flows.push_str(&csv_field(k));
-        flows.push(',');
-    }
-    flows.push_str("rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,playback_miss_rate,transactions\n");
-    let mut ts = String::from("scenario,point,rep,flow,time_s,throughput_bps\n");
-    let mut summary = Vec::new();
-    let mut events = 0u64;
-    for (job, r) in jobs.iter().zip(results) {
-        let point = &points[job.point];
-        for f in &r.flows {
-            let mut row = format!("{},{},", csv_field(name), job.point);
-            for (_, v) in point {
-                row.push_str(&csv_field(v));
-                row.push(',');
-            }
-            row.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                r.rep,
-                r.seed,
-                csv_field(&f.flow),
-                f.app,
-                f.transport,
-                csv_field(&f.service),
-                f.sent,
-                f.received,
-                f.duplicates,
-                f.bytes,
-                f.duration_s,
-                f.throughput_bps,
-                f.loss_rate,
-                f.delay_mean_s,
-                f.delay_std_s,
-                f.playback_miss_rate,
-                f.transactions
-            ));
-            flows.push_str(&row);
-        }
-        for p in &r.timeseries {
-            ts.push_str(&format!(
-                "{},{},{},{},{},{}\n",
-                csv_field(name),
-                job.point,
-                r.rep,
-                csv_field(&p.flow),
-                p.time_s,
-                p.throughput_bps
-            ));
-        }
-        events += r.events;
-        summary.push(serde_json::json!({
-            "point": job.point,
-            "sweep": point.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<std::collections::BTreeMap<_, _>>(),
-            "run": r,
-        }));
-    }
-    let write = |file: &str, body: &str| -> Result<()> {
-        let p = out.join(file);
-        let mut f =
-            std::fs::File::create(&p).with_context(|| format!("writing {}", p.display()))?;
-        f.write_all(body.as_bytes())
-            .with_context(|| format!("writing {}", p.display()))
-    };
-    write("flows.csv", &flows)?;
-    write("timeseries.csv", &ts)?;
-    write(
-        "summary.json",
-        &serde_json::to_string_pretty(
-            &serde_json::json!({ "scenario": name, "runs": summary, "events": events }),
-        )?,
-    )?;
-    write(
-        "timing.json",
-        &serde_json::to_string_pretty(&serde_json::json!({
-            "wall_s": wall,
-            "events": events,
-            "events_per_s": events as f64 / wall.max(1e-9),
-            "runs": results.len(),
-        }))?,
-    )?;
-    if !args.no_plots {
-        mslink_plot::sim::write_plots(
-            out,
-            &mslink_plot::sim::PlotInput {
-                scenario: name,
-                keys,
-                points,
-                runs: jobs.iter().map(|j| j.point).zip(results).collect(),
-            },
-        )?;
-    }
-    if !args.quiet {
-        eprintln!(
-            "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",
-            results.len(),
-            events,
-            wall,
-            events as f64 / wall.max(1e-9) / 1e6,
-            out.display()
-        );
-    }
-    Ok(())
 }

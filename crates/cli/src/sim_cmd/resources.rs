@@ -1,0 +1,123 @@
+//! The resource check of `mslink sim`, before any run: `mslink_sim::resources`'s estimate
+//! against the memory available.
+//!
+//! Contract: [`check`] sizes the trace files the scenarios name and estimates the runs
+//! (flows, events, memory at the peak, wall time), and then
+//! * with `--estimate`, prints the estimate and the memory available on standard output and
+//!   says to stop;
+//! * refuses runs whose memory estimate exceeds `MemAvailable` of /proc/meminfo, with an error
+//!   that carries the estimate and what to change, unless `--force`;
+//! * warns on standard error (even with `--quiet`) when the runs would take over an hour.
+//!
+//! A run that fits and is short prints nothing here, so ordinary output is unchanged. Without
+//! /proc/meminfo (not Linux) memory is not checked. Memory limits of a cgroup are not read.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use mslink_sim::resources::{bytes, duration, estimate, EVENTS_PER_SECOND};
+use mslink_sim::Scenario;
+
+use super::SimArgs;
+use crate::TraceFiles;
+
+/// Estimated wall time beyond which `mslink sim` warns.
+const WARN_AFTER_S: f64 = 3600.0;
+
+/// What to do after the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Run.
+    Run,
+    /// Stop here, successfully (`--estimate`).
+    Stop,
+}
+
+/// Estimates the runs of `scenarios` (one per sweep point), `threads` at once; see the module
+/// contract.
+pub(super) fn check(
+    args: &SimArgs,
+    scenarios: &[Scenario],
+    threads: usize,
+    traces: &TraceFiles,
+) -> Result<Verdict> {
+    let mut sizes = BTreeMap::new();
+    for sc in scenarios {
+        for f in sc.trace_files() {
+            // A file that cannot be read counts as empty: its run reports it.
+            if let Ok(m) = std::fs::metadata(traces.path(&f)) {
+                sizes.insert(f, m.len());
+            }
+        }
+    }
+    let est = estimate(scenarios, threads, &sizes);
+    let available = mem_available();
+    let name = args.scenario.display();
+    if args.estimate {
+        println!("{name}: {est}");
+        match available {
+            Some(a) if est.fits(a) => println!("  available {} (MemAvailable): fits", bytes(a)),
+            Some(a) => println!(
+                "  available {} (MemAvailable): does not fit; mslink sim refuses to run it without --force",
+                bytes(a)
+            ),
+            None => println!("  available unknown (no /proc/meminfo): memory is not checked"),
+        }
+    }
+    if est.wall_s > WARN_AFTER_S {
+        eprintln!(
+            "mslink: warning: scenario {name}: the runs will take about {} ({:.3e} events at {:.1} M events/s per thread){}",
+            duration(est.wall_s),
+            est.events,
+            EVENTS_PER_SECOND / 1e6,
+            if args.estimate {
+                ""
+            } else {
+                "; `mslink sim --estimate` shows the estimate"
+            }
+        );
+    }
+    if args.estimate {
+        return Ok(Verdict::Stop);
+    }
+    if let Some(a) = available {
+        if !est.fits(a) && !args.force {
+            bail!(
+                "scenario {name}: the runs need about {} of memory and {} is available \
+                 (MemAvailable). Estimate: {est}\nTo need less: {}; or give --force to run anyway",
+                bytes(est.memory.total()),
+                bytes(a),
+                est.advice()
+            );
+        }
+    }
+    Ok(Verdict::Run)
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes, if it can be read.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_available(&text)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_mem_available() {
+        let m =
+            "MemTotal:       24576000 kB\nMemFree:        1000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(parse_mem_available(m), Some(20_000_000 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 5 kB\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
+    }
+}

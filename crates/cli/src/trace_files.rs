@@ -1,0 +1,131 @@
+//! Reading the trace files a configuration names: the I/O the channel and simulator crates
+//! leave to their drivers.
+//!
+//! Contract: [`read_trace_file`] returns a file's whole text (what the emulator's configuration
+//! takes); [`read_error_trace`] streams an error trace line by line into a
+//! [`PackedTrace`], so a trace costs its packed size (never more than the file, a quarter of
+//! it for one outcome per line) and never its text; [`TraceFiles`] loads each error trace a
+//! simulation names once, on first use, and hands every run and link direction the same
+//! shared copy. Every error names the file, and a malformed line its number.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use mslink_channel::config::{TraceLoadError, TraceLoader};
+use mslink_channel::trace::{PackedTrace, TraceParser};
+
+/// How the drivers read a trace file named in a configuration: its text, or an error whose
+/// message names the file (the configuration crates themselves do no I/O; `mslink emulate`
+/// and the Python package pass this to them as `load`).
+pub fn read_trace_file(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path).map_err(|e| cannot_read(path, e))
+}
+
+fn cannot_read(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+}
+
+/// Reads the error trace at `path` (docs/traces.md) line by line into a packed trace, never
+/// holding more than one line of its text.
+pub fn read_error_trace(path: &Path) -> Result<PackedTrace, TraceLoadError> {
+    let file = std::fs::File::open(path).map_err(|e| cannot_read(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut parser = TraceParser::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(|e| {
+            let at = format!("line {}: {e}", parser.lines() + 1);
+            cannot_read(path, std::io::Error::new(e.kind(), at))
+        })?;
+        if n == 0 {
+            return Ok(parser.finish());
+        }
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        parser.push_line(text.strip_suffix('\r').unwrap_or(text))?;
+    }
+}
+
+/// The error traces of one simulation, read from `dir` on first use and shared: a trace named
+/// by every run and both directions of a link is read and held once.
+pub struct TraceFiles {
+    dir: PathBuf,
+    loaded: Mutex<BTreeMap<String, Result<Arc<PackedTrace>, String>>>,
+}
+
+impl TraceFiles {
+    /// Traces named relative to `dir` (the scenario's folder).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        TraceFiles {
+            dir: dir.into(),
+            loaded: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Where the trace `file` (as the configuration names it) is read from.
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+}
+
+impl TraceLoader for &TraceFiles {
+    fn load_trace(&mut self, file: &str) -> Result<Arc<PackedTrace>, TraceLoadError> {
+        // Held while a file loads, so two runs starting together read it once.
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = loaded.entry(file.to_string()).or_insert_with(|| {
+            read_error_trace(&self.path(file))
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        });
+        // A file that failed fails every run that names it, with the same message.
+        entry
+            .clone()
+            .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_lines_with_either_ending_and_names_the_line_of_an_error() {
+        let dir = std::env::temp_dir().join(format!("mslink-trace-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = dir.join("ok.trace");
+        std::fs::write(&ok, "# crlf\r\nok * 3\r\nloss\nbits 5,9\n\ntrunc 4").unwrap();
+        let t = read_error_trace(&ok).unwrap();
+        assert_eq!((t.len(), t.frames()), (4, 6));
+        let bad = dir.join("bad.trace");
+        std::fs::write(&bad, "ok\n\nlos\n").unwrap();
+        let e = read_error_trace(&bad).unwrap_err().to_string();
+        assert!(e.starts_with("line 3: unknown entry \"los\""), "{e}");
+        let binary = dir.join("binary.trace");
+        std::fs::write(&binary, b"ok\nok\n\xff\xfe\n").unwrap();
+        let e = read_error_trace(&binary).unwrap_err().to_string();
+        assert!(e.contains("binary.trace: line 3:"), "{e}");
+        let e = read_error_trace(&dir.join("none.trace"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot read ") && e.contains("none.trace"),
+            "{e}"
+        );
+
+        // Shared: one load per file, however many runs ask; failures repeat their message.
+        let files = TraceFiles::new(&dir);
+        let (a, b) = (
+            (&files).load_trace("ok.trace"),
+            (&files).load_trace("ok.trace"),
+        );
+        assert!(Arc::ptr_eq(&a.unwrap(), &b.unwrap()));
+        let e1 = (&files).load_trace("bad.trace").unwrap_err().to_string();
+        assert_eq!(
+            e1,
+            (&files).load_trace("bad.trace").unwrap_err().to_string()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,104 @@
+//! What one flow holds in a run, in bytes, from the world's own types: the figures
+//! `crate::resources` adds up before anything is allocated.
+//!
+//! Contract. [`flow_state_bytes`] is the memory a flow of the given kind keeps for the whole
+//! run, whatever its length: its slot in each of the world's per-flow tables (sizes from
+//! `std::mem::size_of` of the very types the world stores), the heap its sink and name own
+//! (the sink's duplicate window is [`super::SEEN`] `u32` slots, 16 KiB), its pending event,
+//! and for TCP flows the connection state and the window of packets in flight.
+//! [`SERIES_POINT_BYTES`] is what each moving-window point of a flow costs while the run goes
+//! (the sink's byte counter) and [`result_point_bytes`] what it costs in the results. Heap
+//! blocks are counted as glibc's allocator rounds them ([`heap_block`]).
+
+use std::mem::size_of;
+
+use super::ftp::TcpFlow;
+use super::www::WwwFlow;
+use super::{Ev, FlowResult, Sink, Source, TimePoint, SEEN};
+use crate::scenario::{AppKind, Flow};
+
+/// Bytes glibc's malloc takes for a request of `n` bytes: the request and an 8-byte header,
+/// rounded up to 16, at least 32 (nothing for `n = 0`: an empty `Vec` or `String` does not
+/// allocate).
+pub(crate) fn heap_block(n: usize) -> u64 {
+    if n == 0 {
+        0
+    } else {
+        (n + 8).next_multiple_of(16).max(32) as u64
+    }
+}
+
+/// One entry of the world's event queue: the event, its time and its sequence number.
+const EVENT_BYTES: u64 = (size_of::<Ev>() + 2 * size_of::<u64>()) as u64;
+
+/// Per flow and moving window while the run goes: the sink's byte counter of that window.
+pub(crate) const SERIES_POINT_BYTES: u64 = size_of::<u64>() as u64;
+
+/// Bytes of IPv4 and TCP headers on every TCP segment (options not counted).
+const TCP_HEADERS: u64 = crate::tcp::HEADERS as u64;
+
+/// Memory flow `f`, named with `name_len` bytes, keeps for the whole run.
+pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize) -> u64 {
+    // World::flows, sent, sources, sinks, frozen, tcp, www: one slot each, whatever the app.
+    let tables = size_of::<(String, &Flow)>()
+        + size_of::<u64>()
+        + size_of::<Source>()
+        + size_of::<Sink>()
+        + size_of::<Option<FlowResult>>()
+        + size_of::<Option<TcpFlow>>()
+        + size_of::<Option<WwwFlow>>();
+    let heap = heap_block(name_len) + heap_block(SEEN * size_of::<u32>());
+    let connections = match f.app {
+        AppKind::Ftp => 1,
+        // A request and a reply connection (`www.rs`).
+        AppKind::Www => 2,
+        _ => 0,
+    };
+    tables as u64 + heap + EVENT_BYTES + connections * tcp_connection_bytes(f)
+}
+
+/// The heap of one TCP connection at its largest: a full window of segments in flight (each
+/// its own packet buffer), one SACK scoreboard byte and one out-of-order block per segment,
+/// and its timers' events.
+fn tcp_connection_bytes(f: &Flow) -> u64 {
+    let t = &f.tcp;
+    let mss = u64::from(t.mss.max(1));
+    let window = t.send_buffer_bytes.min(t.recv_buffer_bytes);
+    let segments = window.div_ceil(mss);
+    // Receiver's out-of-order block: start, end and when it last changed.
+    let block = 3 * size_of::<u64>() as u64;
+    segments * (heap_block((mss + TCP_HEADERS) as usize) + 1 + block) + 2 * EVENT_BYTES
+}
+
+/// One moving-window point of one flow in a run's results: a [`TimePoint`] and its copy of
+/// the flow's name.
+pub(crate) fn result_point_bytes(name_len: usize) -> u64 {
+    size_of::<TimePoint>() as u64 + heap_block(name_len)
+}
+
+/// One flow's row in a run's results: a [`FlowResult`] and its strings (name, application,
+/// transport, services).
+pub(crate) fn result_flow_bytes(name_len: usize) -> u64 {
+    // "constant" / "newreno", and a service name or two.
+    size_of::<FlowResult>() as u64 + heap_block(name_len) + 2 * heap_block(8) + heap_block(24)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_duplicate_window_dominates_a_udp_flow() {
+        let udp = flow_state_bytes(&Flow::default(), 8);
+        // 4096 u32 slots: 16 KiB and the allocator's header.
+        assert!(udp > 16 * 1024 && udp < 20 * 1024, "{udp}");
+        let ftp = Flow {
+            app: AppKind::Ftp,
+            ..Flow::default()
+        };
+        assert!(flow_state_bytes(&ftp, 8) > udp);
+        assert_eq!(heap_block(0), 0);
+        assert_eq!(heap_block(1), 32);
+        assert_eq!(heap_block(16384), 16400);
+    }
+}
