@@ -26,6 +26,27 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// This outcome for a frame of `len` bytes: a truncation at or past its end delivers it
+    /// whole, and only the inverted bits inside it remain (none left: delivered).
+    pub fn clipped_to(&self, len: usize) -> Outcome {
+        match self {
+            Outcome::Truncated { at } if *at >= len => Outcome::Delivered,
+            Outcome::Corrupted { bits } => {
+                let inside: Vec<u32> = bits
+                    .iter()
+                    .copied()
+                    .filter(|&b| (b as usize) < len * 8)
+                    .collect();
+                if inside.is_empty() {
+                    Outcome::Delivered
+                } else {
+                    Outcome::Corrupted { bits: inside }
+                }
+            }
+            o => o.clone(),
+        }
+    }
+
     /// Merges the verdicts of two stacked models.
     pub fn combine(self, other: Outcome) -> Outcome {
         use Outcome::*;

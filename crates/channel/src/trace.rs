@@ -220,22 +220,7 @@ impl ErrorModel for Replay {
         let Some(e) = &self.current else {
             return Outcome::Delivered;
         };
-        let out = match &e.outcome {
-            Outcome::Truncated { at } if *at >= len => Outcome::Delivered,
-            Outcome::Corrupted { bits } => {
-                let inside: Vec<u32> = bits
-                    .iter()
-                    .copied()
-                    .filter(|&b| (b as usize) < len * 8)
-                    .collect();
-                if inside.is_empty() {
-                    Outcome::Delivered
-                } else {
-                    Outcome::Corrupted { bits: inside }
-                }
-            }
-            o => o.clone(),
-        };
+        let out = e.outcome.clipped_to(len);
         self.used += 1;
         if self.used >= e.count {
             self.used = 0;
@@ -313,26 +298,6 @@ mod tests {
         );
     }
 
-    /// The outcome replay gives a frame of `len` bytes under `o` (the clipping rule).
-    fn clipped(o: &Outcome, len: usize) -> Outcome {
-        match o {
-            Outcome::Truncated { at } if *at >= len => Outcome::Delivered,
-            Outcome::Corrupted { bits } => {
-                let inside: Vec<u32> = bits
-                    .iter()
-                    .copied()
-                    .filter(|&b| (b as usize) < len * 8)
-                    .collect();
-                if inside.is_empty() {
-                    Outcome::Delivered
-                } else {
-                    Outcome::Corrupted { bits: inside }
-                }
-            }
-            o => o.clone(),
-        }
-    }
-
     proptest! {
         /// Replay of the packed trace gives, frame by frame, the entries written out one frame
         /// per line, cycling.
@@ -346,7 +311,7 @@ mod tests {
             let mut r = Replay::new(t.clone());
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
             for i in 0..frames {
-                prop_assert_eq!(r.outcome(Instant::ZERO, len, &mut rng), clipped(one_per_frame[i % one_per_frame.len()], len), "frame {}", i);
+                prop_assert_eq!(r.outcome(Instant::ZERO, len, &mut rng), one_per_frame[i % one_per_frame.len()].clipped_to(len), "frame {}", i);
             }
         }
 

@@ -291,19 +291,7 @@ mod tests {
     use super::*;
     use crate::keys::Key;
 
-    fn pair() -> (Credentials, Credentials) {
-        let (a, b) = (Key([1; 32]), Key([2; 32]));
-        (
-            Credentials::Keys {
-                private: a,
-                peer_public: b.public(),
-            },
-            Credentials::Keys {
-                private: b,
-                peer_public: a.public(),
-            },
-        )
-    }
+    use crate::handshake::test_pair as pair;
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()

@@ -248,24 +248,27 @@ pub fn respond(
     })
 }
 
+/// Two ends with key pairs `[1; 32]` and `[2; 32]` that know each other (unit tests).
+#[cfg(test)]
+pub(crate) fn test_pair() -> (Credentials, Credentials) {
+    let (a, b) = (Key([1; 32]), Key([2; 32]));
+    (
+        Credentials::Keys {
+            private: a,
+            peer_public: b.public(),
+        },
+        Credentials::Keys {
+            private: b,
+            peer_public: a.public(),
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pair() -> (Credentials, Credentials) {
-        let a = Key([1; 32]);
-        let b = Key([2; 32]);
-        (
-            Credentials::Keys {
-                private: a,
-                peer_public: b.public(),
-            },
-            Credentials::Keys {
-                private: b,
-                peer_public: a.public(),
-            },
-        )
-    }
+    use super::test_pair as pair;
 
     fn run(
         ci: &Credentials,

@@ -36,17 +36,7 @@ fn creds(psk: bool) -> (Credentials, Credentials) {
         let k = Credentials::Psk { psk: Key([9; 32]) };
         return (k, k);
     }
-    let (a, b) = (Key([1; 32]), Key([2; 32]));
-    (
-        Credentials::Keys {
-            private: a,
-            peer_public: b.public(),
-        },
-        Credentials::Keys {
-            private: b,
-            peer_public: a.public(),
-        },
-    )
+    crate::handshake::test_pair()
 }
 
 /// Two ends: A knows B's address, B learns A's.
