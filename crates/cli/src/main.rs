@@ -1,7 +1,9 @@
 //! The `mslink` command: one binary, one verb per job.
 //!
-//! Contract: every verb has `--help` with an example; errors are reported with context and a
-//! non-zero exit status, never a panic.
+//! Contract: every verb follows the convention of docs/cli.md (`--json` prints one JSON
+//! document on standard output, `-q/--quiet` silences progress and notes, `--out` creates its
+//! folder, help ends with runnable examples), which `tests/cli_convention.rs` checks by walking
+//! [`command`]; errors are reported with context and a non-zero exit status, never a panic.
 //!
 //! This file is the root of the `mslink_cli` library (so the Python package runs the very same
 //! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
@@ -10,20 +12,21 @@ mod bench_cmd;
 mod demo;
 mod emulate_cmd;
 mod log;
+mod meta_cmd;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
 mod trace_files;
 mod tunnel_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use trace_files::{read_error_trace, read_trace_file, TraceFiles};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
-#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls -o w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink tunnel a.toml                     # the link layer over an encrypted UDP tunnel\n  mslink VERB --help                       # options of a verb")]
-struct Cli {
+#[command(version, about, long_about = None, after_help = "Examples:\n  mslink demo                              # every recovery scheme over a lossy WLAN-like hop\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink trace gen --env walls --out w.trace  # an error trace like 003 Table 1's \"walls\"\n  mslink tunnel genkey > a.key             # keys for the link layer over an encrypted UDP tunnel\n  mslink completions bash > mslink.bash    # shell completions; `mslink man` writes man pages\n  mslink demo --help                       # options of a verb (docs/cli.md: the conventions)")]
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -50,6 +53,28 @@ enum Command {
     /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
     /// (docs/tunnel.md).
     Tunnel(tunnel_cmd::TunnelArgs),
+    /// Print the shell completion script of a shell (bash, zsh, fish, ...) on standard output.
+    Completions(meta_cmd::CompletionsArgs),
+    /// Write the man pages of mslink and every (sub)verb into a folder.
+    Man(meta_cmd::ManArgs),
+}
+
+/// The clap command tree of `mslink`, as parsed: the derive definitions with, on every
+/// (sub)verb, an option given twice keeping its last value (so a later `--seconds 2` shortens
+/// an example) and values that start with `-` taken as numbers (`--loss -0.1` reaches the
+/// range check, which says why it is refused, instead of clap's "unexpected argument").
+pub fn command() -> clap::Command {
+    fn convention(c: clap::Command) -> clap::Command {
+        let c = c.args_override_self(true).allow_negative_numbers(true);
+        let names: Vec<String> = c
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        names
+            .into_iter()
+            .fold(c, |c, n| c.mut_subcommand(n, convention))
+    }
+    convention(Cli::command())
 }
 
 /// Runs the `mslink` command line `args` (program name first) and returns its exit status:
@@ -60,7 +85,10 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -75,6 +103,8 @@ where
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),
         Command::Tunnel(args) => tunnel_cmd::run(&args),
+        Command::Completions(args) => meta_cmd::completions(&args),
+        Command::Man(args) => meta_cmd::man(&args),
     };
     match result {
         Ok(()) => 0,
