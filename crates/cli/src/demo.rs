@@ -14,7 +14,7 @@ use mslink_sim::demo::{self, isolation, run_multi, run_scheme, DemoConfig, SCHEM
 /// Options of `mslink demo`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink demo\n  mslink demo --loss 0.059 --seconds 200 --seed 7\n  mslink demo --schemes raw,oos_rlp --json"
+    after_help = "Examples:\n  mslink demo\n  mslink demo --loss 0.059 --seconds 200 --seed 7\n  mslink demo --schemes raw,oos_rlp --json -q"
 )]
 pub struct DemoArgs {
     /// Independent frame loss rate in each direction (004 Table I WLAN: 0.008, 0.015, 0.03, 0.059).
@@ -29,9 +29,12 @@ pub struct DemoArgs {
     /// Only these schemes, comma-separated (default: all).
     #[arg(long, value_delimiter = ',')]
     pub schemes: Vec<String>,
-    /// Print JSON instead of tables.
+    /// Print one JSON document on standard output instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// No progress bar (shown on a terminal only).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Runs the demo.
@@ -62,17 +65,25 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         seconds: args.seconds,
         seed: args.seed,
     };
+    let chosen = |s: &&str| args.schemes.is_empty() || args.schemes.iter().any(|a| a == s);
+    let steps =
+        SCHEMES.iter().filter(|(s, _)| chosen(s)).count() + args.schemes.is_empty() as usize;
+    let bar = crate::convention::bar(steps as u64, "runs", args.quiet);
     let mut rows: Vec<demo::SchemeRow> = Vec::new();
     for (scheme, extra) in SCHEMES {
-        if args.schemes.is_empty() || args.schemes.iter().any(|s| s == scheme) {
+        if chosen(scheme) {
+            bar.set_message(scheme.to_string());
             rows.push(run_scheme(scheme, extra, &cfg)?);
+            bar.inc(1);
         }
     }
     let multi = if args.schemes.is_empty() {
+        bar.set_message("multi-service link");
         run_multi(&cfg)?
     } else {
         Vec::new()
     };
+    bar.finish_and_clear();
     let iso = rows
         .iter()
         .find(|r| r.scheme == "oos_rlp")

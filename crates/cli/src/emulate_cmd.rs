@@ -26,13 +26,14 @@ const EXAMPLES: &str = "Examples:
   mslink emulate --set rate_bps=10e6 --set delay_ms=20 --loss 0.05 -- bash
   # iperf3 between two namespaces over a 5% loss link, raw vs selective repeat
   mslink emulate --pair --loss 0.05 --scheme raw \\
-      --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 5'
+      --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
   mslink emulate --pair --loss 0.05 --scheme selective_repeat \\
-      --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 5'
-  # a Mahimahi capacity trace, a link file, live counters, a JSON summary and pcaps
-  mslink emulate --pair --link wlan.toml --set capacity_trace=traces/12mbps.mahi \\
-      --stats-interval 1 --json out.json --pcap-left l.pcap --left 'iperf3 -s -1' \\
-      --right 'sleep 0.5; iperf3 -c 10.0.0.1'
+      --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
+  # a link file, a Mahimahi capacity trace, live counters, the summary as JSON on standard
+  # output and in out/summary.json, and a pcap
+  mslink emulate --pair --link link.toml --set capacity_trace=traces/12mbps.mahi \\
+      --stats-interval 1 --json --out out --pcap-left out/l.pcap --left 'iperf3 -s -1' \\
+      --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2'
 
 Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two addresses).
 See docs/emulator.md.";
@@ -94,9 +95,13 @@ pub struct EmulateArgs {
     /// Print live counters to stderr every SECS seconds.
     #[arg(long, value_name = "SECS")]
     pub stats_interval: Option<f64>,
-    /// Write the JSON summary to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
+    /// Print the summary at exit as one JSON document on standard output (`--json FILE`, the
+    /// former spelling, writes it to FILE; prefer `--out DIR`).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
+    /// Write the summary to DIR/summary.json (DIR created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Capture the left device's packets (both ways) to a pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap_left: Option<PathBuf>,
@@ -107,7 +112,7 @@ pub struct EmulateArgs {
     /// of the emulator.
     #[arg(long, requires = "pair")]
     pub direct: bool,
-    /// No summary on stderr.
+    /// No summary or notes on stderr.
     #[arg(long, short)]
     pub quiet: bool,
     /// The command to run (single mode: in the emulated namespace; `--pair`: the right one).
@@ -215,6 +220,18 @@ pub fn run(args: &EmulateArgs) -> Result<()> {
 
 fn run_inner(args: &EmulateArgs) -> Result<i32> {
     let cfg = config(args)?;
+    // Before the session, so a run cannot fail at its end for want of a folder.
+    if let Some(dir) = &args.out {
+        crate::convention::out_dir(dir, "--out")?;
+    }
+    for (file, option) in [
+        (&args.pcap_left, "--pcap-left"),
+        (&args.pcap_right, "--pcap-right"),
+    ] {
+        if let Some(f) = file {
+            crate::convention::parent_dir(f, option)?;
+        }
+    }
     let commands = if args.pair {
         let trailing = (!args.command.is_empty()).then(|| session::shell_join(&args.command));
         if args.right.is_some() && trailing.is_some() {
@@ -292,13 +309,17 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         },
         "config": cfg,
     });
+    let text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&json)? + "\n";
         if path.as_os_str() == "-" {
             print!("{text}");
         } else {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
         }
+    }
+    if let Some(dir) = &args.out {
+        let path = dir.join("summary.json");
+        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
     }
     if !args.quiet && !args.direct {
         eprintln!(
@@ -356,6 +377,7 @@ mod tests {
             right_addr: None,
             stats_interval: None,
             json: None,
+            out: None,
             pcap_left: None,
             pcap_right: None,
             direct: false,

@@ -9,6 +9,7 @@
 //! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
 mod bench_cmd;
+mod convention;
 mod demo;
 mod emulate_cmd;
 mod log;
@@ -109,8 +110,26 @@ where
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("mslink: error: {e:#}");
+            eprintln!("mslink: error: {}", error_chain(&e));
             1
         }
     }
+}
+
+/// `e` and its causes joined by ": ", leaving out a cause whose text the message before it
+/// already ends with (an I/O error wrapped by a library error that prints its source would
+/// otherwise appear twice).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

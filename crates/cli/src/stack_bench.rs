@@ -13,12 +13,14 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use mslink_stack::bench::Layer;
 use mslink_stack::bench::{self, Row, SIZES};
+use mslink_stack::Architecture;
 
 /// Options of `mslink stack-bench`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink stack-bench\n  mslink stack-bench --transactions 100000 --csv stack.csv"
+    after_help = "Examples:\n  mslink stack-bench\n  mslink stack-bench --transactions 100000 --out results/stack   # stack.csv and figures\n  mslink stack-bench --transactions 1000 --repeat 1 --json -q > stack.json"
 )]
 pub struct StackBenchArgs {
     /// Round trips per cell.
@@ -31,12 +33,23 @@ pub struct StackBenchArgs {
     /// command creates and removes (Linux, needs root).
     #[arg(long)]
     pub veth: bool,
-    /// Also write one CSV row per cell to this file, and the figures beside it.
-    #[arg(long)]
+    /// Write stack.csv (one row per cell) and the figures into this folder (created if
+    /// missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Write the CSV to this file instead (its folder created if missing), the figures beside
+    /// it.
+    #[arg(long, value_name = "FILE", conflicts_with = "out")]
     pub csv: Option<std::path::PathBuf>,
-    /// With --csv: do not draw the PNG and SVG figures.
+    /// With --out or --csv: do not draw the PNG and SVG figures.
     #[arg(long)]
     pub no_plots: bool,
+    /// Print the cells as one JSON document on standard output instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar (shown on a terminal only).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Prints an architecture's round-trip grid as its cells arrive: a title per architecture, a
@@ -68,52 +81,103 @@ fn grid(what: &str, n: u32, repeat: u32, digits: usize) -> impl FnMut(&Row) + '_
 
 /// Runs the verb.
 pub fn run(args: &StackBenchArgs) -> Result<()> {
+    // Where the CSV goes, its folder made before the (long) measurements.
+    let csv = match (&args.out, &args.csv) {
+        (Some(dir), _) => {
+            crate::convention::out_dir(dir, "--out")?;
+            Some(dir.join("stack.csv"))
+        }
+        (None, Some(file)) => {
+            crate::convention::parent_dir(file, "--csv")?;
+            Some(file.clone())
+        }
+        (None, None) => None,
+    };
     let n = args.transactions.max(1);
-    let mut rows = bench::memory_tables(
-        n,
-        args.repeat,
-        &mut grid("in-memory wire", n, args.repeat, 3),
-    )?;
-    println!("\n");
-    println!("UDP-IP-ETH, checksum on, 1400 bytes: copy then checksum vs copy-and-checksum (ILP)");
-    println!(
+    let tables = !args.json;
+    let cells = Architecture::ALL.len() * Layer::ALL.len() * SIZES.len()
+        + 2 * Architecture::ALL.len()
+        + 4 * bench::FIG4_BACKGROUND.len()
+        + if args.veth {
+            Architecture::ALL.len() * Layer::ALL.len() * SIZES.len()
+        } else {
+            0
+        };
+    let bar = crate::convention::bar(cells as u64, "cells", args.quiet);
+    let mut memory_grid = grid("in-memory wire", n, args.repeat, 3);
+    let mut rows = bench::memory_tables(n, args.repeat, &mut |r| {
+        bar.inc(1);
+        if tables {
+            bar.suspend(|| memory_grid(r));
+        }
+    })?;
+    let say = |text: &str| {
+        if tables {
+            bar.suspend(|| println!("{text}"));
+        }
+    };
+    say("\n");
+    say("UDP-IP-ETH, checksum on, 1400 bytes: copy then checksum vs copy-and-checksum (ILP)");
+    say(&format!(
         "{:<8}{:>12}{:>12}{:>10}",
         "arch", "two-pass", "one-pass", "gain"
-    );
+    ));
     let mut two_pass = 0.0;
     rows.extend(bench::ilp_table(n, args.repeat, &mut |r| {
+        bar.inc(1);
         if !r.ilp {
             two_pass = r.rtt_us;
         } else {
             let (a, b) = (two_pass, r.rtt_us);
-            println!(
+            say(&format!(
                 "{:<8}{a:>12.3}{b:>12.3}{:>9.1}%",
                 r.architecture,
                 100.0 * (a - b) / a
-            );
+            ));
         }
     })?);
-    println!("002 Fig. 4: p50 round trip (µs) of a 1-byte flow vs background ping-pong flows, in-memory wire");
-    println!(
+    say("002 Fig. 4: p50 round trip (µs) of a 1-byte flow vs background ping-pong flows, in-memory wire");
+    say(&format!(
         "{:<12}{:>14}{:>14}{:>14}{:>14}",
         "background", "UDPDAA(1)", "UDP(1)", "UDPDAA(1000)", "UDP(1000)"
-    );
+    ));
     let mut line = String::new();
     rows.extend(bench::fig4_table(&mut |r| {
-        if r.architecture != line {
-            if !line.is_empty() {
-                println!();
-            }
-            line.clone_from(&r.architecture);
-            print!("{:<12}", &line["fig4-bg".len()..]);
+        bar.inc(1);
+        if !tables {
+            return;
         }
-        print!("{:>14.3}", r.rtt_us);
+        bar.suspend(|| {
+            if r.architecture != line {
+                if !line.is_empty() {
+                    println!();
+                }
+                line.clone_from(&r.architecture);
+                print!("{:<12}", &line["fig4-bg".len()..]);
+            }
+            print!("{:>14.3}", r.rtt_us);
+            let _ = std::io::stdout().flush();
+        })
     })?);
-    println!("\n");
+    say("\n");
     if args.veth {
-        rows.extend(veth_tables(args)?);
+        rows.extend(veth_tables(args, &bar, tables)?);
     }
-    if let Some(path) = &args.csv {
+    bar.finish_and_clear();
+    if args.json {
+        let cells: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "device": r.device, "architecture": r.architecture, "stack": r.stack,
+                    "size": r.size, "checksum": r.checksum, "ilp": r.ilp, "rtt_us": r.rtt_us,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({ "transactions": n, "repeat": args.repeat, "cells": cells });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    if let Some(path) = &csv {
         let mut f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         writeln!(f, "device,architecture,stack,size,checksum,ilp,rtt_us")?;
@@ -137,18 +201,26 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
 }
 
 #[cfg(target_os = "linux")]
-fn veth_tables(args: &StackBenchArgs) -> Result<Vec<Row>> {
+fn veth_tables(
+    args: &StackBenchArgs,
+    bar: &indicatif::ProgressBar,
+    tables: bool,
+) -> Result<Vec<Row>> {
     let n = args.transactions.clamp(1, bench::VETH_MAX_TRANSACTIONS);
-    let rows = bench::veth_tables(
-        n,
-        args.repeat,
-        &mut grid("AF_PACKET over veth", n, args.repeat, 2),
-    )?;
-    println!("\n");
+    let mut veth_grid = grid("AF_PACKET over veth", n, args.repeat, 2);
+    let rows = bench::veth_tables(n, args.repeat, &mut |r| {
+        bar.inc(1);
+        if tables {
+            bar.suspend(|| veth_grid(r));
+        }
+    })?;
+    if tables {
+        println!("\n");
+    }
     Ok(rows)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn veth_tables(_: &StackBenchArgs) -> Result<Vec<Row>> {
+fn veth_tables(_: &StackBenchArgs, _: &indicatif::ProgressBar, _: bool) -> Result<Vec<Row>> {
     anyhow::bail!("--veth needs Linux")
 }

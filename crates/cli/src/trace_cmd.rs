@@ -17,7 +17,7 @@ use std::io::Write;
 /// Options of `mslink trace`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink trace gen --env walls --frames 100000 -o walls.trace\n  mslink trace gen --loss 0.05 --corruption 0.2 --ber 1e-4 -o my.trace\n  mslink trace stats walls.trace --frame-len 1000\n  mslink trace convert walls.trace --expand -o walls-expanded.trace"
+    after_help = "Examples:\n  mslink trace gen --env walls --frames 100000 --out walls.trace\n  mslink trace stats walls.trace --frame-len 1000\n  mslink trace convert walls.trace --expand --out expanded/walls.trace"
 )]
 pub struct TraceArgs {
     #[command(subcommand)]
@@ -27,28 +27,46 @@ pub struct TraceArgs {
 #[derive(clap::Subcommand, Debug)]
 enum TraceCmd {
     /// Generate a trace with given loss, truncation, corruption and bit error rate.
+    #[command(
+        after_help = "Examples:\n  mslink trace gen --env walls --frames 100000 --out walls.trace\n  mslink trace gen --loss 0.05 --corruption 0.2 --ber 1e-4 --out traces/my.trace --json\n  mslink trace gen --env table --frames 1000 > table.trace"
+    )]
     Gen(GenArgs),
     /// Print a trace's figures (003 Table 1's columns).
+    #[command(
+        after_help = "Examples:\n  mslink trace gen --env walls --out walls.trace && mslink trace stats walls.trace\n  mslink trace stats walls.trace --frame-len 500 --json"
+    )]
     Stats {
         /// The trace file.
         file: String,
         /// Frame length in bytes the figures are computed for.
         #[arg(long, default_value_t = 1000)]
         frame_len: usize,
-        /// Print JSON.
+        /// Print the figures as one JSON document.
         #[arg(long)]
         json: bool,
+        /// Accepted for the convention; `stats` prints nothing but its result.
+        #[arg(short, long)]
+        quiet: bool,
     },
     /// Rewrite a trace compactly (run-length, the default) or one frame per line.
+    #[command(
+        after_help = "Examples:\n  mslink trace convert walls.trace --expand --out expanded/walls.trace\n  mslink trace convert expanded/walls.trace --out walls-rle.trace --json\n  mslink trace convert walls.trace | head"
+    )]
     Convert {
         /// The trace file.
         file: String,
         /// One line per frame instead of run-length entries.
         #[arg(long)]
         expand: bool,
-        /// Output file (default: standard output).
+        /// Output file, its folder created if missing (default: standard output).
         #[arg(short, long)]
         out: Option<String>,
+        /// With --out: print the trace's figures for 1000-byte frames (as `stats --json`) on standard output.
+        #[arg(long, requires = "out")]
+        json: bool,
+        /// Accepted for the convention; `convert` prints nothing but its result.
+        #[arg(short, long)]
+        quiet: bool,
     },
 }
 
@@ -81,9 +99,15 @@ struct GenArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Output file (default: standard output).
+    /// Output file, its folder created if missing (default: standard output).
     #[arg(short, long)]
     out: Option<String>,
+    /// With --out: print the generated trace's figures (as `stats --json`) on standard output.
+    #[arg(long, requires = "out")]
+    json: bool,
+    /// Accepted for the convention; `gen` prints nothing but its result.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// 003 Table 1 (loss, truncation, corruption, bit error rate); "trivial" entries are zero.
@@ -106,6 +130,7 @@ fn write_with(
 ) -> Result<()> {
     match out {
         Some(path) => {
+            crate::convention::parent_dir(std::path::Path::new(path), "--out")?;
             let f = std::fs::File::create(path).with_context(|| format!("writing {path}"))?;
             let mut w = std::io::BufWriter::new(f);
             body(&mut w)
@@ -157,12 +182,18 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                 fig.loss, fig.truncation, fig.corruption, fig.ber, g.frames, g.frame_len, g.seed
             );
             text.push_str(&trace.to_text());
-            write(&g.out, &text)
+            write(&g.out, &text)?;
+            if g.json {
+                let s = TraceStats::of(&trace, g.frame_len);
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            }
+            Ok(())
         }
         TraceCmd::Stats {
             file,
             frame_len,
             json,
+            quiet: _,
         } => {
             let s = TraceStats::of_entries(read(file)?.entries(), *frame_len);
             if *json {
@@ -183,9 +214,19 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             }
             Ok(())
         }
-        TraceCmd::Convert { file, expand, out } => {
+        TraceCmd::Convert {
+            file,
+            expand,
+            out,
+            json,
+            quiet: _,
+        } => {
             // Packing already merges consecutive entries with the same outcome.
             let t = read(file)?;
+            if *json {
+                let s = TraceStats::of_entries(t.entries(), 1000);
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            }
             write_with(out, |w| {
                 w.write_all(TEXT_HEADER.as_bytes())?;
                 for e in t.entries() {

@@ -20,7 +20,7 @@ use rand::SeedableRng;
 #[derive(clap::Args, Debug)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  mslink tunnel genkey > a.key && mslink tunnel pubkey < a.key > a.pub\n  mslink tunnel a.toml --stats-interval 10\n  kill -USR1 $(pidof mslink)        # print the counters of a running tunnel\n\nSee docs/tunnel.md for a complete two-namespace example."
+    after_help = "Examples:\n  mslink tunnel genkey > a.key && mslink tunnel pubkey < a.key > a.pub\n  mslink tunnel a.toml --stats-interval 10      # runs until SIGINT or SIGTERM\n  mslink tunnel a.toml -q                       # warnings and errors only\n\nkill -USR1 PID prints the counters of a running tunnel. See docs/tunnel.md for a complete\ntwo-namespace example."
 )]
 pub struct TunnelArgs {
     #[command(subcommand)]
@@ -33,15 +33,27 @@ pub struct TunnelArgs {
     /// Least severe log level printed: error, warn, info, debug (every rejected datagram).
     #[arg(long, default_value = "info")]
     log_level: Level,
+    /// Warnings and errors only (the same as --log-level warn).
+    #[arg(short, long, conflicts_with = "log_level")]
+    quiet: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
 enum KeyCmd {
     /// Print a new X25519 private key (base64).
+    #[command(
+        after_help = "Examples:\n  mslink tunnel genkey > a.key\n  (umask 077; mslink tunnel genkey > b.key)   # readable by you only"
+    )]
     Genkey,
     /// Read a private key on standard input, print its public key.
+    #[command(
+        after_help = "Examples:\n  mslink tunnel genkey > a.key && mslink tunnel pubkey < a.key > a.pub\n  mslink tunnel genkey | mslink tunnel pubkey"
+    )]
     Pubkey,
     /// Print a new pre-shared key (base64), for `psk = ...` on both ends.
+    #[command(
+        after_help = "Examples:\n  mslink tunnel genpsk > psk     # then psk_file = 'psk' on both ends"
+    )]
     Genpsk,
 }
 
@@ -83,7 +95,12 @@ pub fn run(args: &TunnelArgs) -> Result<()> {
         Some(s) => anyhow::bail!("--stats-interval {s}: expected a positive number of seconds"),
         None => None,
     };
-    crate::log::init(args.log_level.into());
+    let level = if args.quiet {
+        Level::Warn
+    } else {
+        args.log_level
+    };
+    crate::log::init(level.into());
     let opts = RunOptions {
         stats_interval,
         handle_signals: true,

@@ -24,9 +24,12 @@ use output::report;
 
 /// Options of `mslink bench`.
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Examples:\n  mslink bench local --quick               # both backends, small settings (CI)\n  mslink bench local --backend shm --sizes 64 --iters 100000\n  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536\n  mslink bench local --netns --backend uring --quick      # across a veth between two namespaces (root)\n  mslink bench server --backend tcp --addr 0.0.0.0:7000   # on host A\n  mslink bench client --backend tcp --addr hostA:7000      # on host B"
-)]
+#[command(after_help = concat!(
+    "Examples:\n",
+    "  mslink bench local --quick               # both backends, small settings (CI)\n",
+    "  mslink bench server --backend tcp --addr 127.0.0.1:7000   # on host A (here: this host)\n",
+    "  mslink bench client --backend tcp --addr 127.0.0.1:7000 --quick --json > bench.json"
+))]
 pub struct BenchArgs {
     #[command(subcommand)]
     role: Role,
@@ -35,10 +38,27 @@ pub struct BenchArgs {
 #[derive(Subcommand, Debug)]
 enum Role {
     /// Run a server and the client on this host (server in a child process).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  mslink bench local --quick               # both backends, small settings (CI)\n",
+        "  mslink bench local --backend shm --sizes 64 --iters 100000\n",
+        "  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536 --out results/bench\n",
+        "  mslink bench local --netns --backend uring --quick --json -q   # across a veth between two namespaces (root)"
+    ))]
     Local(ClientOpts),
-    /// Serve tests on one connection at --addr.
+    /// Serve tests on one connection at --addr (until the client disconnects).
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  mslink bench server --backend tcp --addr 127.0.0.1:7000   # then, on the client host:\n",
+        "  mslink bench client --backend tcp --addr 127.0.0.1:7000 --quick"
+    ))]
     Server(ServerOpts),
     /// Run the tests against a server at --addr.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  mslink bench server --backend tcp --addr 127.0.0.1:7000   # first, on the server host\n",
+        "  mslink bench client --backend tcp --addr 127.0.0.1:7000 --quick --out results/client"
+    ))]
     Client(ClientOpts),
 }
 
@@ -109,6 +129,9 @@ struct ServerOpts {
     /// io_uring: plain SEND instead of SEND_ZC.
     #[arg(long)]
     no_zc: bool,
+    /// Do not print the "listening on ADDR" line.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -127,7 +150,7 @@ struct ClientOpts {
     /// by a veth pair (msv<pid>a/b, removed afterwards; needs root).
     #[arg(long)]
     netns: bool,
-    /// Server address (client only).
+    /// Server address, as the server prints it (client only; required there).
     #[arg(long, default_value = "")]
     addr: String,
     /// Wait modes to measure.
@@ -157,16 +180,20 @@ struct ClientOpts {
     /// Small settings that finish in seconds (CI).
     #[arg(long)]
     quick: bool,
-    /// Write pingpong.csv, throughput.csv and callcost.csv into this directory, with the
-    /// figures throughput, cpu_per_byte and rtt as PNG and SVG beside them.
-    #[arg(long)]
-    csv: Option<PathBuf>,
-    /// With --csv: do not draw the PNG and SVG figures.
+    /// Write pingpong.csv, throughput.csv and callcost.csv into this folder (created if
+    /// missing), with the figures throughput, cpu_per_byte and rtt as PNG and SVG beside them
+    /// (`--csv` is the former name).
+    #[arg(long, alias = "csv", value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// With --out: do not draw the PNG and SVG figures.
     #[arg(long)]
     no_plots: bool,
-    /// Print one JSON document instead of tables.
+    /// Print one JSON document on standard output instead of tables.
     #[arg(long)]
     json: bool,
+    /// No progress spinner (shown on a terminal only).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 impl ClientOpts {
@@ -203,7 +230,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 max_size: o.max_size,
                 zc: !o.no_zc,
             };
+            let quiet = o.quiet;
             Ok(bench::serve(&cfg, &mut |addr| {
+                if quiet {
+                    return Ok(());
+                }
                 println!("listening on {addr}");
                 std::io::stdout().flush()
             })?)
@@ -212,8 +243,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             if o.netns {
                 bail!("--netns needs `mslink bench local`");
             }
+            if o.addr.is_empty() {
+                bail!(
+                    "--addr is required: give the address the server printed (`mslink bench \
+                     server --addr IP:PORT` on the other host), e.g. --addr 192.0.2.1:7000"
+                );
+            }
             let target = Target::Remote(o.addr.clone());
-            report(&bench::run_client(&o.config(), &target)?, o)
+            report(&measure(o, &target)?, o)
         }
         Role::Local(o) => {
             // Under the Python package the process is the interpreter; its `mslink` script
@@ -226,11 +263,33 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 program,
                 args: vec!["bench".into(), "server".into()],
             };
+            if !o.addr.is_empty() {
+                bail!("--addr is for `mslink bench client`; `local` picks its own address");
+            }
             let target = Target::Local {
                 server,
                 netns: o.netns,
             };
-            report(&bench::run_client(&o.config(), &target)?, o)
+            report(&measure(o, &target)?, o)
         }
     }
+}
+
+/// Runs the client's tests, the output folder made first so a long run cannot fail at its end,
+/// with a spinner on a terminal (the benchmark reports no steps to count, hence no ETA).
+fn measure(o: &ClientOpts, target: &Target) -> Result<bench::Report> {
+    if let Some(dir) = &o.out {
+        crate::convention::out_dir(dir, "--out")?;
+    }
+    let spin = crate::convention::spinner(
+        if o.quick {
+            "benchmark (--quick: seconds)"
+        } else {
+            "benchmark (full settings: minutes; --quick for seconds)"
+        },
+        o.quiet,
+    );
+    let r = bench::run_client(&o.config(), target);
+    spin.finish_and_clear();
+    Ok(r?)
 }

@@ -14,7 +14,7 @@ use mslink_vi::bench::{mode_name as mname, BenchBackend, Report};
 use super::ClientOpts;
 
 pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
-    if let Some(dir) = &o.csv {
+    if let Some(dir) = &o.out {
         write_csvs(rep, dir)?;
         if !o.no_plots {
             mslink_plot::bench::write_plots(rep, dir)?;

@@ -40,8 +40,12 @@ pub struct SimArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     /// No progress bar, notes or summary line (warnings and errors still show).
-    #[arg(long)]
+    #[arg(short, long)]
     pub quiet: bool,
+    /// Also print summary.json (per flow, segment, link service counters, events) on standard
+    /// output, as one JSON document.
+    #[arg(long)]
+    pub json: bool,
     /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
     /// and what holds it, run time, memory available) on standard output and stop without
     /// running.
@@ -211,6 +215,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
             })
         })
         .collect();
+    crate::convention::out_dir(out, "--out")?;
     let pcap_dir = if args.pcap {
         let p = out.join("pcap");
         std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
@@ -218,17 +223,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     } else {
         None
     };
-    let bar = if args.quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new(jobs.len() as u64)
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}",
-        )
-        .expect("static template"),
-    );
+    let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunResult>>>> =
@@ -264,7 +259,17 @@ pub fn run(args: &SimArgs) -> Result<()> {
         &jobs,
         &mut results,
         wall,
-    )
+    )?;
+    if args.json {
+        // summary.json is streamed to its file; copy it rather than hold a second copy.
+        let path = out.join("summary.json");
+        let mut f =
+            std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut stdout = std::io::stdout().lock();
+        std::io::copy(&mut f, &mut stdout).context("writing to standard output")?;
+        std::io::Write::flush(&mut stdout).context("writing to standard output")?;
+    }
+    Ok(())
 }
 
 fn describe(point: &[(String, String)]) -> String {

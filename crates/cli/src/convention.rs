@@ -1,0 +1,64 @@
+//! The shared pieces of the CLI convention (docs/cli.md): progress bars and output folders.
+//!
+//! Contract: [`bar`] draws on standard error only when standard error is a terminal and the
+//! verb is not `-q/--quiet` (so captured output, pipes and tests never see it), with the
+//! elapsed time and an ETA; [`out_dir`] creates an `--out` folder (and its parents) before any
+//! work starts, and its error names the option and the folder.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// A progress bar of `len` steps of `what`, hidden unless standard error is a terminal and
+/// `quiet` is off.
+pub fn bar(len: u64, what: &str, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {what}, ETA {{eta}} {{msg}}"
+        ))
+        .expect("static template"),
+    );
+    b.enable_steady_tick(std::time::Duration::from_millis(200));
+    b
+}
+
+/// A spinner with the elapsed time, for jobs whose length is not known in advance; hidden like
+/// [`bar`].
+pub fn spinner(what: &str, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new_spinner();
+    b.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {what} {{msg}}"
+        ))
+        .expect("static template"),
+    );
+    b.enable_steady_tick(std::time::Duration::from_millis(200));
+    b
+}
+
+/// Creates the `--out` folder `dir` (and its parents).
+pub fn out_dir(dir: &Path, option: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "creating the folder {} ({option}); give a folder you may write to",
+            dir.display()
+        )
+    })
+}
+
+/// Creates the folder a file given by `option` goes into, before any work starts, so a long job
+/// does not fail at its end.
+pub fn parent_dir(file: &Path, option: &str) -> Result<()> {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => out_dir(p, option),
+        _ => Ok(()),
+    }
+}
