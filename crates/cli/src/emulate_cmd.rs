@@ -30,10 +30,10 @@ const EXAMPLES: &str = "Examples:
   mslink emulate --pair --loss 0.05 --scheme selective_repeat \\
       --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
   # a link file, a Mahimahi capacity trace, live counters, the summary as JSON on standard
-  # output and in out/summary.json, and a pcap
+  # output (the commands share it: send theirs elsewhere) and in out/summary.json, a pcap
   mslink emulate --pair --link link.toml --set capacity_trace=traces/12mbps.mahi \\
-      --stats-interval 1 --json --out out --pcap-left out/l.pcap --left 'iperf3 -s -1' \\
-      --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2'
+      --stats-interval 1 --json --out out --pcap-left out/l.pcap \\
+      --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2 >out/iperf3.txt'
 
 Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two addresses).
 See docs/emulator.md.";
