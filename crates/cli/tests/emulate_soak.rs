@@ -33,7 +33,7 @@ use serde_json::Value;
 /// Bound on the RSS growth after the warm-up, in KiB. The emulator's RSS in these cases is
 /// 6.5-9 MiB. Measured (docs/emulator.md, "Soak"): after the warm-up it moves by at most 0.9 MiB
 /// in 8 s runs, where the TCP cases are still filling the link's queue at the end of the
-/// warm-up, and by at most 0.25 MiB in 60 s runs. The bound is above the most the hop can
+/// warm-up, and by at most 0.4 MiB in 60 s runs. The bound is above the most the hop can
 /// legitimately take on after the warm-up even if a loaded machine delays the ramp: the whole
 /// ramp seen from set-up to plateau (2.3 MiB: the 1000-packet queue, selective repeat's windows
 /// at both ends, the allocator's slack), with margin. It still catches a leak of a packet
