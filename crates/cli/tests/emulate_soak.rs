@@ -38,8 +38,8 @@ use serde_json::Value;
 /// ramp seen from set-up to plateau (2.3 MiB: the 1000-packet queue, selective repeat's windows
 /// at both ends, the allocator's slack), with margin. It still catches a leak of a packet
 /// buffer in any case; a planted leak of 40 bytes per packet (in `EmulatedHop::handle_packet`)
-/// made both UDP cases fail at 8 s (+6.2 MiB) and raised the TCP cases by 2.6-3.6 MiB, which
-/// a 60 s run turns into 20 MiB and more.
+/// made both UDP cases fail at 8 s (+6.2 MiB) and raised the TCP cases by 2.6-3.6 MiB in 8 s,
+/// so by several times the bound over a 60 s run.
 const RSS_GROWTH_BOUND_KIB: u64 = 4096;
 
 /// A TCP transfer that moves no byte for this long has stalled. CUBIC over these links
