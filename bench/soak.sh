@@ -7,11 +7,11 @@
 # emulator's are the figures of docs/emulator.md, "Soak"). Needs root; the emulator's four cases
 # take about 4 x SECS, one after the other. Run it from anywhere in the repository, alone on the
 # machine (holding the build lock, as the other benchmarks do):
-#   flock /tmp/mslink-build.lock bench/soak.sh [SECS]     SECS defaults to 600 (10 minutes)
+#   flock /tmp/mslink-build.lock bench/soak.sh [SECS]     whole seconds, default 600 (10 min)
 #   bench/soak.sh 60 2>&1 | tee soak.log
 # Exits non-zero if either test fails (both run regardless).
 set -euo pipefail
-if [ $# -gt 1 ] || ! [[ ${1:-600} =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+if [ $# -gt 1 ] || ! [[ ${1:-600} =~ ^[1-9][0-9]*$ ]]; then
   sed -n 2,12p "$0"
   exit 2
 fi
