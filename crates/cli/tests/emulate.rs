@@ -4,154 +4,19 @@
 //! packet accounting (in = delivered + every drop cause + in flight) and that no namespace,
 //! veth or TUN device is left behind, including after the emulator is killed with SIGKILL.
 //! Throughputs are compared as ratios with wide margins or against the trace's own capacity;
-//! nothing asserts on how long a run took.
+//! nothing asserts on how long a run took (a run that hangs is stopped after a generous limit
+//! and fails). The helpers shared with `emulate_soak.rs` are in `common/`.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use common::{
+    check_accounting, devices, emulate, mslink, read_counters, scratch, skip_without_root,
+    tcp_transfer,
+};
 use serde_json::Value;
-
-fn mslink() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mslink"))
-}
-
-/// True (with a note on stderr) when a test that needs namespaces cannot run because this is
-/// not root; with `MSLINK_REQUIRE_ROOT=1` (as CI sets) the missing privilege is a failure.
-fn skip_without_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() == 0 };
-    assert!(
-        root || std::env::var("MSLINK_REQUIRE_ROOT").as_deref() != Ok("1"),
-        "MSLINK_REQUIRE_ROOT=1 but not running as root: the emulator tests need it"
-    );
-    if !root {
-        eprintln!("skipped: needs root for network namespaces");
-    }
-    !root
-}
-
-/// A scratch directory holding the traffic script, removed when dropped (also when a test
-/// fails and unwinds).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("mslink-emu-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/traffic.py"),
-        d.join("traffic.py"),
-    )
-    .unwrap();
-    Scratch(d)
-}
-
-/// Devices in the caller's namespace whose name starts with `prefix`.
-fn devices(prefix: &str) -> Vec<String> {
-    std::fs::read_dir("/sys/class/net")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with(prefix))
-        .collect()
-}
-
-/// Runs `mslink emulate ARGS --json FILE`; checks the accounting and the cleanup.
-fn emulate(dir: &Path, args: &[&str]) -> Value {
-    let json = dir.join("summary.json");
-    let child = mslink()
-        .arg("emulate")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .current_dir(dir)
-        .stdout(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "mslink emulate {args:?}: {:?}",
-        out.status
-    );
-    assert!(
-        devices(&format!("msl{pid}")).is_empty(),
-        "devices left behind"
-    );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    check_accounting(&v);
-    v
-}
-
-/// in = delivered + every drop cause + in flight, in each direction, computed here.
-fn check_accounting(v: &Value) {
-    for dir in ["left_to_right", "right_to_left"] {
-        let p = &v[dir]["packets"];
-        let n = |k: &str| p[k].as_u64().unwrap_or_else(|| panic!("{dir}.{k} missing"));
-        let sum = n("delivered")
-            + n("refused_malformed")
-            + n("refused_too_large")
-            + n("dropped_queue")
-            + n("dropped_service_queue")
-            + n("lost_channel")
-            + n("abandoned")
-            + n("write_failed")
-            + n("in_flight");
-        assert_eq!(n("received"), sum, "{dir}: {p}");
-        assert_eq!(v[dir]["balanced"], Value::Bool(true));
-    }
-    // The kernel never dropped a packet at a TUN device: the emulator read everything.
-    for side in ["left", "right"] {
-        if let Some(d) = v["devices"].get(side) {
-            assert_eq!(d["tx_dropped"], 0, "{side}: {d}");
-            assert_eq!(d["rx_dropped"], 0, "{side}: {d}");
-        }
-    }
-}
-
-/// A TCP transfer of `seconds` from right to left; returns (bytes, summary) after checking
-/// that the receiver got exactly the bytes the sender sent (count and SHA-256).
-fn tcp_transfer(dir: &Path, link: &[&str], seconds: f64) -> (u64, Value, String) {
-    let v = emulate(
-        dir,
-        &[
-            link,
-            &[
-                "--pair",
-                "--until",
-                "both",
-                "--left",
-                "python3 traffic.py tcp-server 7000 recv.txt",
-                "--right",
-                &format!(
-                    "python3 traffic.py tcp-client $MSLINK_LEFT 7000 {seconds} sent.txt cubic"
-                ),
-            ],
-        ]
-        .concat(),
-    );
-    let recv = std::fs::read_to_string(dir.join("recv.txt")).unwrap();
-    let sent = std::fs::read_to_string(dir.join("sent.txt")).unwrap();
-    let first = |s: &str| s.lines().next().unwrap().to_string();
-    assert_eq!(first(&recv), first(&sent), "payload differs");
-    let bytes: u64 = first(&recv).split(' ').next().unwrap().parse().unwrap();
-    (bytes, v, recv)
-}
 
 const SR: &[&str] = &[
     "--scheme",
@@ -178,9 +43,11 @@ fn tcp_over_five_percent_loss_is_much_faster_with_selective_repeat() {
         "0.05",
     ];
     let d = scratch("tcp-raw");
-    let (raw, vr, _) = tcp_transfer(&d, &[&link[..], &["--scheme", "raw"]].concat(), 3.0);
+    let raw_run = tcp_transfer(&d, &[&link[..], &["--scheme", "raw"]].concat(), 3.0);
+    let (raw, vr) = (raw_run.bytes, raw_run.summary);
     let d = scratch("tcp-sr");
-    let (sr, vs, _) = tcp_transfer(&d, &[&link[..], SR].concat(), 3.0);
+    let sr_run = tcp_transfer(&d, &[&link[..], SR].concat(), 3.0);
+    let (sr, vs) = (sr_run.bytes, sr_run.summary);
     // Loss-based TCP (CUBIC) halves its window at every loss over raw; selective repeat hides
     // the losses. Same send time: compare bytes.
     assert!(sr > 3 * raw, "selective repeat {sr} bytes vs raw {raw}");
@@ -206,7 +73,8 @@ fn offloads_keep_mtu_sized_packets_on_the_link() {
         return;
     }
     let d = scratch("offload");
-    let (bytes, v, _) = tcp_transfer(&d, &["--pcap-left", "left.pcap"], 1.0);
+    let run = tcp_transfer(&d, &["--pcap-left", "left.pcap"], 1.0);
+    let (bytes, v) = (run.bytes, run.summary);
     assert!(bytes > 0);
     let o = &v["offload"];
     let n = |side: &str, k: &str| o[side][k].as_u64().unwrap();
@@ -260,11 +128,12 @@ fn offloads_keep_mtu_sized_packets_on_the_link() {
     let d = scratch("no-offload");
     // (At a rate the plain path keeps up with: unlimited, one read and one write per packet
     // fall behind the sender and the kernel drops at the device queue.)
-    let (_, v, _) = tcp_transfer(
+    let v = tcp_transfer(
         &d,
         &["--set", "tun_offload=false", "--set", "rate_bps=50e6"],
         0.5,
-    );
+    )
+    .summary;
     assert_eq!(v["offload"]["enabled"], false);
     assert_eq!(v["offload"]["right"]["gso_reads"], 0);
     assert_eq!(v["offload"]["left"]["coalesced_writes"], 0);
@@ -352,11 +221,7 @@ fn udp_residual_loss(scheme: &str) -> f64 {
             &format!("sleep 0.5; python3 traffic.py udp-client $MSLINK_LEFT 7001 {count} 500 500"),
         ],
     );
-    let got: u64 = std::fs::read_to_string(d.join("recv.txt"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let got = read_counters(&d.join("recv.txt"))["distinct"];
     1.0 - got as f64 / count as f64
 }
 
@@ -389,7 +254,7 @@ fn constant_mahimahi_trace_gives_its_capacity_minus_headers() {
     let period_s = text.lines().last().unwrap().parse::<f64>().unwrap() / 1e3;
     let capacity_bps = lines * 1504.0 * 8.0 / period_s;
     assert!((capacity_bps / 120e6 - 1.0).abs() < 1e-3);
-    let (_, v, recv) = tcp_transfer(
+    let run = tcp_transfer(
         &d,
         &[
             "--set",
@@ -403,24 +268,15 @@ fn constant_mahimahi_trace_gives_its_capacity_minus_headers() {
     // tag, no header) is 1504 bytes, one opportunity. TCP carries 1500 - 20 (IPv4) - 20 (TCP)
     // - 12 (timestamp option) = 1448 bytes of payload in it.
     let expected = capacity_bps * 1448.0 / 1504.0;
+    let v = run.summary;
     // Goodput at the receiver over its steady state (after the first 1.5 s of the transfer).
-    let marks: Vec<(f64, f64)> = recv
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let mut w = l.split(' ');
-            (
-                w.next().unwrap().parse().unwrap(),
-                w.next().unwrap().parse().unwrap(),
-            )
-        })
-        .collect();
+    let marks = run.marks;
     let (t0, b0) = *marks
         .iter()
         .find(|m| m.0 >= marks[0].0 + 1.5)
         .expect("transfer too short");
     let (t1, b1) = *marks.last().unwrap();
-    let goodput = (b1 - b0) * 8.0 / (t1 - t0);
+    let goodput = (b1 - b0) as f64 * 8.0 / (t1 - t0);
     eprintln!("mahimahi: goodput {goodput:.0} bit/s, expected {expected:.0}");
     assert!(
         (goodput / expected - 1.0).abs() < 0.05,
@@ -482,11 +338,7 @@ fn an_error_trace_gives_the_simulator_s_per_frame_outcomes() {
         (f("sent"), f("lost"), f("truncated"), f("corrupted"))
     );
     // With the CRC, damaged frames never reach the receiver: 3 packets in 10 arrive.
-    let got: u64 = std::fs::read_to_string(d.join("recv.txt"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let got = read_counters(&d.join("recv.txt"))["distinct"];
     assert_eq!(got, 60);
     assert_eq!(v["left_to_right"]["packets"]["lost_channel"], 140);
     assert_eq!(r.flows[0].received, 60);

@@ -1,9 +1,33 @@
 """Traffic for the `mslink emulate` tests: TCP and UDP senders and receivers that write what
-they saw to a file (byte counts, payload checksums, arrival timeline). Standard library only."""
+they saw to a file (byte counts, payload checksums, arrival timeline; for UDP also their
+namespace's kernel counters). Standard library only; memory stays bounded however long a run
+is (the soak test runs them for minutes)."""
 import hashlib
 import socket
 import sys
 import time
+
+# The TCP timeline marks an arrival only if its last mark is at least this old (the first and
+# the last arrivals are always marked): a long run's timeline stays small, yet a stall shows.
+MARK_EVERY_S = 0.01
+SO_RCVBUFFORCE = 33  # Linux; not exported by Python's socket module
+
+
+def kernel_counters():
+    """The Ip and Udp counters of /proc/net/snmp, which are the calling process's network
+    namespace's own: each side of the emulator has a fresh namespace, so they count this run's
+    traffic only (lines `Udp.NoPorts 0`, ...)."""
+    out, head = [], {}
+    with open("/proc/net/snmp") as f:
+        for line in f:
+            proto, rest = line.split(":", 1)
+            if proto not in ("Ip", "Udp"):
+                continue
+            if proto not in head:
+                head[proto] = rest.split()
+            else:
+                out += [f"{proto}.{k} {v}" for k, v in zip(head[proto], rest.split())]
+    return out
 
 
 def connect(host, port, cc):
@@ -37,14 +61,21 @@ def tcp_server(port, out):
     ls.bind(("0.0.0.0", port))
     ls.listen(1)
     c, _ = ls.accept()
-    h, n, marks = hashlib.sha256(), 0, []
+    # The timeline starts at the connection's set-up (0 bytes).
+    h, n, marks = hashlib.sha256(), 0, [(time.monotonic(), 0)]
     while True:
         d = c.recv(1 << 16)
         if not d:
             break
         h.update(d)
         n += len(d)
-        marks.append((time.monotonic(), n))
+        t = time.monotonic()
+        if t - marks[-1][0] >= MARK_EVERY_S or len(marks) == 1:
+            marks.append((t, n))
+        else:
+            last = (t, n)
+    if marks[-1][1] != n:
+        marks.append(last)
     c.close()
     with open(out, "w") as f:
         f.write(f"{n} {h.hexdigest()}\n")
@@ -69,28 +100,51 @@ def tcp_client(host, port, seconds, out, cc):
 
 
 def udp_server(port, out, idle):
+    """Receives datagrams numbered by their first 4 bytes until none came for `idle` seconds
+    (or none at all for 30 s); writes `distinct`, `read` (datagrams), `max_seq` and the
+    namespace's kernel counters, one `key value` a line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # A deep receive queue (as root, above rmem_max) so a receiver briefly off the CPU does not
+    # overflow it; whatever still overflows is counted in Udp.RcvbufErrors.
+    try:
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(("0.0.0.0", port))
     s.settimeout(30)
-    seen = set()
+    seen = bytearray()  # one bit per sequence number: bounded by the count sent
+    distinct, read, top = 0, 0, -1
     try:
         while True:
-            d, _ = s.recvfrom(65536)
-            seen.add(int.from_bytes(d[:4], "big"))
+            d = s.recv(65536)
+            k = int.from_bytes(d[:4], "big")
+            read += 1
+            if k >= 8 * len(seen):
+                seen += bytes(max(k // 8 + 1 - len(seen), len(seen)))
+            if not seen[k >> 3] & (1 << (k & 7)):
+                seen[k >> 3] |= 1 << (k & 7)
+                distinct += 1
+            top = max(top, k)
             s.settimeout(idle)
     except socket.timeout:
         pass
     with open(out, "w") as f:
-        f.write(f"{len(seen)}\n")
+        f.write(f"distinct {distinct}\nread {read}\nmax_seq {top}\n")
+        f.write("\n".join(kernel_counters()) + "\n")
 
 
-def udp_client(host, port, count, size, pps):
+def udp_client(host, port, count, size, pps, out=None):
+    """Sends `count` datagrams of `size` bytes at `pps` per second; with `out`, writes `sent`
+    and the namespace's kernel counters there, one `key value` a line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     t0 = time.monotonic()
     for k in range(count):
         while time.monotonic() < t0 + k / pps:
             time.sleep(0.0005)
         s.sendto(k.to_bytes(4, "big") + bytes(size - 4), (host, port))
+    if out:
+        with open(out, "w") as f:
+            f.write(f"sent {count}\n" + "\n".join(kernel_counters()) + "\n")
 
 
 if __name__ == "__main__":
@@ -102,4 +156,4 @@ if __name__ == "__main__":
     elif m == "udp-server":
         udp_server(int(a[0]), a[1], float(a[2]))
     elif m == "udp-client":
-        udp_client(a[0], int(a[1]), int(a[2]), int(a[3]), float(a[4]))
+        udp_client(a[0], int(a[1]), int(a[2]), int(a[3]), float(a[4]), a[5] if len(a) > 5 else None)
