@@ -141,12 +141,16 @@ fn packets_text(v: &Value, dir: &str) -> String {
     let p = &v[dir]["packets"];
     let f = &v[dir]["frames"];
     format!(
-        "in {} delivered {} qdrop {} lost {} abandoned {} inflight {}, frames sent {} lost {}",
+        "in {} delivered {} qdrop {} service-queue drop {} malformed {} too large {} lost {} abandoned {} write failed {} inflight {}, frames sent {} lost {}",
         p["received"],
         p["delivered"],
         p["dropped_queue"],
+        p["dropped_service_queue"],
+        p["refused_malformed"],
+        p["refused_too_large"],
         p["lost_channel"],
         p["abandoned"],
+        p["write_failed"],
         p["in_flight"],
         f["sent"],
         f["lost"]
