@@ -28,10 +28,21 @@ numbers = st.one_of(
     st.integers(min_value=-(2**40), max_value=2**40),
 )
 
+# The simulator's clock counts 64-bit nanoseconds: traffic plus drain fit in 2**64 ns.
+CLOCK_S = float(2**64) / 1e9
+BASE_DRAIN_S = 10.0  # the default drain_s
+BASE_DURATION_S = 1.0
+
 # path -> (field the error names, is the value valid?) -- docs/simulator.md's ranges.
 RULES = {
-    "sim.duration_s": ("sim.duration_s", lambda x: x > 0 and math.isfinite(x)),
-    "sim.drain_s": ("sim.drain_s", lambda x: x >= 0 and math.isfinite(x)),
+    "sim.duration_s": (
+        "sim.duration_s",
+        lambda x: x > 0 and math.isfinite(x) and x + BASE_DRAIN_S <= CLOCK_S,
+    ),
+    "sim.drain_s": (
+        "sim.drain_s",
+        lambda x: x >= 0 and math.isfinite(x) and BASE_DURATION_S + x <= CLOCK_S,
+    ),
     "segment.0.rate_bps": ("segment[0].rate_bps", lambda x: x > 0 and math.isfinite(x)),
     "segment.0.delay_ms": ("segment[0].delay_ms", lambda x: x >= 0 and math.isfinite(x)),
     # ... and a packet interval (1000-byte packets) the 1 ns clock can hold.

@@ -461,8 +461,14 @@ impl Scenario {
         // (issue 16: `duration_s = 1e12` ran silently).
         let max = crate::resources::MAX_SIMULATED_S;
         if s.duration_s + s.drain_s > max {
+            // Named after the larger of the two, the one to lower.
+            let key = if s.drain_s > s.duration_s {
+                "sim.drain_s"
+            } else {
+                "sim.duration_s"
+            };
             return Err(invalid(
-                "sim.duration_s",
+                key,
                 format!(
                     "{} s of traffic and {} s of drain are beyond the simulator's clock, which \
                      counts 64-bit nanoseconds: at most {max:.4e} s (584 years) in all",
