@@ -197,7 +197,7 @@ fn tshark_dissects_simulator_pcaps() {
     for l in lines {
         assert_eq!(
             l.split('\t').collect::<Vec<_>>(),
-            vec!["10.0.0.1", "10.0.0.4", "5000", "974"],
+            vec!["10.0.0.1", "10.0.0.4", "48000", "974"],
             "{l}"
         );
     }

@@ -12,6 +12,26 @@ use mslink_wire::udp::{self, UdpPacket, UdpRepr};
 /// IPv4 + UDP headers + stamp.
 pub const MIN_PACKET: usize = 20 + 8 + 16;
 
+/// Flow `i` sends from port `SOURCE_PORT_BASE + i` (wrapping past 65535). tshark 4 has no
+/// dissector on 54329-60000 (`bench/tshark_port_probe.py`: every UDP port tried with this
+/// simulator's packets, docs/simulator.md), so the first 5,001 flows' sources read as data.
+pub const SOURCE_PORT_BASE: u16 = 55000;
+/// A flow `i` with `port = 0` sends to port `APP_PORT_BASE + i` (wrapping): no dissector on
+/// 47001-54327 either, so with the sources above a capture of up to 5,001 flows reads as plain
+/// data. The old ports (5000 + i to, 40000 + i from) were dissected as TAPA, CAPWAP, mDNS,
+/// CoAP, ... from the first flow on.
+pub const APP_PORT_BASE: u16 = 48000;
+
+/// The source port of flow `flow`.
+pub fn source_port(flow: usize) -> u16 {
+    SOURCE_PORT_BASE.wrapping_add(flow as u16)
+}
+
+/// The default destination port of flow `flow`.
+pub fn app_port(flow: usize) -> u16 {
+    APP_PORT_BASE.wrapping_add(flow as u16)
+}
+
 /// What [`stamp`] reads from a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp {
@@ -47,7 +67,7 @@ pub fn build(out: &mut Vec<u8>, len: usize, from: usize, to: usize, dscp: u8, po
     };
     ip.emit(&mut Ipv4Packet::new_unchecked(&mut out[..]));
     let udp = UdpRepr {
-        src_port: 40000 + s.flow as u16,
+        src_port: source_port(s.flow as usize),
         dst_port: port,
         payload_len: len - ipv4::HEADER_LEN - udp::HEADER_LEN,
         checksum: 0,
@@ -113,6 +133,6 @@ mod tests {
         );
         assert_eq!(destination(&p), Some(2));
         let k = mslink_link::classifier::FlowKey::parse(&p).unwrap();
-        assert_eq!((k.dscp, k.protocol, k.ports), (46, 17, Some((40003, 5004))));
+        assert_eq!((k.dscp, k.protocol, k.ports), (46, 17, Some((55003, 5004))));
     }
 }

@@ -246,7 +246,8 @@ pub struct Flow {
     pub playback_ms: f64,
     /// DS codepoint in the IP header (for classifier rules).
     pub dscp: u8,
-    /// UDP destination port (for classifier rules); 0 picks 5000 + flow index.
+    /// UDP destination port (for classifier rules); 0 picks 48000 + flow index
+    /// (`packet::APP_PORT_BASE`).
     pub port: u16,
     /// Start, seconds.
     pub start_s: f64,

@@ -339,7 +339,11 @@ pub fn run_with(
             from: f.from,
             to: f.to,
             dscp: f.dscp,
-            port: if f.port == 0 { 5000 + i as u16 } else { f.port },
+            port: if f.port == 0 {
+                packet::app_port(i)
+            } else {
+                f.port
+            },
             len: f.packet_bytes,
             interval: match f.app {
                 // Back to back at the first hop's line rate (003 §4's spray).

@@ -2,7 +2,7 @@
 //!
 //! Contract. An `ftp` flow is a TCP sender at node `from` with `size_bytes` to send and a
 //! receiver at node `to`. Both are the sans-IO machines of [`crate::tcp`]; this file only
-//! carries their segments as real IPv4/TCP packets (data from port 40000 + flow index to the
+//! carries their segments as real IPv4/TCP packets (data from port 55000 + flow index to the
 //! flow's port, ACKs back), arms one timer event per end, and keeps the application's count:
 //! bytes delivered in order and the time of the last one. Throughput in the results is
 //! application bytes over the time from the flow's start to its last byte (retransmissions
@@ -42,8 +42,12 @@ impl TcpFlow {
             data: Endpoints {
                 src: packet::address(f.from),
                 dst: packet::address(f.to),
-                sport: 40000 + i as u16,
-                dport: if f.port == 0 { 5000 + i as u16 } else { f.port },
+                sport: packet::source_port(i),
+                dport: if f.port == 0 {
+                    packet::app_port(i)
+                } else {
+                    f.port
+                },
                 dscp: f.dscp,
                 shift: f.tcp.window_shift(),
             },
@@ -212,7 +216,7 @@ impl World<'_, '_> {
         } else {
             (w.dport, false)
         };
-        let i = port.wrapping_sub(40000) as usize;
+        let i = port.wrapping_sub(packet::SOURCE_PORT_BASE) as usize;
         let Some(t) = self.tcp.get_mut(i).and_then(|t| t.as_mut()) else {
             return;
         };
