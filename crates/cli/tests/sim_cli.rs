@@ -313,3 +313,48 @@ fn a_small_run_prints_nothing_with_quiet() {
     assert!(made);
     assert_eq!((out.as_str(), e.as_str()), ("", ""));
 }
+
+/// Issue 21: `--estimate --json` prints the estimate as one JSON document on standard output:
+/// the flows, the memory at the peak in bytes (the sum of what holds it), the events and the
+/// wall time in seconds; nothing runs.
+#[test]
+fn estimate_json_is_one_document() {
+    let (code, out, e, made) = sim_text(
+        "estjson",
+        &GOOD.replace("to = 1\n", "to = 1\ncount = 7\n"),
+        &["--quiet", "--estimate", "--json"],
+    );
+    assert_eq!(code, Some(0), "{e}");
+    assert!(!made);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["flows"], 7, "{v}");
+    assert_eq!(
+        (v["points"].as_u64(), v["runs"].as_u64()),
+        (Some(1), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["largest"]["count"], 7, "{v}");
+    assert!(v["scenario"].as_str().unwrap().ends_with("s.toml"), "{v}");
+    let m = &v["memory"];
+    let parts: u64 = ["base", "traces", "flows", "series", "results"]
+        .iter()
+        .map(|k| m[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["memory_bytes"].as_u64(), Some(parts), "{v}");
+    assert!(
+        m["base"].as_u64().unwrap() > 0 && m["flows"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    let events = v["events"].as_f64().unwrap();
+    assert!(
+        events > 0.0 && v["events_per_s"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert_eq!(v["run_events"].as_f64(), Some(events), "one run: {v}");
+    assert!(v["wall_s"].as_f64().unwrap() > 0.0, "{v}");
+    if v["available_bytes"].is_u64() {
+        assert_eq!(v["fits"], true, "{v}");
+    } else {
+        assert!(v["fits"].is_null(), "{v}");
+    }
+}

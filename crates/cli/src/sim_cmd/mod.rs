@@ -22,7 +22,7 @@ mod resources;
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops.\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --json > estimate.json\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops (with --json, as one JSON\ndocument).\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
 )]
 pub struct SimArgs {
     /// The scenario file (TOML).
@@ -43,7 +43,7 @@ pub struct SimArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Also print summary.json (per flow, segment, link service counters, events) on standard
-    /// output, as one JSON document.
+    /// output, as one JSON document; with --estimate, the estimate instead.
     #[arg(long)]
     pub json: bool,
     /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
