@@ -27,23 +27,6 @@ pub fn bar(len: u64, what: &str, quiet: bool) -> indicatif::ProgressBar {
     b
 }
 
-/// A spinner with the elapsed time, for jobs whose length is not known in advance; hidden like
-/// [`bar`].
-pub fn spinner(what: &str, quiet: bool) -> indicatif::ProgressBar {
-    if quiet || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let b = indicatif::ProgressBar::new_spinner();
-    b.set_style(
-        indicatif::ProgressStyle::with_template(&format!(
-            "{{spinner}} [{{elapsed_precise}}] {what} {{msg}}"
-        ))
-        .expect("static template"),
-    );
-    b.enable_steady_tick(std::time::Duration::from_millis(200));
-    b
-}
-
 /// Creates the `--out` folder `dir` (and its parents).
 pub fn out_dir(dir: &Path, option: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| {

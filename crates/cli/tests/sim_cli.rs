@@ -313,3 +313,132 @@ fn a_small_run_prints_nothing_with_quiet() {
     assert!(made);
     assert_eq!((out.as_str(), e.as_str()), ("", ""));
 }
+
+/// Issue 21: `--estimate --json` prints the estimate as one JSON document on standard output:
+/// the flows, the memory at the peak in bytes (the sum of what holds it), the events and the
+/// wall time in seconds; nothing runs.
+#[test]
+fn estimate_json_is_one_document() {
+    let (code, out, e, made) = sim_text(
+        "estjson",
+        &GOOD.replace("to = 1\n", "to = 1\ncount = 7\n"),
+        &["--quiet", "--estimate", "--json"],
+    );
+    assert_eq!(code, Some(0), "{e}");
+    assert!(!made);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(v["flows"], 7, "{v}");
+    assert_eq!(
+        (v["points"].as_u64(), v["runs"].as_u64()),
+        (Some(1), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["largest"]["count"], 7, "{v}");
+    assert!(v["scenario"].as_str().unwrap().ends_with("s.toml"), "{v}");
+    let m = &v["memory"];
+    let parts: u64 = ["base", "traces", "flows", "series", "results"]
+        .iter()
+        .map(|k| m[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["memory_bytes"].as_u64(), Some(parts), "{v}");
+    assert!(
+        m["base"].as_u64().unwrap() > 0 && m["flows"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    let events = v["events"].as_f64().unwrap();
+    assert!(
+        events > 0.0 && v["events_per_s"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert_eq!(v["run_events"].as_f64(), Some(events), "one run: {v}");
+    assert!(v["wall_s"].as_f64().unwrap() > 0.0, "{v}");
+    if v["available_bytes"].is_u64() {
+        assert_eq!(v["fits"], true, "{v}");
+    } else {
+        assert!(v["fits"].is_null(), "{v}");
+    }
+}
+
+/// Splits one CSV line (fields quoted when they hold a comma or quote, quotes doubled).
+fn csv_fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Rows of a Parquet file (read back with the `parquet` crate) as the CSV would print them:
+/// the header, then every row.
+fn parquet_as_csv(path: &std::path::Path) -> Vec<Vec<String>> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let r = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut rows = Vec::new();
+    for row in r.get_row_iter(None).unwrap() {
+        let row = row.unwrap();
+        if rows.is_empty() {
+            rows.push(row.get_column_iter().map(|(n, _)| n.clone()).collect());
+        }
+        rows.push(
+            row.get_column_iter()
+                .map(|(_, f)| match f {
+                    Field::Str(s) => s.clone(),
+                    Field::Long(i) => i.to_string(),
+                    Field::ULong(u) => u.to_string(),
+                    Field::Double(d) => d.to_string(),
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect(),
+        );
+    }
+    rows
+}
+
+/// Issue 21: `--format parquet` writes flows.parquet and timeseries.parquet instead of the
+/// CSVs, with the same columns, rows and values (the runs are deterministic).
+#[test]
+fn parquet_tables_hold_what_the_csvs_hold() {
+    let run = |name: &str, format: &str| {
+        let out = tmp(name);
+        let st = mslink()
+            .args(["sim", "--quiet", "--no-plots", "--reps", "2"])
+            .args(["--set", "sim.duration_s=5", "--format", format, "--out"])
+            .arg(&out)
+            .arg(root().join("scenarios/004/fig7_cbr_one_wlan.toml"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        out
+    };
+    let csv = run("fmt-csv", "csv");
+    let pq = run("fmt-pq", "parquet");
+    for table in ["flows", "timeseries"] {
+        assert!(!csv.join(format!("{table}.parquet")).exists());
+        assert!(!pq.join(format!("{table}.csv")).exists());
+        let text = std::fs::read_to_string(csv.join(format!("{table}.csv"))).unwrap();
+        let want: Vec<Vec<String>> = text.lines().map(csv_fields).collect();
+        let got = parquet_as_csv(&pq.join(format!("{table}.parquet")));
+        assert!(want.len() > 2, "{table}: {} lines", want.len());
+        assert_eq!(got.len(), want.len(), "{table}: rows");
+        assert_eq!(got[0], want[0], "{table}: columns");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "{table}: row {i}");
+        }
+    }
+    let flows = parquet_as_csv(&pq.join("flows.parquet"));
+    assert_eq!(flows[1][0], "004-fig7-cbr-one-wlan");
+    for d in [csv, pq] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

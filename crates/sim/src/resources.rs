@@ -56,7 +56,7 @@ const WIRED_EVENTS: f64 = 2.0;
 const WIRELESS_EVENTS: f64 = 3.0;
 
 /// The flow entry that contributes the most flows to a run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LargestFlow {
     /// Its index in `[[flow]]` (or `[[cell.flow]]`).
     pub index: usize,
@@ -67,7 +67,7 @@ pub struct LargestFlow {
 }
 
 /// Memory at the peak, by what holds it (bytes).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Memory {
     /// The program: [`BASE_BYTES`].
     pub base: u64,
@@ -93,8 +93,9 @@ impl Memory {
     }
 }
 
-/// The estimate of one `mslink sim` invocation.
-#[derive(Clone, Debug, PartialEq)]
+/// The estimate of one `mslink sim` invocation; serialized (`mslink sim --estimate --json`)
+/// with these field names, memory in bytes and times in seconds.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Estimate {
     /// Sweep points.
     pub points: usize,

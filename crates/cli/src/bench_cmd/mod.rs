@@ -191,7 +191,7 @@ struct ClientOpts {
     /// Print one JSON document on standard output instead of tables.
     #[arg(long)]
     json: bool,
-    /// No progress spinner (shown on a terminal only).
+    /// No progress bar (shown on a terminal only).
     #[arg(short, long)]
     quiet: bool,
 }
@@ -276,20 +276,22 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 }
 
 /// Runs the client's tests, the output folder made first so a long run cannot fail at its end,
-/// with a spinner on a terminal (the benchmark reports no steps to count, hence no ETA).
+/// with a bar of the measured points and an ETA on a terminal (`run_client_with` reports them).
 fn measure(o: &ClientOpts, target: &Target) -> Result<bench::Report> {
     if let Some(dir) = &o.out {
         crate::convention::out_dir(dir, "--out")?;
     }
-    let spin = crate::convention::spinner(
-        if o.quick {
-            "benchmark (--quick: seconds)"
-        } else {
-            "benchmark (full settings: minutes; --quick for seconds)"
-        },
-        o.quiet,
-    );
-    let r = bench::run_client(&o.config(), target);
-    spin.finish_and_clear();
+    // The total is known once the library has sized the run; it comes with the first step.
+    let bar = crate::convention::bar(0, "points", o.quiet);
+    bar.set_message(if o.quick {
+        "(--quick)"
+    } else {
+        "(full settings; --quick for seconds)"
+    });
+    let r = bench::run_client_with(&o.config(), target, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
     Ok(r?)
 }

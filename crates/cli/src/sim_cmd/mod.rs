@@ -17,12 +17,13 @@ use mslink_sim::{overrides, RunResult, Scenario};
 use crate::TraceFiles;
 
 mod output;
+mod parquet_out;
 mod resources;
 
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops.\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput), summary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-pq --format parquet\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --json > estimate.json\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops (with --json, as one JSON\ndocument).\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput) (with --format parquet: flows.parquet, timeseries.parquet),\nsummary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
 )]
 pub struct SimArgs {
     /// The scenario file (TOML).
@@ -43,7 +44,7 @@ pub struct SimArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Also print summary.json (per flow, segment, link service counters, events) on standard
-    /// output, as one JSON document.
+    /// output, as one JSON document; with --estimate, the estimate instead.
     #[arg(long)]
     pub json: bool,
     /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
@@ -59,10 +60,23 @@ pub struct SimArgs {
     /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
     #[arg(long)]
     pub pcap: bool,
+    /// Format of the tables: csv (flows.csv, timeseries.csv) or parquet (flows.parquet,
+    /// timeseries.parquet: the same columns and values, typed).
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
     /// Do not draw OUT/plots/*.png and *.svg (throughput against time; metrics against the
     /// swept parameter).
     #[arg(long)]
     pub no_plots: bool,
+}
+
+/// Format of flows and timeseries (`--format`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// flows.csv, timeseries.csv.
+    Csv,
+    /// flows.parquet, timeseries.parquet.
+    Parquet,
 }
 
 type PcapFiles = std::collections::BTreeMap<

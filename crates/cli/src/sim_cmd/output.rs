@@ -1,5 +1,6 @@
-//! The results folder of `mslink sim`: flows.csv, timeseries.csv, summary.json, timing.json
-//! and the plots.
+//! The results folder of `mslink sim`: flows.csv, timeseries.csv (or, with `--format parquet`,
+//! flows.parquet and timeseries.parquet: the same columns and values), summary.json,
+//! timing.json and the plots.
 //!
 //! Contract: every file is a pure function of the runs (timing.json excepted) and is written
 //! as it is produced, through a buffer, never assembled whole in memory: a moving-window
@@ -16,7 +17,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use mslink_sim::RunResult;
 
-use super::{csv_field, Job, SimArgs};
+use super::parquet_out::{Kind, Table, Val};
+use super::{csv_field, Format, Job, SimArgs};
 
 /// Writes every result file of scenario `name` into `out`. The runs' series are taken out and put back
 /// while summary.json is written (hence `&mut`); the results are unchanged on return.
@@ -37,12 +39,24 @@ pub(super) fn write_results(
     let keys = &keys[..];
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let events: u64 = results.iter().map(|r| r.events).sum();
-    write_file(out, "flows.csv", |w| {
-        write_flows(w, name, points, keys, jobs, results)
-    })?;
-    write_file(out, "timeseries.csv", |w| {
-        write_timeseries(w, name, jobs, results)
-    })?;
+    match args.format {
+        Format::Csv => {
+            write_file(out, "flows.csv", |w| {
+                write_flows(w, name, points, keys, jobs, results)
+            })?;
+            write_file(out, "timeseries.csv", |w| {
+                write_timeseries(w, name, jobs, results)
+            })?;
+        }
+        Format::Parquet => {
+            write_file(out, "flows.parquet", |w| {
+                write_flows_parquet(w, name, points, keys, jobs, results)
+            })?;
+            write_file(out, "timeseries.parquet", |w| {
+                write_timeseries_parquet(w, name, jobs, results)
+            })?;
+        }
+    }
     write_file(out, "summary.json", |w| {
         write_summary(w, name, events, points, jobs, results)
     })?;
@@ -162,6 +176,109 @@ fn write_timeseries(
         }
     }
     Ok(())
+}
+
+/// The columns of flows.csv after the sweep keys, with their Parquet types.
+const FLOW_COLUMNS: [(&str, Kind); 17] = [
+    ("rep", Kind::Int),
+    ("seed", Kind::UInt),
+    ("flow", Kind::Str),
+    ("app", Kind::Str),
+    ("transport", Kind::Str),
+    ("service", Kind::Str),
+    ("sent", Kind::UInt),
+    ("received", Kind::UInt),
+    ("duplicates", Kind::UInt),
+    ("bytes", Kind::UInt),
+    ("duration_s", Kind::F64),
+    ("throughput_bps", Kind::F64),
+    ("loss_rate", Kind::F64),
+    ("delay_mean_s", Kind::F64),
+    ("delay_std_s", Kind::F64),
+    ("playback_miss_rate", Kind::F64),
+    ("transactions", Kind::UInt),
+];
+
+/// flows.parquet: the rows and columns of flows.csv (the sweep keys as text, as in the CSV).
+fn write_flows_parquet(
+    w: &mut (impl Write + Send),
+    name: &str,
+    points: &[Vec<(String, String)>],
+    keys: &[String],
+    jobs: &[Job],
+    results: &[RunResult],
+) -> Result<()> {
+    let mut cols = vec![
+        ("scenario".to_string(), Kind::Str),
+        ("point".to_string(), Kind::Int),
+    ];
+    cols.extend(keys.iter().map(|k| (k.clone(), Kind::Str)));
+    cols.extend(FLOW_COLUMNS.iter().map(|(n, k)| (n.to_string(), *k)));
+    let mut t = Table::new(w, &cols)?;
+    let mut row = Vec::with_capacity(cols.len());
+    for (job, r) in jobs.iter().zip(results) {
+        for f in &r.flows {
+            row.clear();
+            row.push(Val::Str(name));
+            row.push(Val::Int(job.point as i64));
+            row.extend(points[job.point].iter().map(|(_, v)| Val::Str(v)));
+            row.extend([
+                Val::Int(i64::from(r.rep)),
+                Val::UInt(r.seed),
+                Val::Str(&f.flow),
+                Val::Str(&f.app),
+                Val::Str(&f.transport),
+                Val::Str(&f.service),
+                Val::UInt(f.sent),
+                Val::UInt(f.received),
+                Val::UInt(f.duplicates),
+                Val::UInt(f.bytes),
+                Val::F64(f.duration_s),
+                Val::F64(f.throughput_bps),
+                Val::F64(f.loss_rate),
+                Val::F64(f.delay_mean_s),
+                Val::F64(f.delay_std_s),
+                Val::F64(f.playback_miss_rate),
+                Val::UInt(f.transactions),
+            ]);
+            t.row(&row)?;
+        }
+    }
+    t.finish()
+}
+
+/// timeseries.parquet: the rows and columns of timeseries.csv.
+fn write_timeseries_parquet(
+    w: &mut (impl Write + Send),
+    name: &str,
+    jobs: &[Job],
+    results: &[RunResult],
+) -> Result<()> {
+    let cols: Vec<(String, Kind)> = [
+        ("scenario", Kind::Str),
+        ("point", Kind::Int),
+        ("rep", Kind::Int),
+        ("flow", Kind::Str),
+        ("time_s", Kind::F64),
+        ("throughput_bps", Kind::F64),
+    ]
+    .iter()
+    .map(|(n, k)| (n.to_string(), *k))
+    .collect();
+    let mut t = Table::new(w, &cols)?;
+    for (job, r) in jobs.iter().zip(results) {
+        for p in &r.timeseries {
+            t.row(&[
+                Val::Str(name),
+                Val::Int(job.point as i64),
+                Val::Int(i64::from(r.rep)),
+                Val::Str(&p.flow),
+                Val::F64(p.time_s),
+                Val::F64(p.throughput_bps),
+            ])?;
+        }
+    }
+    t.finish()
 }
 
 /// `v` as `serde_json::to_string_pretty` prints it, nested `depth` spaces deep.

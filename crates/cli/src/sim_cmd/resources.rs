@@ -4,7 +4,7 @@
 //! Contract: [`check`] sizes the trace files the scenarios name and estimates the runs
 //! (flows, events, memory at the peak, wall time), and then
 //! * with `--estimate`, prints the estimate and the memory available on standard output and
-//!   says to stop;
+//!   says to stop; with `--json` too, as one JSON document ([`estimate_json`]);
 //! * refuses runs whose memory estimate exceeds `MemAvailable` of /proc/meminfo, with an error
 //!   that carries the estimate and what to change, unless `--force`;
 //! * warns on standard error (even with `--quiet`) when the runs would take over an hour.
@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
-use mslink_sim::resources::{bytes, duration, estimate, EVENTS_PER_SECOND};
+use mslink_sim::resources::{bytes, duration, estimate, Estimate, EVENTS_PER_SECOND};
 use mslink_sim::Scenario;
 
 use super::SimArgs;
@@ -53,7 +53,9 @@ pub(super) fn check(
     let est = estimate(scenarios, threads, &sizes);
     let available = mem_available();
     let name = args.scenario.display();
-    if args.estimate {
+    if args.estimate && args.json {
+        println!("{}", estimate_json(&name.to_string(), &est, available)?);
+    } else if args.estimate {
         println!("{name}: {est}");
         match available {
             Some(a) if est.fits(a) => println!("  available {} (MemAvailable): fits", bytes(a)),
@@ -92,6 +94,22 @@ pub(super) fn check(
         }
     }
     Ok(Verdict::Run)
+}
+
+/// The estimate as printed by `--estimate --json`: the fields of
+/// [`mslink_sim::resources::Estimate`] (memory in bytes by what holds it, `wall_s` in seconds)
+/// and `scenario`, `memory_bytes` (the total at the peak), `available_bytes` (MemAvailable,
+/// `null` when unknown) and `fits` (`null` when unknown).
+fn estimate_json(scenario: &str, est: &Estimate, available: Option<u64>) -> Result<String> {
+    let mut v = serde_json::to_value(est)?;
+    let o = v
+        .as_object_mut()
+        .expect("an Estimate serializes as an object");
+    o.insert("scenario".into(), scenario.into());
+    o.insert("memory_bytes".into(), est.memory.total().into());
+    o.insert("available_bytes".into(), available.into());
+    o.insert("fits".into(), available.map(|a| est.fits(a)).into());
+    Ok(serde_json::to_string_pretty(&v)?)
 }
 
 /// `MemAvailable` of /proc/meminfo in bytes, if it can be read.

@@ -7,6 +7,12 @@
 //! when TCP is among the backends; always the per-call cost tables. Sizes beyond what a UDP
 //! datagram carries are left out for the UDP backends. With `quick`, the settings shrink to
 //! ones that finish in seconds.
+//!
+//! Progress: [`run_client_with`] reports `(done, total)` after every measured point (one
+//! ping-pong or throughput point per backend, mode and size, one raw-socket point per size,
+//! and the call-cost tables as one last step): `total` is fixed once the backends and sizes are
+//! known, `done` rises by one from 1 to `total`. It reports counts only; drawing them (and
+//! timing them) is the caller's.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -79,6 +85,16 @@ pub struct ClientConfig {
 
 /// Runs every test against `target` (see the module contract).
 pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchError> {
+    run_client_with(o, target, &mut |_, _| {})
+}
+
+/// [`run_client`], calling `on_step(done, total)` after every measured point (see the module
+/// contract).
+pub fn run_client_with(
+    o: &ClientConfig,
+    target: &Target,
+    on_step: &mut dyn FnMut(usize, usize),
+) -> Result<Report, BenchError> {
     let mut o = o.clone();
     if o.quick {
         o.max_size = o.max_size.min(64 << 10);
@@ -119,13 +135,28 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
         n.enter_client()?;
     }
     let path = if ns.is_some() { "veth" } else { "loopback" };
-    for &b in &backends {
-        // A UDP message is one datagram: sizes beyond it are left out for UDP backends.
-        let sizes: Vec<usize> = sizes
+    // A UDP message is one datagram: sizes beyond it are left out for UDP backends.
+    let sizes_of = |b: BenchBackend| -> Vec<usize> {
+        sizes
             .iter()
             .copied()
             .filter(|&s| s <= b.backend().max_message())
-            .collect();
+            .collect()
+    };
+    let reference = matches!(target, Target::Local { .. }) && backends.contains(&BenchBackend::Tcp);
+    let total = backends
+        .iter()
+        .map(|&b| 2 * o.modes.len() * sizes_of(b).len())
+        .sum::<usize>()
+        + if reference { sizes.len() } else { 0 }
+        + 1;
+    let mut done = 0usize;
+    let mut step = || {
+        done += 1;
+        on_step(done, total);
+    };
+    for &b in &backends {
+        let sizes = sizes_of(b);
         let max = max.min(b.backend().max_message());
         let (_child, addr) = match target {
             Target::Local { server, .. } => {
@@ -151,6 +182,7 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
                 row.path = path;
                 pts.push((s as f64, row.p50_us));
                 rep.pingpong.push(row);
+                step();
             }
             let (a, k) = fit_line(&pts);
             rep.rtt_fit.push(Fit {
@@ -164,12 +196,13 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
                     .context(|| format!("throughput {b:?} {m:?} {s} B"))?;
                 row.path = path;
                 rep.throughput.push(row);
+                step();
             }
         }
         control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
         let _ = e.nic.disconnect(e.vi);
     }
-    if matches!(target, Target::Local { .. }) && backends.contains(&BenchBackend::Tcp) {
+    if reference {
         // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
         // show what the VI layer adds on the TCP path.
         let mut pts = Vec::new();
@@ -178,6 +211,7 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
                 .context(|| format!("raw socket ping-pong {s} B"))?;
             pts.push((s as f64, row.p50_us));
             rep.pingpong.push(row);
+            step();
         }
         let (a, k) = fit_line(&pts);
         rep.rtt_fit.push(Fit {
@@ -188,6 +222,7 @@ pub fn run_client(o: &ClientConfig, target: &Target) -> Result<Report, BenchErro
         });
     }
     rep.callcost = call_costs(o.calls)?;
+    step();
     let get = |api: &str, call: &str| {
         rep.callcost
             .iter()
@@ -378,4 +413,52 @@ fn throughput(
         zc_copied: zc1.zc_copied.saturating_sub(zc0.zc_copied),
         path: "loopback",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{serve, ServerConfig};
+
+    /// The progress callback counts every point once, by one, up to a fixed total: two sizes
+    /// times one mode, ping-pong and throughput, and the call-cost tables (a remote target has
+    /// no raw-socket reference).
+    #[test]
+    fn progress_counts_every_point_up_to_the_total() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let server = std::thread::spawn(move || {
+            let o = ServerConfig {
+                backend: BenchBackend::Tcp,
+                addr: "127.0.0.1:0".into(),
+                max_size: 64,
+                zc: false,
+            };
+            serve(&o, &mut |a| {
+                tx.send(a.to_string()).unwrap();
+                Ok(())
+            })
+        });
+        let addr = rx.recv().unwrap();
+        let o = ClientConfig {
+            backends: vec![BenchBackend::Tcp],
+            transports: vec![],
+            zc: false,
+            modes: vec![WaitMode::Block],
+            sizes: vec![1, 64],
+            max_size: 64,
+            iters: 10,
+            warmup: 2,
+            volume: 64 * 64,
+            max_messages: 64,
+            calls: 5,
+            quick: true,
+        };
+        let mut seen = Vec::new();
+        let r = run_client_with(&o, &Target::Remote(addr), &mut |d, t| seen.push((d, t)));
+        server.join().unwrap().unwrap();
+        let r = r.unwrap();
+        assert_eq!((r.pingpong.len(), r.throughput.len()), (2, 2));
+        let want: Vec<(usize, usize)> = (1..=5).map(|d| (d, 5)).collect();
+        assert_eq!(seen, want);
+    }
 }

@@ -30,7 +30,7 @@ mod report;
 mod server;
 
 pub use callcost::call_costs;
-pub use client::{run_client, ClientConfig, ServerCommand, Target};
+pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
 pub use report::{fit_line, percentile, CallRow, Fit, PingRow, Report, ThroughputRow};
 pub use server::{serve, ServerConfig};
 
