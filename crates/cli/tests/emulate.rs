@@ -14,20 +14,9 @@ use std::process::Stdio;
 
 use common::{
     check_accounting, devices, emulate, mslink, read_counters, scratch, skip_without_root,
-    tcp_transfer,
+    tcp_transfer, SR,
 };
 use serde_json::Value;
-
-const SR: &[&str] = &[
-    "--scheme",
-    "selective_repeat",
-    "--set",
-    "link.service.0.window=256",
-    "--set",
-    "link.service.0.timeout_ms=40",
-    "--set",
-    "link.service.0.nack_interval_ms=20",
-];
 
 #[test]
 fn tcp_over_five_percent_loss_is_much_faster_with_selective_repeat() {

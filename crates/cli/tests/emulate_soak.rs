@@ -27,7 +27,9 @@ mod common;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{emulate_sampled, read_counters, scratch, skip_without_root, tcp_transfer, RssSample};
+use common::{
+    emulate_sampled, read_counters, scratch, skip_without_root, tcp_transfer, RssSample, SR,
+};
 use serde_json::Value;
 
 /// Bound on the RSS growth after the warm-up, in KiB. The emulator's RSS in these cases is
@@ -61,19 +63,6 @@ fn soak_secs() -> f64 {
     assert!(secs >= 4.0, "MSLINK_SOAK_SECS={secs}: at least 4 s");
     secs
 }
-
-const SR_LOSS: &[&str] = &[
-    "--loss",
-    "0.02",
-    "--scheme",
-    "selective_repeat",
-    "--set",
-    "link.service.0.window=256",
-    "--set",
-    "link.service.0.timeout_ms=40",
-    "--set",
-    "link.service.0.nack_interval_ms=20",
-];
 
 const OOS_LOSS: &[&str] = &[
     "--loss",
@@ -288,7 +277,7 @@ fn soak_tcp_no_loss() {
 
 #[test]
 fn soak_tcp_two_percent_loss_selective_repeat() {
-    tcp_case("tcp-sr-loss", SR_LOSS, true);
+    tcp_case("tcp-sr-loss", &[&["--loss", "0.02"], SR].concat(), true);
 }
 
 #[test]

@@ -239,3 +239,16 @@ pub fn read_counters(path: &Path) -> std::collections::BTreeMap<String, u64> {
         })
         .collect()
 }
+
+/// A Selective Repeat link tuned for the emulator tests (window 256, 40 ms timeout, NACKs
+/// every 20 ms).
+pub const SR: &[&str] = &[
+    "--scheme",
+    "selective_repeat",
+    "--set",
+    "link.service.0.window=256",
+    "--set",
+    "link.service.0.timeout_ms=40",
+    "--set",
+    "link.service.0.nack_interval_ms=20",
+];
