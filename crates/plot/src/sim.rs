@@ -73,6 +73,23 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
+/// A chart line `label`: per x (its f64 bits), the mean and standard deviation of the values
+/// over repetitions, divided by `scale`, in x order.
+fn line(label: &str, by_x: &BTreeMap<u64, Vec<f64>>, scale: f64) -> Line {
+    let mut points: Vec<(f64, f64, f64)> = by_x
+        .iter()
+        .map(|(x, v)| {
+            let (m, s) = mean_std(v);
+            (f64::from_bits(*x), m / scale, s / scale)
+        })
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Line {
+        label: label.to_string(),
+        points,
+    }
+}
+
 /// `key=value` of a sweep point, shortened for a legend: inline tables show their fields
 /// other than `name`.
 fn short_value(v: &str) -> String {
@@ -217,23 +234,7 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
         }
         let (unit, scale) = rate_unit(max);
         let shown = order.len();
-        let lines = order
-            .iter()
-            .map(|f| {
-                let mut pts: Vec<(f64, f64, f64)> = flows[f]
-                    .iter()
-                    .map(|(t, v)| {
-                        let (m, s) = mean_std(v);
-                        (f64::from_bits(*t), m / scale, s / scale)
-                    })
-                    .collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    label: f.clone(),
-                    points: pts,
-                }
-            })
-            .collect();
+        let lines = order.iter().map(|f| line(f, &flows[f], scale)).collect();
         let mut title = format!("{}: moving-window throughput", input.scenario);
         if input.points.len() > 1 {
             title.push_str(&format!(" ({})", describe_point(&input.points[point])));
@@ -339,20 +340,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
         let lines = order
             .iter()
             .take(shown)
-            .map(|l| {
-                let mut pts: Vec<(f64, f64, f64)> = series[l]
-                    .iter()
-                    .map(|(x, v)| {
-                        let (m, s) = mean_std(v);
-                        (f64::from_bits(*x), m / scale, s / scale)
-                    })
-                    .collect();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Line {
-                    label: l.clone(),
-                    points: pts,
-                }
-            })
+            .map(|l| line(l, &series[l], scale))
             .collect();
         let mut title = format!(
             "{}: {y_name} (mean, ±1 std over repetitions)",
