@@ -15,7 +15,7 @@ use super::{
     netns, protocol, BenchBackend, BenchError, Context, ServerCommand, OP_PINGPONG, OP_QUIT,
     OP_SINK, TAG_SEND, WINDOW,
 };
-use crate::{process_cpu, WaitMode, WorkQueue};
+use crate::{process_cpu, Completion, WaitMode, WorkQueue};
 
 /// Options of a server.
 #[derive(Clone, Debug)]
@@ -53,14 +53,7 @@ pub fn serve(
         .context(|| "accept".into())?;
     let no_slot = || protocol("no free slot");
     loop {
-        let c = e.wait()?;
-        if c.queue == WorkQueue::Send {
-            let s = (c.tag & !TAG_SEND) as usize;
-            if s < ctl {
-                free.push(s);
-            }
-            continue;
-        }
+        let c = next_receive(&mut e, &mut free, ctl)?;
         let slot = c.tag as usize;
         let [op, size, count, mode] = e.words(slot)?;
         if op as u32 == OP_QUIT {
@@ -78,14 +71,8 @@ pub fn serve(
                 e.send(ctl, 8, 0)?; // ack
                 let mut left = count;
                 while left > 0 {
-                    let c = e.wait()?;
-                    let s = (c.tag & !TAG_SEND) as usize;
-                    if c.queue == WorkQueue::Send {
-                        if s < ctl {
-                            free.push(s);
-                        }
-                        continue;
-                    }
+                    let c = next_receive(&mut e, &mut free, ctl)?;
+                    let s = c.tag as usize;
                     e.post_recv(free.pop().ok_or_else(no_slot)?)?;
                     e.send(s, c.len, 0)?;
                     left -= 1;
@@ -96,14 +83,8 @@ pub fn serve(
                 e.send(ctl, 8, 0)?; // ack: the client now holds WINDOW credits
                 let (mut got, mut since_credit) = (0u64, 0u64);
                 while got < count {
-                    let c = e.wait()?;
-                    let s = (c.tag & !TAG_SEND) as usize;
-                    if c.queue == WorkQueue::Send {
-                        if s < ctl {
-                            free.push(s);
-                        }
-                        continue;
-                    }
+                    let c = next_receive(&mut e, &mut free, ctl)?;
+                    let s = c.tag as usize;
                     if c.len as u64 != size {
                         return Err(protocol(format!(
                             "sink got {} bytes, expected {size}",
@@ -128,6 +109,21 @@ pub fn serve(
     }
     let _ = e.nic.disconnect(e.vi);
     Ok(())
+}
+
+/// The next receive completion. Send completions met on the way give their slot back to
+/// `free` (slots from `ctl` on are the control slot, never lent out).
+fn next_receive(e: &mut End, free: &mut Vec<usize>, ctl: usize) -> Result<Completion, BenchError> {
+    loop {
+        let c = e.wait()?;
+        if c.queue != WorkQueue::Send {
+            return Ok(c);
+        }
+        let s = (c.tag & !TAG_SEND) as usize;
+        if s < ctl {
+            free.push(s);
+        }
+    }
 }
 
 /// A server child process; reaped (killed if still running) on drop.
