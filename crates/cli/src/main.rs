@@ -22,6 +22,7 @@ mod tunnel_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+pub use sim_cmd::mem_available;
 pub use trace_files::{read_error_trace, read_trace_file, TraceFiles};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.

@@ -228,16 +228,7 @@ fn sim_text(name: &str, scenario: &str, args: &[&str]) -> (Option<i32>, String, 
 }
 
 fn mem_available_gib() -> Option<u64> {
-    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib >> 20)
+    mslink_cli::mem_available().map(|b| b >> 30)
 }
 
 /// Issue 16: `count = 5000000` allocated 4.3 GB in 6 s and aborted. The estimate (about 100

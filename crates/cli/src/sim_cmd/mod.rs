@@ -20,6 +20,8 @@ mod output;
 mod parquet_out;
 mod resources;
 
+pub use resources::mem_available;
+
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(

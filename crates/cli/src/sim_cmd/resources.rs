@@ -113,7 +113,7 @@ fn estimate_json(scenario: &str, est: &Estimate, available: Option<u64>) -> Resu
 }
 
 /// `MemAvailable` of /proc/meminfo in bytes, if it can be read.
-fn mem_available() -> Option<u64> {
+pub fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     parse_mem_available(&text)
 }
