@@ -73,7 +73,8 @@ def summarize(
 ) -> pd.DataFrame:
     """Mean of ``y`` and its spread over repetitions for each (``hue``, ``x``): columns
     ``hue``, ``x``, ``mean``, ``err``, ``n``. ``error`` is ``"std"`` (standard deviation),
-    ``"sem"`` (standard error) or ``"ci95"`` (1.96 standard errors)."""
+    ``"sem"`` (standard error) or ``"ci95"`` (the half-width of the Student-t 95% confidence
+    interval: t(0.975, n - 1) standard errors, 2.776 at five repetitions; NaN for one)."""
     keys = [c for c in (hue, x) if c is not None]
     g = df.groupby(keys, sort=True)[y]
     out = g.agg(["mean", "std", "count"]).reset_index()
@@ -84,7 +85,8 @@ def summarize(
     elif error == "sem":
         out["err"] = sem
     elif error == "ci95":
-        out["err"] = 1.96 * sem
+        t = out["count"].map(lambda n: _core.t975(float(n - 1)) if n > 1 else float("nan"))
+        out["err"] = t * sem
     else:
         raise ValueError(f"error must be 'std', 'sem' or 'ci95', got {error!r}")
     return out.rename(columns={"count": "n"}).drop(columns="std")

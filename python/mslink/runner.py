@@ -138,7 +138,7 @@ def run(
     """Runs a scenario -- every point of its ``[sweep]`` and every repetition, as
     ``mslink sim`` does -- and returns its :class:`~mslink.results.Result`.
 
-    ``seed`` replaces ``sim.seed`` (repetition ``r`` uses ``seed + r``) and ``reps``
+    ``seed`` replaces ``sim.seed`` (repetition 0 uses ``seed``, repetition ``r`` its own independent seed) and ``reps``
     replaces ``sim.reps``. Runs execute on ``jobs`` threads (default: one per CPU; the GIL is
     released while the simulator runs) or on ``client`` (see :func:`sweep`). A progress bar
     (tqdm, in terminals and notebooks) shows when ``progress`` is true, or by default when

@@ -14,6 +14,7 @@ mod demo;
 mod emulate_cmd;
 mod log;
 mod meta_cmd;
+mod reproduce;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
@@ -40,6 +41,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Run a simulation scenario (every sweep point and repetition) and write its results.
     Sim(sim_cmd::SimArgs),
+    /// Run what the claims ledger (claims/*.toml) needs, judge every checkable claim of the five
+    /// papers, and write a report (report.html, report.md, claims.json).
+    Reproduce(reproduce::ReproduceArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
     /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
@@ -101,6 +105,7 @@ where
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Sim(args) => sim_cmd::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),

@@ -77,6 +77,7 @@ const EXEMPT: &[(&str, &str, &str)] = &[
 /// Options appended to an example of a (sub)verb so that it finishes in seconds.
 const SHORTEN: &[(&str, &str)] = &[
     ("demo", "--seconds 3"),
+    ("reproduce", "--quick"),
     ("sim", "--reps 1 --jobs 1 --no-plots --set sim.duration_s=2"),
     ("trace gen", "--frames 2000"),
     ("stack-bench", "--transactions 20 --repeat 1"),
@@ -321,11 +322,10 @@ fn scratch() -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(d.join("traces")).unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::os::unix::fs::symlink(
-        repo.join("scenarios").canonicalize().unwrap(),
-        d.join("scenarios"),
-    )
-    .unwrap();
+    for shared in ["scenarios", "claims"] {
+        std::os::unix::fs::symlink(repo.join(shared).canonicalize().unwrap(), d.join(shared))
+            .unwrap();
+    }
     std::fs::write(d.join("link.toml"), "rate_bps = 20e6\ndelay_ms = 5\n").unwrap();
     let mahi: String = (1..=100).map(|ms| format!("{ms}\n")).collect();
     std::fs::write(d.join("traces/12mbps.mahi"), mahi).unwrap();

@@ -256,6 +256,9 @@ where
         PlotError::Draw(format!("plotting {}: {e}", chart.title))
     };
     root.fill(&WHITE).map_err(e)?;
+    // The legend goes in a panel right of the plot, clear of every curve.
+    let (root, legend_area) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+    let root = &root;
     let scale = chart.scale;
     let error_bars = chart.error_bars && !scale.log10_y;
     let lines: Vec<Vec<(f64, f64, f64)>> =
@@ -322,39 +325,99 @@ where
         mesh.x_labels(((x1 - x0).ceil() as usize + 1).min(24));
     }
     mesh.draw().map_err(e)?;
-    for (i, (line, pts)) in chart.lines.iter().zip(&lines).enumerate() {
+    for (i, pts) in lines.iter().enumerate() {
         let (r, g, b) = PALETTE[i % PALETTE.len()];
         let color = RGBColor(r, g, b).to_rgba();
         let style = ShapeStyle::from(color).stroke_width(2);
-        cc.draw_series(LineSeries::new(pts.iter().map(|&(x, m, _)| (x, m)), style))
-            .map_err(e)?
-            .label(line.label.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        let xy = pts.iter().map(|&(x, m, _)| (x, m));
+        if dashed(i) {
+            cc.draw_series(DashedLineSeries::new(xy, 8, 5, style))
+                .map_err(e)?;
+        } else {
+            cc.draw_series(LineSeries::new(xy, style)).map_err(e)?;
+        }
         if error_bars {
             cc.draw_series(pts.iter().map(|&(x, m, s)| {
                 ErrorBar::new_vertical(x, (m - s).max(0.0), m, m + s, color.filled(), 8)
             }))
             .map_err(e)?;
-        } else if chart.markers {
-            // Markers make single points and few-point lines visible.
-            cc.draw_series(
-                pts.iter()
-                    .map(|&(x, m, _)| Circle::new((x, m), 3, color.filled())),
-            )
-            .map_err(e)?;
+        }
+        if chart.markers || error_bars {
+            // A shape per line, so curves that coincide stay visible.
+            for &(x, m, _) in pts {
+                cc.plotting_area()
+                    .draw(&marker((x, m), i, color))
+                    .map_err(e)?;
+            }
         }
     }
-    cc.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 13))
-        .position(match scale.legend {
-            LegendAt::UpperRight => SeriesLabelPosition::UpperRight,
-            LegendAt::UpperLeft => SeriesLabelPosition::UpperLeft,
-            LegendAt::LowerRight => SeriesLabelPosition::LowerRight,
-        })
-        .draw()
-        .map_err(e)?;
+    legend(&legend_area, chart).map_err(e)?;
+    Ok(())
+}
+
+/// Width of the legend panel right of the plot.
+const LEGEND_WIDTH: u32 = 230;
+
+/// Whether line `i` is dashed (every other line, so that neighbours in the palette differ
+/// in two ways).
+fn dashed(i: usize) -> bool {
+    i % 2 == 1
+}
+
+/// The marker of line `i` at `at`: circle, triangle, square, diamond, cross, in turn.
+fn marker<'a, DB: DrawingBackend + 'a, C: Clone + 'a>(
+    at: C,
+    i: usize,
+    color: RGBAColor,
+) -> DynElement<'a, DB, C> {
+    let fill = ShapeStyle::from(color).filled();
+    let stroke = ShapeStyle::from(color).stroke_width(2);
+    let e = EmptyElement::at(at);
+    match i % 5 {
+        0 => (e + Circle::new((0, 0), 4, fill)).into_dyn(),
+        1 => (e + Polygon::new(vec![(0, -5), (5, 4), (-5, 4)], fill)).into_dyn(),
+        2 => (e + Rectangle::new([(-4, -4), (4, 4)], fill)).into_dyn(),
+        3 => (e + Polygon::new(vec![(0, -5), (5, 0), (0, 5), (-5, 0)], fill)).into_dyn(),
+        _ => (e
+            + PathElement::new(vec![(-4, -4), (4, 4)], stroke)
+            + PathElement::new(vec![(-4, 4), (4, -4)], stroke))
+        .into_dyn(),
+    }
+}
+
+/// Labels longer than this are cut with an ellipsis, so the legend panel holds them.
+const LEGEND_CHARS: usize = 30;
+
+/// The legend panel: per line its colour, dash and marker, and its label.
+fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    let top = 50;
+    for (i, line) in chart.lines.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        let color = RGBColor(r, g, b).to_rgba();
+        let style = ShapeStyle::from(color).stroke_width(2);
+        let y = top + 22 * i as i32;
+        if dashed(i) {
+            area.draw(&PathElement::new(vec![(8, y), (16, y)], style))?;
+            area.draw(&PathElement::new(vec![(22, y), (30, y)], style))?;
+        } else {
+            area.draw(&PathElement::new(vec![(8, y), (30, y)], style))?;
+        }
+        if chart.markers || chart.error_bars {
+            area.draw(&marker((19, y), i, color))?;
+        }
+        let label: String = if line.label.chars().count() > LEGEND_CHARS {
+            let cut: String = line.label.chars().take(LEGEND_CHARS - 1).collect();
+            // The embedded font is ASCII only.
+            format!("{cut}...")
+        } else {
+            line.label.clone()
+        };
+        area.draw(&Text::new(label, (38, y - 7), font.clone()))?;
+    }
     Ok(())
 }
 

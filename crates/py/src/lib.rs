@@ -132,6 +132,13 @@ fn dump_toml(py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(out)
 }
 
+/// The 97.5% quantile of Student's t with `df` degrees of freedom: the factor of a two-sided
+/// 95% confidence interval (`mslink_sim::stats::t975`, the one `mslink reproduce` uses).
+#[pyfunction]
+fn t975(df: f64) -> f64 {
+    mslink_sim::stats::t975(df)
+}
+
 /// Writes one Python value in TOML's inline syntax (what `--set` and `[sweep]` take).
 #[pyfunction]
 fn value_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -338,6 +345,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_toml, m)?)?;
     m.add_function(wrap_pyfunction!(dump_toml, m)?)?;
     m.add_function(wrap_pyfunction!(value_text, m)?)?;
+    m.add_function(wrap_pyfunction!(t975, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;

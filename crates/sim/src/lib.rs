@@ -16,6 +16,7 @@ pub mod overrides;
 pub mod packet;
 pub mod resources;
 pub mod scenario;
+pub mod stats;
 pub mod tcp;
 pub mod world;
 pub mod www_model;

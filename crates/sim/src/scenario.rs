@@ -75,6 +75,10 @@ pub struct Scenario {
     pub sweep: toml::Table,
 }
 
+/// One point of a `[sweep]` grid: the index of its value in each sweep key's array, and the
+/// overrides (key, TOML text) that make it.
+pub type SweepPoint = (Vec<usize>, Vec<(String, String)>);
+
 /// The network subsystem of one end host.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -109,7 +113,8 @@ pub struct SimConfig {
     pub duration_s: f64,
     /// Seconds after the traffic stops during which recovery may still finish.
     pub drain_s: f64,
-    /// Scenario seed; repetition `r` uses `seed + r`.
+    /// Scenario seed; repetition 0 uses it, repetition `r` its own independent seed
+    /// (`mslink_channel::streams::rep_seed`).
     pub seed: u64,
     /// Repetitions.
     pub reps: u32,
@@ -391,7 +396,13 @@ impl Scenario {
     /// in a fixed order: keys sorted, the last key varying fastest. A key may name several
     /// paths separated by `|` (e.g. both wireless segments of a path), all set to each value.
     pub fn sweep_points(&self) -> Result<Vec<Vec<(String, String)>>, ScenarioError> {
-        let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        Ok(self.sweep_grid()?.into_iter().map(|(_, p)| p).collect())
+    }
+
+    /// [`Scenario::sweep_points`] with, for each point, the index of its value in each sweep
+    /// key's array (keys in `sweep`'s order), so a caller can name a point by its values.
+    pub fn sweep_grid(&self) -> Result<Vec<SweepPoint>, ScenarioError> {
+        let mut points: Vec<SweepPoint> = vec![(Vec::new(), Vec::new())];
         for (key, values) in &self.sweep {
             let toml::Value::Array(values) = values else {
                 return Err(invalid(
@@ -405,11 +416,12 @@ impl Scenario {
             points = points
                 .into_iter()
                 .flat_map(|p| {
-                    values.iter().map(move |v| {
+                    values.iter().enumerate().map(move |(i, v)| {
                         let mut q = p.clone();
+                        q.0.push(i);
                         // One key may name several paths, `a|b`, set to the same value.
                         for path in key.split('|') {
-                            q.push((path.trim().to_string(), v.to_string()));
+                            q.1.push((path.trim().to_string(), v.to_string()));
                         }
                         q
                     })

@@ -2,7 +2,8 @@
 //!
 //! Contract. [`run`] executes repetition `rep` of a validated scenario and returns its
 //! results as values; it does no I/O (trace files come through the caller's loader). Every
-//! random draw comes from a ChaCha8 stream derived from (scenario seed + rep, component name),
+//! random draw comes from a ChaCha8 stream derived from (the repetition's seed, component name) (the
+//! repetition's seed is `mslink_channel::streams::rep_seed(scenario seed, rep)`),
 //! so adding a flow never shifts another component's draws, and the event queue orders
 //! events by (time, sequence number): the same scenario, seed and rep give identical results.
 //!
@@ -198,7 +199,7 @@ pub fn run_with(
     traces: &mut dyn TraceLoader,
     capture: Option<Capture<'_>>,
 ) -> Result<RunResult, ScenarioError> {
-    let seed = sc.sim.seed.wrapping_add(rep as u64);
+    let seed = mslink_channel::streams::rep_seed(sc.sim.seed, rep);
     if let Some(cell) = &sc.cell {
         let c = crate::cell::run_cell(
             cell,

@@ -241,31 +241,15 @@ pub fn run(args: &SimArgs) -> Result<()> {
     };
     let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunResult>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.min(jobs.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let r = run_job(job, &traces, pcap_dir.as_deref());
-                results.lock().expect("no panics while holding the lock")[i] = Some(r);
-                bar.inc(1);
-            });
-        }
+    let results = parallel_ordered(jobs.len(), threads, &bar, |i| {
+        run_job(&jobs[i], &traces, pcap_dir.as_deref())
     });
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     let mut results: Vec<RunResult> = results
-        .into_inner()
-        .expect("threads joined")
         .into_iter()
         .enumerate()
-        .map(|(i, r)| {
-            r.expect("every job ran")
-                .with_context(|| format!("run {} (rep {})", i, jobs[i].rep))
-        })
+        .map(|(i, r)| r.with_context(|| format!("run {} (rep {})", i, jobs[i].rep)))
         .collect::<Result<_>>()?;
     output::write_results(
         args,
@@ -286,6 +270,37 @@ pub fn run(args: &SimArgs) -> Result<()> {
         std::io::Write::flush(&mut stdout).context("writing to standard output")?;
     }
     Ok(())
+}
+
+/// `f(0)`, .., `f(n - 1)` on `threads` threads, in index order whatever order they finish in
+/// (so outputs do not depend on `--jobs`), ticking `bar` once per call.
+pub(crate) fn parallel_ordered<T: Send>(
+    n: usize,
+    threads: usize,
+    bar: &indicatif::ProgressBar,
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                results.lock().expect("no panics while holding the lock")[i] = Some(r);
+                bar.inc(1);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("threads joined")
+        .into_iter()
+        .map(|r| r.expect("every index ran"))
+        .collect()
 }
 
 fn describe(point: &[(String, String)]) -> String {

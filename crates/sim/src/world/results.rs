@@ -102,7 +102,7 @@ pub struct TimePoint {
 pub struct RunResult {
     /// Repetition.
     pub rep: u32,
-    /// Seed used (scenario seed + rep).
+    /// Seed used (`mslink_channel::streams::rep_seed(scenario seed, rep)`).
     pub seed: u64,
     /// Per flow.
     pub flows: Vec<FlowResult>,

@@ -1,0 +1,617 @@
+//! The claims ledger: `claims/<paper>.toml`, one file per paper, read and checked.
+//!
+//! Contract. A ledger file names its paper and holds `[run.NAME]` blocks (a scenario file, its
+//! repetitions, overrides, a replacement `sweep`, named axes with the values a reader knows
+//! them by, a figure) and `[[claim]]` entries (where in the paper, what it says in a few words,
+//! and exactly one expectation over cells of runs). [`load`] reads every `*.toml` of a folder,
+//! in name order, and refuses anything it cannot judge with the file, the claim id or run name
+//! and what is wrong: unknown keys, a scenario that does not parse, an axis whose values do
+//! not match its sweep, a cell that selects no point or several, a claim without exactly one
+//! expectation. Paths in a ledger are relative to the ledger's folder.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use mslink_sim::Scenario;
+
+/// One ledger file as written.
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    paper: String,
+    title: String,
+    #[serde(default)]
+    run: BTreeMap<String, RunSpec>,
+    #[serde(default)]
+    claim: Vec<ClaimSpec>,
+}
+
+/// Repetitions and overrides of one mode (full or quick).
+#[derive(serde::Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ModeSpec {
+    /// Repetitions per sweep point.
+    pub reps: Option<u32>,
+    /// Overrides (scenario key -> value).
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}
+
+/// `[run.NAME]` as written.
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RunSpec {
+    scenario: String,
+    reps: u32,
+    #[serde(default)]
+    set: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    quick: ModeSpec,
+    sweep: Option<toml::Table>,
+    flow: Option<String>,
+    #[serde(default)]
+    axis: BTreeMap<String, AxisSpec>,
+    figure: Option<FigureSpec>,
+}
+
+/// `[run.NAME.axis.ALIAS]`: a sweep key under a short name, with reader-facing values.
+#[derive(serde::Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AxisSpec {
+    /// The sweep key.
+    pub key: String,
+    /// Axis label with its unit, e.g. "frame loss (%)".
+    pub label: String,
+    /// What each sweep value is called, in the sweep's order (numbers plot on a numeric axis).
+    pub values: Vec<toml::Value>,
+}
+
+/// `[run.NAME.figure]`: the paper's figure drawn from this run.
+#[derive(serde::Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    /// Caption, e.g. "004 Fig. 2: FTP over one WLAN link".
+    pub title: String,
+    /// Axis alias on x.
+    pub x: String,
+    /// Axis alias giving one line per value (none: one line).
+    pub series: Option<String>,
+    /// Metric on y.
+    pub metric: String,
+    /// y label with unit.
+    pub y_label: String,
+    /// Factor from the metric's unit to the label's (1e-6: bit/s to Mbit/s).
+    #[serde(default = "one")]
+    pub y_scale: f64,
+    /// Values of other axes this figure holds fixed.
+    #[serde(default)]
+    pub fixed: BTreeMap<String, toml::Value>,
+    /// The paper's own numbers where it prints them: series value -> y per x, in x order.
+    #[serde(default)]
+    pub paper: BTreeMap<String, Vec<f64>>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A `[[claim]]` as written.
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct ClaimSpec {
+    id: String,
+    #[serde(rename = "where")]
+    place: String,
+    says: String,
+    run: Option<String>,
+    metric: Option<String>,
+    flow: Option<String>,
+    each: Option<String>,
+    each_values: Option<Vec<toml::Value>>,
+    above: Option<[toml::Table; 2]>,
+    below: Option<[toml::Table; 2]>,
+    factor: Option<f64>,
+    ratio: Option<[toml::Table; 2]>,
+    value: Option<toml::Table>,
+    within: Option<[f64; 2]>,
+    monotone: Option<String>,
+    along: Option<String>,
+    at: Option<toml::Table>,
+    differs: Option<String>,
+    not_checkable: Option<String>,
+}
+
+/// A run the claims need: a scenario with its sweep grid resolved.
+#[derive(Debug)]
+pub struct Run {
+    /// `PAPER/NAME`, unique across the ledger.
+    pub id: String,
+    /// The scenario file as given (relative to the ledger folder) and resolved.
+    pub scenario_file: String,
+    /// Its path.
+    pub scenario_path: PathBuf,
+    /// Scenario text, for provenance.
+    pub scenario_text: String,
+    /// The scenario with overrides, the ledger's sweep and the mode's repetitions applied.
+    pub scenario: Scenario,
+    /// Overrides applied (key, TOML text), for the commands that rerun it.
+    pub sets: Vec<(String, String)>,
+    /// Repetitions per point.
+    pub reps: u32,
+    /// Sweep keys in the grid's order, and each point's value indices and overrides.
+    pub keys: Vec<String>,
+    /// (value index per key, overrides) per point.
+    pub points: Vec<mslink_sim::scenario::SweepPoint>,
+    /// Axis alias -> (position in `keys`, spec).
+    pub axes: BTreeMap<String, (usize, AxisSpec)>,
+    /// Default flow of its cells.
+    pub flow: Option<String>,
+    /// Its figure.
+    pub figure: Option<FigureSpec>,
+}
+
+/// Where a cell is: a run, a point, a flow, a metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Run id.
+    pub run: String,
+    /// Sweep point index.
+    pub point: usize,
+    /// Flow name.
+    pub flow: String,
+    /// Metric (a field of the flow's results).
+    pub metric: String,
+    /// How a reader names it: its axis values, "loss 1.5, scheme Raw".
+    pub label: String,
+}
+
+/// What a claim expects.
+#[derive(Clone, Debug)]
+pub enum Expect {
+    /// a ≥ factor · b (statistically: not significantly below).
+    Above(Cell, Cell, f64),
+    /// a ≤ factor · b.
+    Below(Cell, Cell, f64),
+    /// a / b within [lo, hi].
+    Ratio(Cell, Cell, [f64; 2]),
+    /// a within [lo, hi].
+    Value(Cell, [f64; 2]),
+    /// Each cell above (decreasing) or below (increasing) the next.
+    Monotone(Vec<Cell>, bool),
+}
+
+/// One claim, resolved.
+#[derive(Debug)]
+pub struct Claim {
+    /// Id, e.g. `004-fig2-raw-drop`.
+    pub id: String,
+    /// Paper number, e.g. `004`.
+    pub paper: String,
+    /// Section, figure or table.
+    pub place: String,
+    /// The claim in a few words.
+    pub says: String,
+    /// The run it is judged on (none: not checkable).
+    pub run: Option<String>,
+    /// The expectation, once per value of an `each` axis (empty when not checkable).
+    pub checks: Vec<(String, Expect)>,
+    /// A deliberate difference from the paper, and why.
+    pub differs: Option<String>,
+    /// Why this claim cannot be checked here.
+    pub not_checkable: Option<String>,
+}
+
+/// The whole ledger.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Paper number -> title.
+    pub papers: BTreeMap<String, String>,
+    /// Runs by id.
+    pub runs: BTreeMap<String, Run>,
+    /// Claims in file order.
+    pub claims: Vec<Claim>,
+}
+
+/// Reads every `*.toml` of `dir`, in name order, for the full or the quick mode.
+pub fn load(dir: &Path, quick: bool) -> Result<Ledger> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| {
+            format!(
+                "reading the claims folder {} (run from a clone of mslink, or give --claims DIR)",
+                dir.display()
+            )
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("no claims files (*.toml) in {}", dir.display());
+    }
+    let mut ledger = Ledger::default();
+    for f in files {
+        load_file(&f, quick, &mut ledger)
+            .with_context(|| format!("claims file {}", f.display()))?;
+    }
+    Ok(ledger)
+}
+
+fn load_file(path: &Path, quick: bool, ledger: &mut Ledger) -> Result<()> {
+    let text = std::fs::read_to_string(path).context("reading it")?;
+    let spec: FileSpec = toml::from_str(&text)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if ledger
+        .papers
+        .insert(spec.paper.clone(), spec.title.clone())
+        .is_some()
+    {
+        bail!("paper {} has another claims file", spec.paper);
+    }
+    for (name, r) in &spec.run {
+        let run =
+            resolve_run(dir, &spec.paper, name, r, quick).with_context(|| format!("run {name}"))?;
+        ledger.runs.insert(run.id.clone(), run);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &spec.claim {
+        if !seen.insert(c.id.clone()) || ledger.claims.iter().any(|k| k.id == c.id) {
+            bail!("claim {}: the id is used twice", c.id);
+        }
+        let claim =
+            resolve_claim(&spec.paper, c, ledger).with_context(|| format!("claim {}", c.id))?;
+        ledger.claims.push(claim);
+    }
+    Ok(())
+}
+
+/// TOML text of a value, as `--set` takes it.
+pub fn toml_text(v: &toml::Value) -> String {
+    v.to_string()
+}
+
+fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) -> Result<Run> {
+    let scenario_path = dir.join(&r.scenario);
+    let scenario_text = std::fs::read_to_string(&scenario_path)
+        .with_context(|| format!("reading scenario {}", scenario_path.display()))?;
+    let mut sc = Scenario::parse(&scenario_text)
+        .with_context(|| format!("scenario {}", scenario_path.display()))?;
+    if let Some(sweep) = &r.sweep {
+        sc.sweep = sweep.clone();
+    }
+    let mut set: BTreeMap<String, toml::Value> = r.set.clone();
+    let mut reps = r.reps;
+    if quick {
+        set.extend(r.quick.set.clone());
+        reps = r.quick.reps.unwrap_or(reps);
+    }
+    if reps == 0 {
+        bail!("reps must be at least 1");
+    }
+    let sets: Vec<(String, String)> = set.iter().map(|(k, v)| (k.clone(), toml_text(v))).collect();
+    let mut sc = if sets.is_empty() {
+        sc
+    } else {
+        sc.with_overrides(&sets)
+            .with_context(|| format!("scenario {} with the run's set", scenario_path.display()))?
+    };
+    sc.sim.reps = reps;
+    let keys: Vec<String> = sc.sweep.keys().cloned().collect();
+    let points = sc
+        .sweep_grid()
+        .with_context(|| format!("scenario {}", scenario_path.display()))?;
+    for (i, (_, p)) in points.iter().enumerate() {
+        sc.with_overrides(p)
+            .and_then(|s| s.validate().map(|_| s))
+            .with_context(|| format!("scenario {}, sweep point {i}", scenario_path.display()))?;
+    }
+    let mut axes = BTreeMap::new();
+    for (alias, a) in &r.axis {
+        let Some(pos) = keys.iter().position(|k| *k == a.key) else {
+            bail!(
+                "axis {alias}: {} is not a sweep key (the sweep has: {})",
+                a.key,
+                keys.join(", ")
+            );
+        };
+        let n = sc.sweep[&a.key].as_array().map_or(0, Vec::len);
+        if a.values.len() != n {
+            bail!(
+                "axis {alias}: {} values given, the sweep of {} has {n}",
+                a.values.len(),
+                a.key
+            );
+        }
+        axes.insert(alias.clone(), (pos, a.clone()));
+    }
+    if axes.len() != keys.len() {
+        let named: Vec<&str> = axes.values().map(|(_, a)| a.key.as_str()).collect();
+        let missing: Vec<&str> = keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| !named.contains(k))
+            .collect();
+        bail!(
+            "every sweep key needs an [axis] (missing: {})",
+            missing.join(", ")
+        );
+    }
+    if let Some(f) = &r.figure {
+        for a in std::iter::once(&f.x)
+            .chain(f.series.iter())
+            .chain(f.fixed.keys())
+        {
+            if !axes.contains_key(a) {
+                bail!("figure: {a} is not an axis of the run");
+            }
+        }
+    }
+    Ok(Run {
+        id: format!("{paper}/{name}"),
+        scenario_file: r.scenario.clone(),
+        scenario_path,
+        scenario_text,
+        scenario: sc,
+        sets,
+        reps,
+        keys,
+        points,
+        axes,
+        flow: r.flow.clone(),
+        figure: r.figure.clone(),
+    })
+}
+
+/// Whether reader-facing value `v` is the one written in a selector, `w`.
+fn same_value(v: &toml::Value, w: &toml::Value) -> bool {
+    match (
+        v.as_float().or(v.as_integer().map(|i| i as f64)),
+        w.as_float().or(w.as_integer().map(|i| i as f64)),
+    ) {
+        (Some(a), Some(b)) => a == b,
+        _ => v == w,
+    }
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Run {
+    /// The point whose axis values are `sel` (every axis named), and its label.
+    pub fn select(&self, sel: &BTreeMap<String, toml::Value>) -> Result<(usize, String)> {
+        let mut want: Vec<Option<usize>> = vec![None; self.keys.len()];
+        let mut label = Vec::new();
+        for (alias, v) in sel {
+            let Some((pos, a)) = self.axes.get(alias) else {
+                bail!(
+                    "{alias} is not an axis of run {} (its axes: {})",
+                    self.id,
+                    self.axes.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+            };
+            let Some(i) = a.values.iter().position(|x| same_value(x, v)) else {
+                bail!(
+                    "{alias} = {} is not one of its values ({})",
+                    show(v),
+                    a.values.iter().map(show).collect::<Vec<_>>().join(", ")
+                );
+            };
+            want[*pos] = Some(i);
+            label.push(format!("{alias} {}", show(v)));
+        }
+        if let Some(pos) = want.iter().position(Option::is_none) {
+            let alias = self
+                .axes
+                .iter()
+                .find(|(_, (p, _))| *p == pos)
+                .map(|(a, _)| a.clone())
+                .unwrap_or_default();
+            bail!("the cell does not say which {alias} of run {}", self.id);
+        }
+        let want: Vec<usize> = want.into_iter().map(|w| w.unwrap_or(0)).collect();
+        let point = self
+            .points
+            .iter()
+            .position(|(idx, _)| *idx == want)
+            .context("no such point")?;
+        Ok((point, label.join(", ")))
+    }
+
+    /// The reader-facing values of axis `alias`.
+    pub fn axis_values(&self, alias: &str) -> Option<&[toml::Value]> {
+        self.axes.get(alias).map(|(_, a)| a.values.as_slice())
+    }
+}
+
+struct Defaults<'a> {
+    run: Option<&'a str>,
+    flow: Option<&'a str>,
+    metric: Option<&'a str>,
+}
+
+fn cell(
+    paper: &str,
+    t: &toml::Table,
+    d: &Defaults,
+    extra: &BTreeMap<String, toml::Value>,
+    ledger: &Ledger,
+) -> Result<Cell> {
+    let mut sel: BTreeMap<String, toml::Value> = extra.clone();
+    let mut run = d.run.map(str::to_string);
+    let mut flow = d.flow.map(str::to_string);
+    let mut metric = d.metric.map(str::to_string);
+    for (k, v) in t {
+        let text = || {
+            v.as_str()
+                .map(str::to_string)
+                .with_context(|| format!("{k} must be a string"))
+        };
+        match k.as_str() {
+            "run" => run = Some(text()?),
+            "flow" => flow = Some(text()?),
+            "metric" => metric = Some(text()?),
+            _ => {
+                sel.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let run = run.context("no run named (on the claim or the cell)")?;
+    let id = if run.contains('/') {
+        run
+    } else {
+        format!("{paper}/{run}")
+    };
+    let r = ledger.runs.get(&id).with_context(|| {
+        format!("no run {id} (runs are declared before the claims that use them)")
+    })?;
+    let flow = flow
+        .or_else(|| r.flow.clone())
+        .with_context(|| format!("no flow named (on the claim, the cell or run {id})"))?;
+    let cell_flows = r
+        .scenario
+        .cell
+        .iter()
+        .flat_map(|c| c.flows.iter().map(|f| &f.name));
+    if !r
+        .scenario
+        .flows
+        .iter()
+        .map(|f| &f.name)
+        .chain(cell_flows)
+        .any(|n| *n == flow)
+    {
+        bail!("run {id} has no flow {flow:?}");
+    }
+    let metric = metric.context("no metric named (on the claim or the cell)")?;
+    crate::reproduce::judge::check_metric(&metric)?;
+    let (point, mut label) = r.select(&sel)?;
+    if r.flow.as_deref() != Some(flow.as_str()) || label.is_empty() {
+        label = if label.is_empty() {
+            flow.clone()
+        } else {
+            format!("{label}, {flow}")
+        };
+    }
+    Ok(Cell {
+        run: id,
+        point,
+        flow,
+        metric,
+        label,
+    })
+}
+
+fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
+    let mut claim = Claim {
+        id: c.id.clone(),
+        paper: paper.to_string(),
+        place: c.place.clone(),
+        says: c.says.clone(),
+        run: c.run.as_ref().map(|r| {
+            if r.contains('/') {
+                r.clone()
+            } else {
+                format!("{paper}/{r}")
+            }
+        }),
+        checks: Vec::new(),
+        differs: c.differs.clone(),
+        not_checkable: c.not_checkable.clone(),
+    };
+    let kinds = [
+        c.above.is_some(),
+        c.below.is_some(),
+        c.ratio.is_some(),
+        c.value.is_some(),
+        c.monotone.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if c.not_checkable.is_some() {
+        if kinds != 0 || c.run.is_some() {
+            bail!("a not_checkable claim has no run and no expectation");
+        }
+        return Ok(claim);
+    }
+    if kinds != 1 {
+        bail!("needs exactly one of above, below, ratio, value, monotone (has {kinds})");
+    }
+    let d = Defaults {
+        run: c.run.as_deref(),
+        flow: c.flow.as_deref(),
+        metric: c.metric.as_deref(),
+    };
+    let run_id = claim.run.clone().context("no run")?;
+    let run = ledger
+        .runs
+        .get(&run_id)
+        .with_context(|| format!("no run {run_id}"))?;
+    let each: Vec<BTreeMap<String, toml::Value>> = match &c.each {
+        None => vec![BTreeMap::new()],
+        Some(alias) => {
+            let all = run
+                .axis_values(alias)
+                .with_context(|| format!("each: {alias} is not an axis of run {run_id}"))?;
+            let values = c.each_values.clone().unwrap_or_else(|| all.to_vec());
+            values
+                .into_iter()
+                .map(|v| BTreeMap::from([(alias.clone(), v)]))
+                .collect()
+        }
+    };
+    if c.each_values.is_some() && c.each.is_none() {
+        bail!("each_values needs each = AXIS");
+    }
+    let range = |w: Option<[f64; 2]>| -> Result<[f64; 2]> {
+        let w = w.context("needs within = [lo, hi]")?;
+        if w[0].is_nan() || w[1].is_nan() || w[0] > w[1] {
+            bail!("within = [{}, {}]: lo above hi", w[0], w[1]);
+        }
+        Ok(w)
+    };
+    for extra in each {
+        let name = extra
+            .iter()
+            .map(|(k, v)| format!("{k} {}", show(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let cl = |t: &toml::Table| cell(paper, t, &d, &extra, ledger);
+        let e = if let Some([a, b]) = &c.above {
+            Expect::Above(cl(a)?, cl(b)?, c.factor.unwrap_or(1.0))
+        } else if let Some([a, b]) = &c.below {
+            Expect::Below(cl(a)?, cl(b)?, c.factor.unwrap_or(1.0))
+        } else if let Some([a, b]) = &c.ratio {
+            Expect::Ratio(cl(a)?, cl(b)?, range(c.within)?)
+        } else if let Some(a) = &c.value {
+            Expect::Value(cl(a)?, range(c.within)?)
+        } else {
+            let dir = c.monotone.as_deref().unwrap_or_default();
+            let decreasing = match dir {
+                "decreasing" => true,
+                "increasing" => false,
+                other => bail!("monotone = {other:?}: expected \"decreasing\" or \"increasing\""),
+            };
+            let along = c.along.as_deref().context("monotone needs along = AXIS")?;
+            let values = run
+                .axis_values(along)
+                .with_context(|| format!("along: {along} is not an axis of run {run_id}"))?;
+            let at = c.at.clone().unwrap_or_default();
+            let cells = values
+                .iter()
+                .map(|v| {
+                    let mut t = at.clone();
+                    t.insert(along.to_string(), v.clone());
+                    cl(&t)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Expect::Monotone(cells, decreasing)
+        };
+        claim.checks.push((name, e));
+    }
+    Ok(claim)
+}

@@ -1,0 +1,226 @@
+//! `mslink reproduce`: run what the claims ledger needs, judge every claim, write the report.
+//!
+//! Contract. The ledger (`claims/*.toml`, [`ledger`]) says which runs each claim needs; the runs
+//! a selection of claims needs are executed once each, shared between claims, on `--jobs`
+//! threads, and collected in (run, point, repetition) order, so the verdicts and every file
+//! written are the same at any `--jobs`. [`judge`] turns repetitions into Student-t intervals
+//! and verdicts; [`report`] writes OUT/claims.json, OUT/report.md and OUT/report.html (these
+//! three files are replaced on every run; nothing else in OUT is touched). The command fails
+//! (exit status 1) when a claim fails; claims marked as known differences and claims nothing
+//! here can check are listed apart, with their reasons, and do not fail it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+pub mod judge;
+pub mod ledger;
+mod report;
+
+/// Options of `mslink reproduce`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  mslink reproduce --quick --out results/claims-quick\n  mslink reproduce --paper 004 --out results/claims-004\n  mslink reproduce --claim 004-fig2-raw-drop --out results/one --jobs 2\n  mslink reproduce --list\n\nThe claims ledger (claims/*.toml, one file per paper; docs/results.md explains its format)\nsays, for each checkable claim of the five papers, where the paper makes it, what it says,\nthe scenario that checks it and the expected value or relation. mslink reproduce runs the\nscenarios the chosen claims need (each once, shared between claims), judges every claim with\n95% Student-t intervals over the repetitions, and writes OUT/report.html (self-contained:\nfigures, verdicts, commands), OUT/report.md and OUT/claims.json. It exits with status 1 when\na claim fails. --quick runs fewer repetitions and shorter transfers: the intervals widen,\nand so does what counts as holding."
+)]
+pub struct ReproduceArgs {
+    /// Folder for report.html, report.md and claims.json (created if missing).
+    #[arg(long, required_unless_present = "list")]
+    pub out: Option<PathBuf>,
+    /// Only the claims of these papers (000 .. 004); repeatable.
+    #[arg(long)]
+    pub paper: Vec<String>,
+    /// Only these claims (ids as in the ledger); repeatable.
+    #[arg(long)]
+    pub claim: Vec<String>,
+    /// Fewer repetitions and shorter runs (what `./dev test` runs).
+    #[arg(long)]
+    pub quick: bool,
+    /// Runs in parallel (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// The claims ledger folder.
+    #[arg(long, default_value = "claims")]
+    pub claims: PathBuf,
+    /// List the chosen claims (id, paper, where, run) and stop.
+    #[arg(long)]
+    pub list: bool,
+    /// No progress bar or summary (warnings and errors still show).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Also print claims.json on standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A simulation job: one repetition of one point of one run.
+struct Job<'a> {
+    run: &'a ledger::Run,
+    point: usize,
+    rep: u32,
+}
+
+/// Runs `mslink reproduce`.
+pub fn run(args: &ReproduceArgs) -> Result<()> {
+    let mut ledger = ledger::load(&args.claims, args.quick)?;
+    for p in &args.paper {
+        if !ledger.papers.contains_key(p) {
+            bail!(
+                "--paper {p}: no such paper in the ledger (papers: {})",
+                ledger.papers.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    for c in &args.claim {
+        if !ledger.claims.iter().any(|k| k.id == *c) {
+            bail!("--claim {c}: no such claim (mslink reproduce --list shows them)");
+        }
+    }
+    ledger.claims.retain(|c| {
+        (args.paper.is_empty() || args.paper.contains(&c.paper))
+            && (args.claim.is_empty() || args.claim.contains(&c.id))
+    });
+    if args.list {
+        let mut out = String::new();
+        for c in &ledger.claims {
+            out.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                c.id,
+                c.paper,
+                c.place,
+                c.run.as_deref().unwrap_or("-")
+            ));
+        }
+        print!("{out}");
+        return Ok(());
+    }
+    let out = args.out.as_deref().context("--out is needed")?;
+    // The runs the chosen claims need, each once.
+    let needed: std::collections::BTreeSet<&str> = ledger
+        .claims
+        .iter()
+        .flat_map(|c| {
+            c.checks
+                .iter()
+                .flat_map(|(_, e)| cells(e).into_iter().map(|x| x.run.as_str()))
+        })
+        .collect();
+    let runs: Vec<&ledger::Run> = needed
+        .iter()
+        .filter_map(|id| ledger.runs.get(*id))
+        .collect();
+    let jobs: Vec<Job> = runs
+        .iter()
+        .flat_map(|r| {
+            (0..r.points.len())
+                .flat_map(move |point| (0..r.reps).map(move |rep| Job { run: r, point, rep }))
+        })
+        .collect();
+    crate::convention::out_dir(out, "--out")?;
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    if !args.quiet {
+        eprintln!(
+            "mslink: {} claims, {} runs of {} scenarios{}",
+            ledger.claims.len(),
+            jobs.len(),
+            runs.len(),
+            if args.quick { " (--quick)" } else { "" }
+        );
+    }
+    let traces: Vec<crate::TraceFiles> = runs
+        .iter()
+        .map(|r| {
+            crate::TraceFiles::new(
+                r.scenario_path
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
+    let started = std::time::Instant::now();
+    let results = crate::sim_cmd::parallel_ordered(jobs.len(), threads, &bar, |i| {
+        let j = &jobs[i];
+        let ri = runs
+            .iter()
+            .position(|r| std::ptr::eq(*r, j.run))
+            .unwrap_or(0);
+        let sc = j.run.scenario.with_overrides(&j.run.points[j.point].1)?;
+        let mut t = &traces[ri];
+        mslink_sim::run_with(&sc, j.rep, &mut t, None)
+            .map(|r| r.flows)
+            .map_err(anyhow::Error::from)
+    });
+    bar.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    let mut obs = judge::Observations::new();
+    for (j, r) in jobs.iter().zip(results) {
+        let flows = r.with_context(|| {
+            format!(
+                "run {}, sweep point {}, repetition {}",
+                j.run.id, j.point, j.rep
+            )
+        })?;
+        obs.entry((j.run.id.clone(), j.point))
+            .or_default()
+            .push(flows);
+    }
+    let judged: Vec<judge::Judged> = ledger
+        .claims
+        .iter()
+        .map(|c| judge::judge_claim(&obs, c))
+        .collect();
+    let ctx = report::Context {
+        args,
+        ledger: &ledger,
+        runs: &runs,
+        obs: &obs,
+        judged: &judged,
+    };
+    report::write(out, &ctx)?;
+    let count = |v: judge::Verdict| judged.iter().filter(|j| j.verdict == v).count();
+    if args.json {
+        let path = out.join("claims.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        println!("{text}");
+    }
+    if !args.quiet {
+        eprintln!(
+            "mslink: {} hold, {} fail, {} differ (known), {} not checkable; {:.0} s; report: {}",
+            count(judge::Verdict::Holds),
+            count(judge::Verdict::Fails),
+            count(judge::Verdict::Differs),
+            count(judge::Verdict::NotCheckable),
+            wall,
+            out.join("report.html").display()
+        );
+    }
+    let failed: Vec<&str> = judged
+        .iter()
+        .filter(|j| j.verdict == judge::Verdict::Fails)
+        .map(|j| j.id.as_str())
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "{} claims fail: {} (details in {})",
+            failed.len(),
+            failed.join(", "),
+            out.join("report.md").display()
+        );
+    }
+    Ok(())
+}
+
+/// The cells an expectation reads.
+fn cells(e: &ledger::Expect) -> Vec<&ledger::Cell> {
+    use ledger::Expect::*;
+    match e {
+        Above(a, b, _) | Below(a, b, _) | Ratio(a, b, _) => vec![a, b],
+        Value(a, _) => vec![a],
+        Monotone(cs, _) => cs.iter().collect(),
+    }
+}

@@ -1,0 +1,268 @@
+//! `mslink reproduce` end to end: the quick run of the real claims ledger passes (a failing
+//! claim fails this test), its report renders in a real browser (headless Chromium: every claim
+//! row and figure drawn, no script error, verdict counts equal to claims.json's; a screenshot is
+//! saved), a failing claim makes the command fail and is reported, and a bad ledger is refused
+//! with the file and the claim named.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn mslink() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mslink"));
+    c.current_dir(repo());
+    c
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The attribute `name` of the element with id `id` in serialized HTML.
+fn attr(dom: &str, id: &str, name: &str) -> String {
+    let start = dom
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in the DOM"));
+    let tag_start = dom[..start].rfind('<').unwrap();
+    let tag_end = start + dom[start..].find('>').unwrap();
+    let tag = &dom[tag_start..tag_end];
+    let key = format!("{name}=\"");
+    let i = tag
+        .find(&key)
+        .unwrap_or_else(|| panic!("#{id} has no {name}: {tag}"))
+        + key.len();
+    let v = &tag[i..i + tag[i..].find('"').unwrap()];
+    v.replace("&quot;", "\"").replace("&amp;", "&")
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+#[test]
+fn quick_run_passes_and_its_report_renders_in_a_browser() {
+    let out = tmp("reproduce-quick");
+    let r = mslink()
+        .args(["reproduce", "--quick", "--jobs", "2", "-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        r.status.success(),
+        "mslink reproduce --quick failed:\n{}\n{}",
+        String::from_utf8_lossy(&r.stderr),
+        std::fs::read_to_string(out.join("report.md")).unwrap_or_default()
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap()).unwrap();
+    let claims = json["claims"].as_array().unwrap();
+    assert!(claims.len() >= 60, "{} claims", claims.len());
+    assert_eq!(json["counts"]["fails"], 0);
+    let figures = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].is_string())
+        .count();
+    assert!(figures > 0);
+
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("MSLINK_REQUIRE_CHROMIUM").is_none(),
+            "MSLINK_REQUIRE_CHROMIUM is set but no chromium is installed"
+        );
+        eprintln!("skipping the browser check: no chromium (./dev test installs it)");
+        return;
+    };
+    let url = format!(
+        "file://{}",
+        out.join("report.html").canonicalize().unwrap().display()
+    );
+    let headless = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+    ];
+    let dom = Command::new(browser)
+        .args(headless)
+        .args(["--dump-dom", &url])
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        attr(&dom, "selfcheck", "data-errors"),
+        "[]",
+        "script errors"
+    );
+    assert_eq!(
+        attr(&dom, "selfcheck", "data-rows")
+            .parse::<usize>()
+            .unwrap(),
+        claims.len(),
+        "every claim has a row"
+    );
+    let drawn: usize = attr(&dom, "selfcheck", "data-drawn").parse().unwrap();
+    let svgs: usize = attr(&dom, "selfcheck", "data-figures").parse().unwrap();
+    assert!(svgs > 0 && drawn == svgs, "{drawn} of {svgs} figures drawn");
+    let verdicts: serde_json::Value =
+        serde_json::from_str(&attr(&dom, "selfcheck", "data-verdicts")).unwrap();
+    for (word, key) in [
+        ("holds", "holds"),
+        ("fails", "fails"),
+        ("differs", "differs"),
+        ("not checkable", "not-checkable"),
+    ] {
+        let want = json["counts"][word].as_u64().unwrap();
+        let got = verdicts.get(key).and_then(|v| v.as_u64()).unwrap_or(0);
+        assert_eq!(got, want, "{word}: rendered rows vs claims.json");
+        assert_eq!(
+            attr(&dom, "counts", &format!("data-{key}"))
+                .parse::<u64>()
+                .unwrap(),
+            want
+        );
+    }
+    let shot = out.join("report.png");
+    let s = Command::new(browser)
+        .args(headless)
+        .arg("--window-size=1280,2400")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let png = png::Decoder::new(std::fs::File::open(&shot).unwrap())
+        .read_info()
+        .unwrap();
+    assert_eq!(png.info().width, 1280);
+    eprintln!("screenshot of the report: {}", shot.display());
+}
+
+fn ledger(dir: &Path, claim: &str) {
+    let scenario = repo().join("scenarios/004/table1_hscsd.toml");
+    std::fs::write(
+        dir.join("004.toml"),
+        format!(
+            "paper = \"004\"\ntitle = \"test\"\n[run.t]\nscenario = {:?}\nreps = 2\nset = {{ \"sim.duration_s\" = 50 }}\nflow = \"probe\"\n[run.t.axis.loss]\nkey = \"segment.0.error.loss\"\nlabel = \"loss\"\nvalues = [1, 2, 5, 10]\n{claim}",
+            scenario.display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_failing_claim_fails_the_command_and_is_reported() {
+    let dir = tmp("reproduce-failing");
+    let claims = dir.join("claims");
+    std::fs::create_dir_all(&claims).unwrap();
+    ledger(
+        &claims,
+        "[[claim]]\nid = \"wrong\"\nwhere = \"nowhere\"\nsays = \"10% loss is 50%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 10 }\nwithin = [0.45, 0.55]\n\n[[claim]]\nid = \"right\"\nwhere = \"Table I\"\nsays = \"more loss at 10% than at 1%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nabove = [{ loss = 10 }, { loss = 1 }]\n",
+    );
+    let out = dir.join("out");
+    let r = mslink()
+        .args(["reproduce", "-q", "--claims"])
+        .arg(&claims)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("1 claims fail: wrong"), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap()).unwrap();
+    assert_eq!(json["counts"]["fails"], 1);
+    assert_eq!(json["counts"]["holds"], 1);
+    assert_eq!(json["claims"][0]["verdict"], "fails");
+    assert!(std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("(FAILS)"));
+}
+
+#[test]
+fn a_bad_ledger_is_refused_naming_the_file_and_the_claim() {
+    for (claim, want) in [
+        (
+            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 3 }\nwithin = [0, 1]\n",
+            "claim c: loss = 3 is not one of its values (1, 2, 5, 10)",
+        ),
+        (
+            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"lossrate\"\nvalue = { loss = 1 }\nwithin = [0, 1]\n",
+            "claim c: no metric \"lossrate\"",
+        ),
+        (
+            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = {}\nwithin = [0, 1]\n",
+            "claim c: the cell does not say which loss of run 004/t",
+        ),
+        (
+            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 1 }\nabove = [{ loss = 1 }, { loss = 2 }]\nwithin = [0, 1]\n",
+            "claim c: needs exactly one of above, below, ratio, value, monotone (has 2)",
+        ),
+        ("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nbogus = 1\n", "unknown field `bogus`"),
+    ] {
+        let dir = tmp("reproduce-bad");
+        ledger(&dir, claim);
+        let r = mslink()
+            .args(["reproduce", "-q", "--claims"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains("004.toml") && err.contains(want), "want {want:?} in: {err}");
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_jobs() {
+    let a = tmp("reproduce-jobs1");
+    let b = tmp("reproduce-jobs2");
+    for (out, jobs) in [(&a, "1"), (&b, "2")] {
+        let r = mslink()
+            .args([
+                "reproduce",
+                "--quick",
+                "-q",
+                "--paper",
+                "003",
+                "--jobs",
+                jobs,
+                "--out",
+            ])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    for f in ["claims.json", "report.md", "report.html"] {
+        let x = std::fs::read_to_string(a.join(f))
+            .unwrap()
+            .replace("reproduce-jobs1", "X");
+        let y = std::fs::read_to_string(b.join(f))
+            .unwrap()
+            .replace("reproduce-jobs2", "X");
+        assert!(x == y, "{f} differs between --jobs 1 and 2");
+    }
+}
