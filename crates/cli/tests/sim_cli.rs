@@ -433,3 +433,55 @@ fn parquet_tables_hold_what_the_csvs_hold() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// Results say where they came from, name sweep values as a reader does, and a second run into
+/// the same folder replaces the first run's files instead of mixing with them.
+#[test]
+fn provenance_labels_and_no_mixing_with_an_earlier_run() {
+    let out = tmp("provenance");
+    sim(&out, "2");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let p = &summary["provenance"];
+    assert_eq!(p["mslink_version"], env!("CARGO_PKG_VERSION"));
+    assert!(p["scenario_text"]
+        .as_str()
+        .unwrap()
+        .contains("004-fig7-cbr-one-wlan"));
+    assert_eq!(p["seed"], 1);
+    assert!(p["overrides"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(["sim.duration_s", "40"])));
+    // Exact TOML values stay in summary.json; flows.csv names them.
+    assert!(summary["runs"][0]["sweep"]["segment.1.link.service.0"]
+        .as_str()
+        .unwrap()
+        .contains("scheme = \"raw\""));
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let row = flows.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with("004-fig7-cbr-one-wlan,0,131072,Raw,0,1,"),
+        "{row}"
+    );
+    assert!(flows.contains(",OOS RLP,"));
+    // The repetitions' seeds are independent streams, not seed + rep.
+    assert_ne!(summary["runs"][1]["run"]["seed"], 2);
+    assert!(out.join("plots/timeseries_p19.png").is_file());
+    // A one-point scenario into the same folder: the old per-point plots go, with a note.
+    let r = mslink()
+        .args(["sim", "--jobs", "1", "--set", "sim.duration_s=10", "--out"])
+        .arg(&out)
+        .arg(root().join("scenarios/003/fig12_elf_location.toml"))
+        .output()
+        .unwrap();
+    assert!(r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("replacing the results of an earlier run") && err.contains("summary.json"),
+        "{err}"
+    );
+    assert!(!out.join("plots/timeseries_p19.png").exists());
+    assert!(out.join("plots/timeseries_p0.png").is_file());
+    let _ = std::fs::remove_dir_all(&out);
+}

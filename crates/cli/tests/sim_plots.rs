@@ -117,7 +117,7 @@ fn sweep_and_timeseries_plots_are_written_well_formed_and_deterministic() {
             assert!(words.contains("media"), "{name}: no legend");
         }
     }
-    // One line per scheme in the sweep charts, named by the scheme.
+    // One line per scheme in the sweep charts, named as the papers name the schemes.
     let svg = &pa
         .iter()
         .find(|(n, _)| n == "sweep_loss_rate.svg")
@@ -125,10 +125,11 @@ fn sweep_and_timeseries_plots_are_written_well_formed_and_deterministic() {
         .1;
     let (lines, words) = check_svg("sweep_loss_rate.svg", svg);
     assert!(lines >= 5, "{lines} lines");
-    for scheme in ["raw", "xor_fec", "selective_repeat", "karn_rlp", "oos_rlp"] {
+    for scheme in ["Raw", "XOR FEC", "SR", "Karn's RLP", "OOS RLP"] {
         assert!(words.contains(scheme), "{scheme} missing in {words}");
     }
-    assert!(words.contains("mean_bytes"), "x axis: {words}");
+    assert!(words.contains("error mean (bytes)"), "x axis: {words}");
+    assert!(words.contains("95% CI, 2 repetitions"), "title: {words}");
     assert_eq!(pa, pb, "plots differ between two runs");
 }
 

@@ -8,9 +8,10 @@
 //!   throughput of every flow against time, averaged over the repetitions (003 Figs. 11-12);
 //! * `sweep_<metric>.png|svg` when the scenario has more than one sweep point, for `throughput`,
 //!   `loss_rate` and `delay_mean`: the metric of every flow (and every combination of the other
-//!   sweep keys) against the swept parameter, mean over repetitions with ±1 standard deviation
-//!   error bars (004 Figs. 2, 7-10). The x axis is the first sweep key whose values are all
-//!   numbers (and differ); without one, the first key that varies, as categories.
+//!   sweep keys) against the swept parameter, mean over repetitions with Student-t 95%
+//!   confidence intervals as error bars (none for one repetition; 004 Figs. 2, 7-10). The x axis
+//!   is the first sweep key whose values are all numbers (and differ); without one, the first
+//!   key that varies, as categories. Values are named by `mslink_sim::labels` ("SR (OOS RLP)").
 //!
 //! Output is a pure function of the results: the same results give byte-identical files (no
 //! timestamps, no system fonts: the drawing is [`crate::chart`]'s, with its embedded font).
@@ -62,25 +63,16 @@ pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>, PlotEr
     Ok(files)
 }
 
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (mean, 0.0);
-    }
-    // Sample standard deviation across repetitions.
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
-    (mean, var.sqrt())
-}
-
-/// A chart line `label`: per x (its f64 bits), the mean and standard deviation of the values
-/// over repetitions, divided by `scale`, in x order.
+/// A chart line `label`: per x (its f64 bits), the mean of the values over repetitions and
+/// the half-width of its Student-t 95% interval (0 for one repetition), divided by `scale`,
+/// in x order.
 fn line(label: &str, by_x: &BTreeMap<u64, Vec<f64>>, scale: f64) -> Line {
     let mut points: Vec<(f64, f64, f64)> = by_x
         .iter()
         .map(|(x, v)| {
-            let (m, s) = mean_std(v);
-            (f64::from_bits(*x), m / scale, s / scale)
+            let e = mslink_sim::stats::estimate(v);
+            let half = if e.half.is_finite() { e.half } else { 0.0 };
+            (f64::from_bits(*x), e.mean / scale, half / scale)
         })
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -90,33 +82,9 @@ fn line(label: &str, by_x: &BTreeMap<u64, Vec<f64>>, scale: f64) -> Line {
     }
 }
 
-/// `key=value` of a sweep point, shortened for a legend: inline tables show their fields
-/// other than `name`.
+/// A sweep value's readable name for a legend (`mslink_sim::labels`: "SR (OOS RLP)", 131072).
 fn short_value(v: &str) -> String {
-    let v = v.trim();
-    if v.starts_with('{') {
-        if let Ok(t) = toml::from_str::<toml::Table>(&format!("v = {v}")) {
-            if let Some(toml::Value::Table(t)) = t.get("v") {
-                // The scheme (what tells services apart) first, then the other settings.
-                let mut parts: Vec<String> = t
-                    .get("scheme")
-                    .and_then(|x| x.as_str())
-                    .map(str::to_string)
-                    .into_iter()
-                    .collect();
-                parts.extend(
-                    t.iter()
-                        .filter(|(k, _)| !matches!(k.as_str(), "name" | "scheme"))
-                        .map(|(k, x)| match x {
-                            toml::Value::String(s) => format!("{k}={s}"),
-                            other => format!("{k}={other}"),
-                        }),
-                );
-                return truncate(&parts.join(" "), 48);
-            }
-        }
-    }
-    truncate(v.trim_matches('"'), 32)
+    truncate(&mslink_sim::labels::label(v).text(), 32)
 }
 
 fn truncate(v: &str, n: usize) -> String {
@@ -127,20 +95,12 @@ fn truncate(v: &str, n: usize) -> String {
     }
 }
 
-/// Axis labels for categorical sweep values: a service table's scheme, else the value cut to
-/// 16 characters; numbered when that leaves two alike.
+/// Axis labels for categorical sweep values: their readable names, numbered when that leaves
+/// two alike.
 fn category_labels(values: &[String]) -> Vec<String> {
     let short: Vec<String> = values
         .iter()
-        .map(|v| {
-            let full = short_value(v);
-            if v.trim().starts_with('{') {
-                // A table: its first word is the scheme (or first setting).
-                truncate(full.split(' ').next().unwrap_or(&full), 16)
-            } else {
-                truncate(&full, 16)
-            }
-        })
+        .map(|v| truncate(&short_value(v), 16))
         .collect();
     let unique = short
         .iter()
@@ -155,6 +115,42 @@ fn category_labels(values: &[String]) -> Vec<String> {
             .map(|(i, s)| format!("{i}: {s}"))
             .collect()
     }
+}
+
+/// An axis title for a sweep key: its last named component with the unit its suffix gives,
+/// after the component before it when the name is one generic word
+/// (`segment.1.error.mean_bytes` -> "error mean (bytes)", `host.0.nic_delay_us` -> "nic delay
+/// (us)").
+fn axis_title(k: &str) -> String {
+    let parts: Vec<&str> = k
+        .split('|')
+        .next()
+        .unwrap_or(k)
+        .split('.')
+        .filter(|p| p.parse::<usize>().is_err())
+        .collect();
+    let last = parts.last().copied().unwrap_or(k);
+    let (stem, unit) = [
+        ("_bytes", "bytes"),
+        ("_bps", "bit/s"),
+        ("_ms", "ms"),
+        ("_us", "us"),
+        ("_ns", "ns"),
+        ("_s", "s"),
+    ]
+    .iter()
+    .find_map(|(suffix, unit)| last.strip_suffix(suffix).map(|s| (s, Some(*unit))))
+    .unwrap_or((last, None));
+    // A lone generic word ("mean", "loss") says more with the component before it.
+    let mut title = match parts.len() {
+        n if n >= 2 && !stem.contains('_') => format!("{} {stem}", parts[n - 2]),
+        _ => stem.to_string(),
+    }
+    .replace('_', " ");
+    if let Some(u) = unit {
+        title.push_str(&format!(" ({u})"));
+    }
+    title
 }
 
 /// Last dotted component of a key (`segment.1.error.mean_bytes` -> `mean_bytes`).
@@ -264,12 +260,11 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
         let first = &input.points[0][i].1;
         input.points.iter().any(|p| &p[i].1 != first)
     };
-    let numeric = |i: usize| {
-        input
-            .points
-            .iter()
-            .all(|p| p[i].1.trim().parse::<f64>().is_ok_and(f64::is_finite))
+    let number = |v: &str| match mslink_sim::labels::label(v) {
+        mslink_sim::labels::Label::Number(x) if x.is_finite() => Some(x),
+        _ => None,
     };
+    let numeric = |i: usize| input.points.iter().all(|p| number(&p[i].1).is_some());
     let Some(xi) = (0..input.keys.len())
         .find(|&i| varies(i) && numeric(i))
         .or_else(|| (0..input.keys.len()).find(|&i| varies(i)))
@@ -290,12 +285,12 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
         if categorical {
             categories.iter().position(|c| c == v).unwrap_or(0) as f64
         } else {
-            v.trim().parse().unwrap_or(0.0)
+            number(v).unwrap_or(0.0)
         }
     };
     let metrics: [(&str, &str, Metric); 3] = [
         ("throughput", "throughput", |f| f.throughput_bps),
-        ("loss_rate", "residual loss rate", |f| f.loss_rate),
+        ("loss_rate", "residual loss (%)", |f| f.loss_rate * 100.0),
         ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
     ];
     let mut charts = Vec::new();
@@ -342,10 +337,15 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
             .take(shown)
             .map(|l| line(l, &series[l], scale))
             .collect();
-        let mut title = format!(
-            "{}: {y_name} (mean, ±1 std over repetitions)",
-            input.scenario
-        );
+        let reps = input.runs.iter().filter(|(p, _)| *p == 0).count();
+        let mut title = if reps > 1 {
+            format!(
+                "{}: {y_name} (mean and 95% CI, {reps} repetitions)",
+                input.scenario
+            )
+        } else {
+            format!("{}: {y_name} (one repetition)", input.scenario)
+        };
         if shown < order.len() {
             title.push_str(&format!(" [first {shown} of {}]", order.len()));
         }
@@ -353,13 +353,13 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
             format!("sweep_{stem}"),
             Chart {
                 title,
-                x_label: short_key(&input.keys[xi]).to_string(),
+                x_label: axis_title(&input.keys[xi]),
                 y_label,
                 lines,
                 categories: categorical.then(|| category_labels(&categories)),
-                error_bars: true,
+                error_bars: reps > 1,
                 scale: Scale::default(),
-                markers: false,
+                markers: true,
             },
         ));
     }
@@ -371,32 +371,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn legend_and_axis_names_are_short() {
+    fn legend_and_axis_names_are_readable() {
         let t = r#"{ name = "cbr", scheme = "karn_rlp", max_retransmissions = 1 }"#;
-        assert_eq!(short_value(t), "karn_rlp max_retransmissions=1");
+        assert_eq!(short_value(t), "Karn's RLP");
         assert_eq!(short_value("131072"), "131072");
-        assert_eq!(short_key("segment.1.error.mean_bytes"), "mean_bytes");
-        assert_eq!(short_key("segment.1.link.service.0"), "service");
+        assert_eq!(
+            axis_title("segment.1.error.mean_bytes"),
+            "error mean (bytes)"
+        );
+        assert_eq!(
+            axis_title("segment.0.error.loss|segment.2.error.loss"),
+            "error loss"
+        );
+        assert_eq!(axis_title("host.0.nic_delay_us"), "nic delay (us)");
         let raw = r#"{ name = "cbr", scheme = "raw" }"#.to_string();
         let karn = t.to_string();
         assert_eq!(
             category_labels(&[raw.clone(), karn.clone()]),
-            ["raw", "karn_rlp"]
+            ["Raw", "Karn's RLP"]
         );
-        // Two karn_rlp settings would look alike: numbered.
+        // Two Karn's RLP settings would look alike: numbered.
         let karn3 = karn.replace("= 1", "= 3");
         assert_eq!(
             category_labels(&[raw, karn, karn3]),
-            ["0: raw", "1: karn_rlp", "2: karn_rlp"]
+            ["0: Raw", "1: Karn's RLP", "2: Karn's RLP"]
         );
     }
 
     #[test]
-    fn error_bars_are_the_sample_standard_deviation() {
-        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32 / 7.
-        let (m, s) = mean_std(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
-        assert_eq!(m, 5.0);
-        assert!((s - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
-        assert_eq!(mean_std(&[3.0]), (3.0, 0.0));
+    fn error_bars_are_student_t_intervals() {
+        let mut by_x = BTreeMap::new();
+        by_x.insert(1f64.to_bits(), vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        by_x.insert(2f64.to_bits(), vec![3.0]);
+        let l = line("x", &by_x, 1.0);
+        // t(0.975, 4) * sqrt(2.5) / sqrt(5) = 1.9632; one repetition has no bar.
+        assert_eq!(l.points[0].1, 3.0);
+        assert!((l.points[0].2 - 1.9632).abs() < 1e-3);
+        assert_eq!(l.points[1], (2.0, 3.0, 0.0));
     }
 }

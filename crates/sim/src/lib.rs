@@ -12,6 +12,7 @@
 pub mod cell;
 pub mod demo;
 pub mod host;
+pub mod labels;
 pub mod overrides;
 pub mod packet;
 pub mod resources;

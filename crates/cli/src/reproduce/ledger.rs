@@ -87,6 +87,9 @@ pub struct FigureSpec {
     /// Values of other axes this figure holds fixed.
     #[serde(default)]
     pub fixed: BTreeMap<String, toml::Value>,
+    /// y on a logarithmic axis (powers of ten).
+    #[serde(default)]
+    pub log_y: bool,
     /// The paper's own numbers where it prints them: series value -> y per x, in x order.
     #[serde(default)]
     pub paper: BTreeMap<String, Vec<f64>>,

@@ -29,32 +29,6 @@ pub struct Context<'a> {
     pub judged: &'a [Judged],
 }
 
-/// The commit of the ledger's checkout, `+dirty` when it has changes (none outside git).
-fn git_commit(dir: &Path) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let dirty = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .output()
-        .ok()
-        .is_some_and(|o| !o.stdout.is_empty());
-    Some(if dirty {
-        format!("{commit}+dirty")
-    } else {
-        commit
-    })
-}
-
 /// The command that produced this report.
 fn command(args: &ReproduceArgs) -> String {
     let mut c = String::from("mslink reproduce");
@@ -133,7 +107,7 @@ fn counts(judged: &[Judged]) -> BTreeMap<&'static str, usize> {
 
 /// Writes OUT/claims.json, OUT/report.md and OUT/report.html.
 pub fn write(out: &Path, ctx: &Context) -> Result<()> {
-    let commit = git_commit(&ctx.args.claims);
+    let commit = crate::convention::git_commit(&ctx.args.claims);
     let figures = figures(ctx)?;
     let json = claims_json(ctx, commit.as_deref());
     put(
@@ -141,8 +115,35 @@ pub fn write(out: &Path, ctx: &Context) -> Result<()> {
         "claims.json",
         &(serde_json::to_string_pretty(&json)? + "\n"),
     )?;
-    put(out, "report.md", &markdown(ctx, commit.as_deref()))?;
-    put(out, "report.html", &html(ctx, commit.as_deref(), &figures))?;
+    // report.md shows the figures as PNG files beside it; report.html carries them inline.
+    let dir = out.join("figures");
+    if dir.is_dir() {
+        // Only our own earlier figures live here: a figure of a run not in this report must
+        // not survive into it.
+        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "png") {
+                std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut svgs = Vec::new();
+    for f in &figures {
+        let png = mslink_plot::chart::to_png(&f.chart)
+            .with_context(|| format!("drawing the figure of run {}", f.run))?;
+        let p = dir.join(f.file());
+        std::fs::write(&p, png).with_context(|| format!("writing {}", p.display()))?;
+        let svg = mslink_plot::chart::to_svg(&f.chart)
+            .with_context(|| format!("drawing the figure of run {}", f.run))?;
+        svgs.push((f.run.clone(), f.caption.clone(), svg));
+    }
+    put(
+        out,
+        "report.md",
+        &markdown(ctx, commit.as_deref(), &figures),
+    )?;
+    put(out, "report.html", &html(ctx, commit.as_deref(), &svgs))?;
     Ok(())
 }
 
@@ -204,7 +205,7 @@ fn verdict_line(j: &Judged) -> String {
         .join("; ")
 }
 
-fn markdown(ctx: &Context, commit: Option<&str>) -> String {
+fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
     let mut s = String::new();
     let c = counts(ctx.judged);
     let _ = writeln!(s, "# mslink reproduce: the papers' claims, checked\n");
@@ -232,6 +233,31 @@ fn markdown(ctx: &Context, commit: Option<&str>) -> String {
             continue;
         }
         let _ = writeln!(s, "## {paper}: {title}\n");
+        let mut shown = std::collections::BTreeSet::new();
+        for j in &rows {
+            let Some(run) = j.run.as_deref() else {
+                continue;
+            };
+            if !shown.insert(run) {
+                continue;
+            }
+            if let Some(f) = figures.iter().find(|f| f.run == run) {
+                let cmd = ctx
+                    .runs
+                    .iter()
+                    .find(|r| r.id == run)
+                    .map(|r| {
+                        sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r))
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "![{c}](figures/{})\n\n*{c}: mean and 95% interval per point.* Rerun: `{cmd}`\n",
+                    f.file(),
+                    c = f.caption
+                );
+            }
+        }
         let _ = writeln!(
             s,
             "| verdict | claim | where | says | measured |\n|---|---|---|---|---|"
@@ -342,8 +368,22 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// (run id, caption, SVG) of every run with a figure.
-fn figures(ctx: &Context) -> Result<Vec<(String, String, String)>> {
+/// A run's figure: run id, caption, chart.
+struct Figure {
+    run: String,
+    caption: String,
+    chart: Chart,
+}
+
+impl Figure {
+    /// File name under OUT/figures/.
+    fn file(&self) -> String {
+        format!("{}.png", self.run.replace('/', "-"))
+    }
+}
+
+/// The figure of every run that has one.
+fn figures(ctx: &Context) -> Result<Vec<Figure>> {
     let mut out = Vec::new();
     for r in ctx.runs {
         let Some(f) = &r.figure else { continue };
@@ -370,7 +410,14 @@ fn figures(ctx: &Context) -> Result<Vec<(String, String, String)>> {
                 ax.values
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| (label(v), Some((*pos, i))))
+                    .map(|(i, v)| {
+                        // A number alone says little in a legend: "p = 0.1".
+                        let name = match v {
+                            toml::Value::String(t) => t.clone(),
+                            other => format!("{a} = {other}"),
+                        };
+                        (name, Some((*pos, i)))
+                    })
                     .collect()
             }
         };
@@ -425,12 +472,17 @@ fn figures(ctx: &Context) -> Result<Vec<(String, String, String)>> {
             lines,
             categories: (!numeric).then(|| xaxis.values.iter().map(label).collect()),
             error_bars: true,
-            scale: Scale::default(),
+            scale: Scale {
+                log10_y: f.log_y,
+                ..Scale::default()
+            },
             markers: true,
         };
-        let svg = mslink_plot::chart::to_svg(&chart)
-            .with_context(|| format!("drawing the figure of run {}", r.id))?;
-        out.push((r.id.clone(), f.title.clone(), svg));
+        out.push(Figure {
+            run: r.id.clone(),
+            caption: f.title.clone(),
+            chart,
+        });
     }
     Ok(out)
 }

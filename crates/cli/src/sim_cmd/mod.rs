@@ -232,6 +232,14 @@ pub fn run(args: &SimArgs) -> Result<()> {
         })
         .collect();
     crate::convention::out_dir(out, "--out")?;
+    let removed = output::clear_previous(out)?;
+    if !removed.is_empty() && !args.quiet {
+        eprintln!(
+            "mslink: note: replacing the results of an earlier run in {}: {}",
+            out.display(),
+            removed.join(", ")
+        );
+    }
     let pcap_dir = if args.pcap {
         let p = out.join("pcap");
         std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
@@ -251,9 +259,19 @@ pub fn run(args: &SimArgs) -> Result<()> {
         .enumerate()
         .map(|(i, r)| r.with_context(|| format!("run {} (rep {})", i, jobs[i].rep)))
         .collect::<Result<_>>()?;
+    let provenance = serde_json::json!({
+        "mslink_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": crate::convention::git_commit(path.parent().unwrap_or(Path::new("."))),
+        "scenario_file": path.display().to_string(),
+        "scenario_text": text,
+        "overrides": sets.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
+        "seed": base.sim.seed,
+        "reps": base.sim.reps,
+    });
     output::write_results(
         args,
         out,
+        &provenance,
         &base.sim.name,
         &points,
         &jobs,

@@ -7,7 +7,8 @@
 //! series of a million points costs its `TimePoint`s and nothing more (summary.json used to
 //! be built as one `serde_json::Value` tree, about 1.8 KB per point: 1,000 flows for 400 s
 //! peaked at 749 MB). summary.json is byte for byte what `serde_json::to_string_pretty` gives
-//! for `{"events", "runs": [{"point", "run", "sweep"}], "scenario"}` with keys sorted (a
+//! for `{"events", "provenance", "runs": [{"point", "run", "sweep"}], "scenario"}` with keys
+//! sorted (a
 //! `Value` sorts its keys): each run is turned into a `Value` without its series, and the
 //! series is written point by point in the same layout.
 
@@ -15,16 +16,20 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use mslink_sim::labels::Label;
 use mslink_sim::RunResult;
 
 use super::parquet_out::{Kind, Table, Val};
 use super::{csv_field, Format, Job, SimArgs};
 
-/// Writes every result file of scenario `name` into `out`. The runs' series are taken out and put back
+/// Writes every result file of scenario `name` into `out` (`provenance` goes into
+/// summary.json). The runs' series are taken out and put back
 /// while summary.json is written (hence `&mut`); the results are unchanged on return.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn write_results(
     args: &SimArgs,
     out: &Path,
+    provenance: &serde_json::Value,
     name: &str,
     points: &[Vec<(String, String)>],
     jobs: &[Job],
@@ -37,12 +42,22 @@ pub(super) fn write_results(
         .map(|p| p.iter().map(|(k, _)| k.clone()).collect())
         .unwrap_or_default();
     let keys = &keys[..];
+    // Sweep columns hold readable, typed labels ("SR (OOS RLP)", 131072); summary.json keeps
+    // each point's exact TOML values.
+    let labels: Vec<Vec<Label>> = points
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(|(_, v)| mslink_sim::labels::label(v))
+                .collect()
+        })
+        .collect();
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let events: u64 = results.iter().map(|r| r.events).sum();
     match args.format {
         Format::Csv => {
             write_file(out, "flows.csv", |w| {
-                write_flows(w, name, points, keys, jobs, results)
+                write_flows(w, name, &labels, keys, jobs, results)
             })?;
             write_file(out, "timeseries.csv", |w| {
                 write_timeseries(w, name, jobs, results)
@@ -50,7 +65,7 @@ pub(super) fn write_results(
         }
         Format::Parquet => {
             write_file(out, "flows.parquet", |w| {
-                write_flows_parquet(w, name, points, keys, jobs, results)
+                write_flows_parquet(w, name, &labels, keys, jobs, results)
             })?;
             write_file(out, "timeseries.parquet", |w| {
                 write_timeseries_parquet(w, name, jobs, results)
@@ -58,7 +73,7 @@ pub(super) fn write_results(
         }
     }
     write_file(out, "summary.json", |w| {
-        write_summary(w, name, events, points, jobs, results)
+        write_summary(w, name, provenance, events, points, jobs, results)
     })?;
     write_file(out, "timing.json", |w| {
         let timing = serde_json::json!({
@@ -94,6 +109,46 @@ pub(super) fn write_results(
     Ok(())
 }
 
+/// The files an earlier `mslink sim` left in `out` (and only those), removed so that results
+/// of two runs never mix; returns what was removed, for the note that says so.
+pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for f in [
+        "flows.csv",
+        "flows.parquet",
+        "timeseries.csv",
+        "timeseries.parquet",
+        "summary.json",
+        "timing.json",
+    ] {
+        let p = out.join(f);
+        if p.is_file() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+            removed.push(f.to_string());
+        }
+    }
+    for (sub, exts) in [("plots", &["png", "svg"][..]), ("pcap", &["pcap"][..])] {
+        let d = out.join(sub);
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        let mut n = 0;
+        for e in entries {
+            let p = e
+                .with_context(|| format!("reading {}", d.display()))?
+                .path();
+            if p.extension().is_some_and(|x| exts.iter().any(|e| x == *e)) {
+                std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+                n += 1;
+            }
+        }
+        if n > 0 {
+            removed.push(format!("{sub}/ ({n} files)"));
+        }
+    }
+    Ok(removed)
+}
+
 /// Creates `dir/file` and fills it through a buffer; any failure names the file.
 fn write_file(
     dir: &Path,
@@ -111,7 +166,7 @@ fn write_file(
 fn write_flows(
     w: &mut impl Write,
     name: &str,
-    points: &[Vec<(String, String)>],
+    labels: &[Vec<Label>],
     keys: &[String],
     jobs: &[Job],
     results: &[RunResult],
@@ -124,8 +179,8 @@ fn write_flows(
     for (job, r) in jobs.iter().zip(results) {
         for f in &r.flows {
             write!(w, "{},{},", csv_field(name), job.point)?;
-            for (_, v) in &points[job.point] {
-                write!(w, "{},", csv_field(v))?;
+            for v in &labels[job.point] {
+                write!(w, "{},", csv_field(&v.text()))?;
             }
             writeln!(
                 w,
@@ -199,11 +254,12 @@ const FLOW_COLUMNS: [(&str, Kind); 17] = [
     ("transactions", Kind::UInt),
 ];
 
-/// flows.parquet: the rows and columns of flows.csv (the sweep keys as text, as in the CSV).
+/// flows.parquet: the rows and columns of flows.csv (a sweep key whose values are all numbers
+/// is a float column, any other a text column of labels).
 fn write_flows_parquet(
     w: &mut (impl Write + Send),
     name: &str,
-    points: &[Vec<(String, String)>],
+    labels: &[Vec<Label>],
     keys: &[String],
     jobs: &[Job],
     results: &[RunResult],
@@ -212,7 +268,14 @@ fn write_flows_parquet(
         ("scenario".to_string(), Kind::Str),
         ("point".to_string(), Kind::Int),
     ];
-    cols.extend(keys.iter().map(|k| (k.clone(), Kind::Str)));
+    let numeric: Vec<bool> = (0..keys.len())
+        .map(|i| labels.iter().all(|p| matches!(p[i], Label::Number(_))))
+        .collect();
+    cols.extend(
+        keys.iter()
+            .zip(&numeric)
+            .map(|(k, n)| (k.clone(), if *n { Kind::F64 } else { Kind::Str })),
+    );
     cols.extend(FLOW_COLUMNS.iter().map(|(n, k)| (n.to_string(), *k)));
     let mut t = Table::new(w, &cols)?;
     let mut row = Vec::with_capacity(cols.len());
@@ -221,7 +284,10 @@ fn write_flows_parquet(
             row.clear();
             row.push(Val::Str(name));
             row.push(Val::Int(job.point as i64));
-            row.extend(points[job.point].iter().map(|(_, v)| Val::Str(v)));
+            row.extend(labels[job.point].iter().map(|v| match v {
+                Label::Number(x) => Val::F64(*x),
+                Label::Text(t) => Val::Str(t),
+            }));
             row.extend([
                 Val::Int(i64::from(r.rep)),
                 Val::UInt(r.seed),
@@ -292,12 +358,17 @@ fn pretty_at(v: &serde_json::Value, depth: usize) -> Result<String> {
 fn write_summary(
     w: &mut impl Write,
     name: &str,
+    provenance: &serde_json::Value,
     events: u64,
     points: &[Vec<(String, String)>],
     jobs: &[Job],
     results: &mut [RunResult],
 ) -> Result<()> {
-    write!(w, "{{\n  \"events\": {events},\n  \"runs\": [")?;
+    write!(
+        w,
+        "{{\n  \"events\": {events},\n  \"provenance\": {},\n  \"runs\": [",
+        pretty_at(provenance, 2)?
+    )?;
     for (i, (job, r)) in jobs.iter().zip(results.iter_mut()).enumerate() {
         w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
         write!(

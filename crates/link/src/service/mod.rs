@@ -172,6 +172,23 @@ pub enum ServiceConfig {
     Snoop(snoop::SnoopConfig),
 }
 
+/// The short name a figure legend or a table gives scheme `id` (the configuration name,
+/// `"selective_repeat"`): 004's and 003's names, abbreviated where the papers do (SR, GBN).
+pub fn scheme_title(id: &str) -> Option<&'static str> {
+    Some(match id {
+        "raw" => "Raw",
+        "xor_fec" => "XOR FEC",
+        "go_back_n" => "GBN",
+        "selective_repeat" => "SR",
+        "karn_rlp" => "Karn's RLP",
+        "oos_rlp" => "OOS RLP",
+        "persistent" => "persistent ARQ",
+        "rs_fec" => "RS FEC",
+        "snoop" => "Snoop",
+        _ => return None,
+    })
+}
+
 impl ServiceConfig {
     /// The scheme's name.
     pub fn scheme(&self) -> &'static str {
