@@ -266,3 +266,43 @@ fn results_do_not_depend_on_jobs() {
         assert!(x == y, "{f} differs between --jobs 1 and 2");
     }
 }
+
+/// docs/results/ is the full run of the ledger as it stands: the same claims, and the counts
+/// README.md and docs/results.md quote are its counts. (Regenerate with
+/// `mslink reproduce --out docs/results` after changing the ledger.)
+#[test]
+fn the_published_results_are_the_full_run_of_this_ledger() {
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/results/claims.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        doc["provenance"]["quick"], false,
+        "docs/results is a full run"
+    );
+    let published: Vec<&str> = doc["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let list = mslink().args(["reproduce", "--list"]).output().unwrap();
+    assert!(list.status.success());
+    let ledger: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        published, ledger,
+        "docs/results/ is stale: run mslink reproduce --out docs/results"
+    );
+    let c = &doc["counts"];
+    let sentence = format!(
+        "{} hold, {} fail, {} differ",
+        c["holds"], c["fails"], c["differs"]
+    );
+    for f in ["README.md", "docs/results.md"] {
+        let text = std::fs::read_to_string(repo().join(f)).unwrap();
+        assert!(text.contains(&sentence), "{f} does not say \"{sentence}\"");
+    }
+}
