@@ -52,9 +52,11 @@ ENDS = ("left", "right")
 
 def sweep_value(text: str) -> Any:
     """A sweep column's value from its TOML text: scalars as Python values, tables and arrays
-    kept as text (as ``flows.csv`` shows them)."""
+    by their readable names, as ``flows.csv`` shows them (a service table is its scheme's short
+    name, ``"SR"``; a list of services ``"SR (OOS RLP)"``). ``toml_value`` gives the value
+    itself; ``Result.summary`` keeps every point's exact TOML text."""
     v = _core.parse_toml("v = " + text)["v"]
-    return text if isinstance(v, (dict, list)) else v
+    return _core.sweep_label(text) if isinstance(v, (dict, list)) else v
 
 
 def toml_value(text: str) -> Any:
@@ -147,9 +149,11 @@ def build(
     points: Sequence[Sequence[tuple[str, str]]],
     jobs: Sequence[tuple[int, int]],
     chunks: Sequence[Chunk],
+    provenance: dict[str, Any] | None = None,
 ) -> Result:
     """Assembles the tables from the Rust core's batches (in job order) of ``jobs``, each a
-    ``(point, rep)``, adding the scenario, point and sweep columns."""
+    ``(point, rep)``, adding the scenario, point and sweep columns; ``provenance`` goes into
+    the summary as ``mslink sim`` writes it into summary.json."""
     job_point = np.fromiter((pi for pi, _ in jobs), dtype=np.int64, count=len(jobs))
     by_key = [pd.Series([sweep_value(p[i][1]) for p in points]) for i in range(len(keys))]
     frames = {}
@@ -193,7 +197,10 @@ def build(
                 pi = jobs[gi][0]
                 runs.append({"point": pi, "sweep": dict(points[pi]), "run": r})
                 gi += 1
-        return {"scenario": name, "runs": runs, "events": events}
+        out: dict[str, Any] = {"scenario": name, "runs": runs, "events": events}
+        if provenance is not None:
+            out["provenance"] = provenance
+        return out
 
     def summary_text() -> str:
         texts = [t for _, c in chunks for t in c]
@@ -202,8 +209,10 @@ def build(
             for (pi, _), text in zip(jobs, texts)
         ]
         events = int(frames["runs"]["events"].sum())
+        prov = "" if provenance is None else f', "provenance": {json.dumps(provenance)}'
         return (
-            f'{{"scenario": {json.dumps(name)}, "runs": [{", ".join(parts)}], "events": {events}}}'
+            f'{{"scenario": {json.dumps(name)}, "runs": [{", ".join(parts)}], '
+            f'"events": {events}{prov}}}'
         )
 
     return Result(summary=summary, summary_text=summary_text, **frames)

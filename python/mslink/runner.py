@@ -123,7 +123,15 @@ def execute(
             client.shutdown(wait=True, cancel_futures=True)
         if owned:
             client.close()
-    return build(name, keys, points, job_list, [c for c in out if c is not None])
+    provenance = {
+        "mslink_version": _core.__version__,
+        "scenario_text": base_toml,
+        "overrides": [list(s) for s in sets],
+        "seed": _core.parse_toml(base_toml).get("sim", {}).get("seed"),
+        "reps": max(per_point, default=0),
+    }
+    done = [c for c in out if c is not None]
+    return build(name, keys, points, job_list, done, provenance)
 
 
 def run(
@@ -138,9 +146,10 @@ def run(
     """Runs a scenario -- every point of its ``[sweep]`` and every repetition, as
     ``mslink sim`` does -- and returns its :class:`~mslink.results.Result`.
 
-    ``seed`` replaces ``sim.seed`` (repetition 0 uses ``seed``, repetition ``r`` its own independent seed) and ``reps``
-    replaces ``sim.reps``. Runs execute on ``jobs`` threads (default: one per CPU; the GIL is
-    released while the simulator runs) or on ``client`` (see :func:`sweep`). A progress bar
+    ``seed`` replaces ``sim.seed`` (repetition 0 uses ``seed``, repetition ``r`` its own
+    independent seed) and ``reps`` replaces ``sim.reps``. Runs execute on ``jobs`` threads
+    (default: one per CPU; the GIL is released while the simulator runs) or on ``client``
+    (see :func:`sweep`). A progress bar
     (tqdm, in terminals and notebooks) shows when ``progress`` is true, or by default when
     stderr is a terminal.
     """

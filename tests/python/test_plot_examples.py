@@ -99,10 +99,10 @@ def test_example_004_fig7(tmp_path: Path) -> None:
         at = m.loc[p]
         # 004 §III.D: raw shows the native loss, SR none; FEC in between; Karn and OOS RLP
         # lose the same, OOS RLP with less delay.
-        assert at.loss_rate["raw"] > at.loss_rate["xor_fec"] > at.loss_rate["oos_rlp"]
-        assert at.loss_rate["selective_repeat"] == 0
-        assert at.loss_rate["karn_rlp"] == at.loss_rate["oos_rlp"]
-        assert at.delay_mean_s["oos_rlp"] < at.delay_mean_s["karn_rlp"]
+        assert at.loss_rate["Raw"] > at.loss_rate["XOR FEC"] > at.loss_rate["OOS RLP"]
+        assert at.loss_rate["SR"] == 0
+        assert at.loss_rate["Karn's RLP"] == at.loss_rate["OOS RLP"]
+        assert at.delay_mean_s["OOS RLP"] < at.delay_mean_s["Karn's RLP"]
 
 
 def test_example_003_fig11(tmp_path: Path) -> None:

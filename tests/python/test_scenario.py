@@ -146,9 +146,7 @@ def test_version_and_value_helpers() -> None:
     assert mslink.__version__
     assert mslink.sweep_value("131072") == 131072
     assert mslink.sweep_value('"raw"') == "raw"
-    assert (
-        mslink.sweep_value('{ name = "cbr", scheme = "raw" }') == '{ name = "cbr", scheme = "raw" }'
-    )
+    assert mslink.sweep_value('{ name = "cbr", scheme = "raw" }') == "Raw"
     assert mslink.toml_value('{ name = "cbr", scheme = "raw" }')["scheme"] == "raw"
 
 

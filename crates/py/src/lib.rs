@@ -139,6 +139,13 @@ fn t975(df: f64) -> f64 {
     mslink_sim::stats::t975(df)
 }
 
+/// The readable name of a sweep value given as TOML text (`mslink_sim::labels`: "SR (OOS RLP)"
+/// for a list of services), as flows.csv shows it.
+#[pyfunction]
+fn sweep_label(text: &str) -> String {
+    mslink_sim::labels::label(text).text()
+}
+
 /// Writes one Python value in TOML's inline syntax (what `--set` and `[sweep]` take).
 #[pyfunction]
 fn value_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -346,6 +353,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dump_toml, m)?)?;
     m.add_function(wrap_pyfunction!(value_text, m)?)?;
     m.add_function(wrap_pyfunction!(t975, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_label, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
