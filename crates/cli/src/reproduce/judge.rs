@@ -6,7 +6,8 @@
 //! the 95% interval of a - b (Welch) still reaches zero, and *fails* when the whole interval is
 //! below zero; a value or ratio holds when its interval meets the expected range. So fewer
 //! repetitions (`--quick`) widen every tolerance by exactly what the statistics justify, and a
-//! deterministic cell (zero variance) is judged strictly. A claim holds when every one of its
+//! deterministic cell (zero variance) is judged strictly, as is a cell measured once (no interval
+//! can be estimated from one repetition). A claim holds when every one of its
 //! checks does; a claim marked as a known difference is reported as such, with its checks.
 
 use std::collections::BTreeMap;
@@ -200,7 +201,18 @@ fn report(obs: &Observations, c: &Cell) -> (Estimate, CellEstimate) {
     )
 }
 
+/// The tolerance an interval half-width gives: none when there is no interval (one
+/// repetition cannot estimate its noise, so it is judged strictly rather than excused).
+fn tolerance(h: f64) -> f64 {
+    if h.is_finite() {
+        h
+    } else {
+        0.0
+    }
+}
+
 fn mark_order(d: f64, h: f64) -> Mark {
+    let h = tolerance(h);
     if d >= 0.0 {
         Mark::Holds
     } else if d + h >= 0.0 {
@@ -211,6 +223,7 @@ fn mark_order(d: f64, h: f64) -> Mark {
 }
 
 fn mark_range(x: f64, h: f64, [lo, hi]: [f64; 2]) -> Mark {
+    let h = tolerance(h);
     if (lo..=hi).contains(&x) {
         Mark::Holds
     } else if x + h >= lo && x - h <= hi {
@@ -480,6 +493,23 @@ mod tests {
         assert_eq!(
             judge(&o, "", &Expect::Value(cell(1), [4.2, 5.0])).mark,
             Mark::Fails
+        );
+    }
+
+    #[test]
+    fn one_repetition_is_judged_without_tolerance() {
+        let o = obs(&[(0, &[4.0]), (1, &[4.1])]);
+        assert_eq!(
+            judge(&o, "", &Expect::Above(cell(0), cell(1), 1.0)).mark,
+            Mark::Fails
+        );
+        assert_eq!(
+            judge(&o, "", &Expect::Value(cell(0), [4.05, 5.0])).mark,
+            Mark::Fails
+        );
+        assert_eq!(
+            judge(&o, "", &Expect::Value(cell(0), [3.0, 4.0])).mark,
+            Mark::Holds
         );
     }
 
