@@ -226,8 +226,8 @@ fn fig13_fig14_multi_service_ftp() {
     }
 }
 
-/// Every 004 scenario file parses, validates and expands its sweep (the multi-service and
-/// WWW files are run in full only by hand).
+/// Every 004 WWW, multi-service and HSCSD file parses, validates and expands its sweep (run in
+/// full by `mslink reproduce`, claims/004.toml).
 #[test]
 fn www_and_multi_service_scenarios_validate() {
     for text in [
@@ -236,6 +236,10 @@ fn www_and_multi_service_scenarios_validate() {
         include_str!("../../../scenarios/004/fig13_fig16_fig18_multi_one_wlan.toml"),
         include_str!("../../../scenarios/004/fig14_fig17_fig19_multi_two_wlan.toml"),
         include_str!("../../../scenarios/004/fig15_fig20_multi_two_hscsd.toml"),
+        include_str!("../../../scenarios/004/www_one_hscsd.toml"),
+        include_str!("../../../scenarios/004/www_two_hscsd.toml"),
+        include_str!("../../../scenarios/004/cbr_one_hscsd.toml"),
+        include_str!("../../../scenarios/004/fig10_cbr_two_hscsd.toml"),
     ] {
         let sc = Scenario::parse(text).unwrap();
         sc.validate().unwrap();
