@@ -8,6 +8,87 @@
 
 use super::gf256::{self, EXP};
 use super::rs::{RsError, MAX_N};
+use super::simd::{Simd, MAX_WIDTH};
+
+/// `POW[d][e] = alpha^(d * e mod 255)`: row `d` lists the powers of `alpha^d`, the rows the
+/// SIMD syndrome and Chien kernels scale and add (64 KiB, read only a few rows at a time).
+static POW: [[u8; 256]; 256] = build_pow();
+
+const fn build_pow() -> [[u8; 256]; 256] {
+    let mut t = [[0u8; 256]; 256];
+    let mut d = 0;
+    while d < 256 {
+        let mut e = 0;
+        while e < 256 {
+            t[d][e] = EXP[(d * e) % 255];
+            e += 1;
+        }
+        d += 1;
+    }
+    t
+}
+
+/// [`syndromes_from_residue`] on the SIMD kernel: `S_j = sum_i r_i alpha^((nsym-1-i) j)`, the
+/// residue bytes (last first) scaling rows `0..nsym` of [`POW`]. Fills `synd[..nsym]` (and
+/// zeros up to the next multiple of 32 that are not syndromes).
+pub(crate) fn syndromes_simd(simd: &Simd, r: &[u8], synd: &mut [u8; MAX_WIDTH]) {
+    let nsym = r.len();
+    let mut coefs = [0u8; MAX_WIDTH];
+    for (c, &x) in coefs.iter_mut().zip(r.iter().rev()) {
+        *c = x;
+    }
+    let width = nsym.div_ceil(32) * 32;
+    simd.row_sum(&coefs[..nsym], POW.as_flattened(), 256, &mut synd[..width]);
+}
+
+/// The root of a degree-one locator `1 + l1 x` (`x = 1 / l1`, i.e. `X = l1`), if it lies
+/// inside a word of `n` symbols: a shortcut both Chien searches share.
+fn single_root(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> Option<usize> {
+    if lambda.len() == 2 && lambda[0] == 1 && lambda[1] != 0 {
+        let e = gf256::LOG[lambda[1] as usize] as usize;
+        if e < n {
+            pos[0] = n - 1 - e;
+            return Some(1);
+        }
+        return Some(0);
+    }
+    None
+}
+
+/// [`chien_search`] on the SIMD kernel: `Lambda(alpha^-e)` for all `e < n` at once, as
+/// `lambda_0` plus the coefficients `lambda_i` scaling rows `255 - i` of [`POW`]
+/// (`alpha^(-i e) = alpha^((255 - i) e)`). Same roots, order and early stop as the scalar one.
+pub(crate) fn chien_search_simd(
+    simd: &Simd,
+    lambda: &[u8],
+    n: usize,
+    pos: &mut [usize; MAX_N],
+) -> usize {
+    if let Some(found) = single_root(lambda, n, pos) {
+        return found;
+    }
+    let deg = lambda.len() - 1;
+    // Rows 255 - deg ..= 254 in order take lambda_deg, ..., lambda_1 (deg <= nsym <= 254).
+    let mut coefs = [0u8; MAX_N];
+    for (c, &l) in coefs.iter_mut().zip(lambda[1..].iter().rev()) {
+        *c = l;
+    }
+    let mut vals = [0u8; MAX_WIDTH];
+    let width = n.div_ceil(32) * 32;
+    let rows = &POW.as_flattened()[(255 - deg) * 256..];
+    simd.row_sum(&coefs[..deg], rows, 256, &mut vals[..width]);
+    let mut found = 0;
+    for (e, &v) in vals[..n].iter().enumerate() {
+        if v == lambda[0] {
+            if found == deg {
+                return deg + 1;
+            }
+            pos[found] = n - 1 - e;
+            found += 1;
+        }
+    }
+    found
+}
 
 /// Syndromes `S_j = r(alpha^j)`, `j < nsym`, of the residue `r` (highest degree first), in the
 /// log domain: each nonzero coefficient contributes `alpha^(log r_i + j * d_i)`.
@@ -38,16 +119,10 @@ pub(crate) fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
 /// (at most `deg Lambda` of them; one more root than that stops the search). Terms are kept
 /// as logarithms and stepped by `-i` per position.
 pub(crate) fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
-    let deg = lambda.len() - 1;
-    if deg == 1 && lambda[0] == 1 && lambda[1] != 0 {
-        // Lambda(x) = 1 + l1 x has its one root at x = 1 / l1, i.e. X = alpha^e = l1.
-        let e = gf256::LOG[lambda[1] as usize] as usize;
-        if e < n {
-            pos[0] = n - 1 - e;
-            return 1;
-        }
-        return 0;
+    if let Some(found) = single_root(lambda, n, pos) {
+        return found;
     }
+    let deg = lambda.len() - 1;
     let mut logs = [0usize; MAX_N];
     let mut steps = [0usize; MAX_N];
     let mut terms = 0;

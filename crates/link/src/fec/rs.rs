@@ -30,8 +30,12 @@
 //! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
 //! (`nsym > 32`) step one byte at a time.
 
-use super::decode::{berlekamp_massey, chien_search, syndromes_from_residue, LogPoly};
+use super::decode::{
+    berlekamp_massey, chien_search, chien_search_simd, syndromes_from_residue, syndromes_simd,
+    LogPoly,
+};
 use super::gf256::{self, EXP};
+use super::simd::{Simd, MAX_WIDTH};
 
 /// The largest codeword length (symbols) in GF(2^8).
 pub const MAX_N: usize = 255;
@@ -103,14 +107,28 @@ const MAX_WORDS: usize = MAX_NSYM.div_ceil(8);
 /// A remainder register: `nsym` bytes left-aligned in big-endian words, the rest zero.
 type Reg = [u64; MAX_WORDS];
 
+/// The tables of the SIMD path: the parity of each message position, as rows for
+/// [`Simd::row_sum`].
+#[derive(Clone)]
+struct SimdTables {
+    isa: Simd,
+    /// Row length and kernel width: `nsym` rounded up to a multiple of 32.
+    width: usize,
+    /// Row `q` (`q < 255 - nsym`) holds `x^(254 - q) mod g(x)` (`nsym` bytes, highest degree
+    /// first, zero padded to `width`): the parity of a 1 at byte `q` of a full-length message.
+    /// A `k`-byte message starts at row `255 - nsym - k`.
+    rows: Box<[u8]>,
+}
+
 /// A Reed-Solomon encoder and decoder for one parity count (see the module docs).
 #[derive(Clone)]
 pub struct RsCodec {
     nsym: usize,
-    nw: usize,
     /// `g(x)`, monic, highest degree first (`nsym + 1` coefficients).
     gen: Vec<u8>,
     kernel: Kernel,
+    /// The SIMD path, if the CPU has it (see [`super::simd`]); `None` runs `kernel`.
+    simd: Option<SimdTables>,
 }
 
 impl core::fmt::Debug for RsCodec {
@@ -290,7 +308,17 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
+    /// It uses the SIMD kernels when this CPU has them (x86-64 with AVX2 and GFNI), else the
+    /// portable ones; both give the same results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
+        let mut c = Self::new_scalar(nsym)?;
+        c.simd = Simd::detect().map(|isa| c.simd_tables(isa));
+        Ok(c)
+    }
+
+    /// The same codec restricted to its portable (scalar) kernels, whatever the CPU: the
+    /// reference that tests compare the SIMD path with, and the benchmark's baseline.
+    pub fn new_scalar(nsym: usize) -> Result<Self, RsError> {
         if !(1..=MAX_NSYM).contains(&nsym) {
             return Err(RsError::BadParity(nsym));
         }
@@ -322,10 +350,36 @@ impl RsCodec {
         };
         Ok(RsCodec {
             nsym,
-            nw,
             gen,
             kernel,
+            simd: None,
         })
+    }
+
+    /// Builds the SIMD path's parity rows by stepping `x^i mod g(x)` from `i = nsym` up.
+    fn simd_tables(&self, isa: Simd) -> SimdTables {
+        let nsym = self.nsym;
+        let width = nsym.div_ceil(32) * 32;
+        let rows_n = MAX_N - nsym;
+        let mut rows = vec![0u8; rows_n * width].into_boxed_slice();
+        // x^nsym mod g(x) = g's lower coefficients (g is monic; minus is plus).
+        let mut r = [0u8; MAX_NSYM];
+        r[..nsym].copy_from_slice(&self.gen[1..]);
+        for q in (0..rows_n).rev() {
+            rows[q * width..q * width + nsym].copy_from_slice(&r[..nsym]);
+            // r <- x * r mod g(x): shift out the top coefficient and fold it back through g.
+            let top = r[0];
+            for j in 0..nsym {
+                let next = if j + 1 < nsym { r[j + 1] } else { 0 };
+                r[j] = next ^ gf256::mul(top, self.gen[j + 1]);
+            }
+        }
+        SimdTables { isa, width, rows }
+    }
+
+    /// True if this codec runs the SIMD kernels (see [`RsCodec::new`]).
+    pub fn uses_simd(&self) -> bool {
+        self.simd.is_some()
     }
 
     /// Parity symbols per codeword (`n - k`).
@@ -346,6 +400,22 @@ impl RsCodec {
     /// The generator polynomial, monic, highest degree first.
     pub fn generator(&self) -> &[u8] {
         &self.gen
+    }
+
+    /// Writes the parity of `msg` (`msg(x) * x^nsym mod g(x)`) to `out[..nsym]`.
+    fn parity_into(&self, msg: &[u8], out: &mut [u8; MAX_WIDTH]) {
+        match &self.simd {
+            Some(s) => {
+                let first = MAX_N - self.nsym - msg.len();
+                s.isa.row_sum(
+                    msg,
+                    &s.rows[first * s.width..],
+                    s.width,
+                    &mut out[..s.width],
+                );
+            }
+            None => unpack(&self.remainder(msg), &mut out[..self.nsym]),
+        }
     }
 
     fn remainder(&self, msg: &[u8]) -> Reg {
@@ -378,8 +448,9 @@ impl RsCodec {
                 nsym: self.nsym,
             });
         }
-        let reg = self.remainder(msg);
-        unpack(&reg, parity);
+        let mut out = [0u8; MAX_WIDTH];
+        self.parity_into(msg, &mut out);
+        parity.copy_from_slice(&out[..self.nsym]);
         Ok(())
     }
 
@@ -388,20 +459,20 @@ impl RsCodec {
         self.check_len(codeword.len())?;
         let k = codeword.len() - self.nsym;
         let (msg, parity) = codeword.split_at_mut(k);
-        let reg = self.remainder(msg);
-        unpack(&reg, parity);
+        let mut out = [0u8; MAX_WIDTH];
+        self.parity_into(msg, &mut out);
+        parity.copy_from_slice(&out[..self.nsym]);
         Ok(())
     }
 
-    /// The syndrome register of `codeword`: `c(x) mod g(x)` (all zero for a codeword).
-    fn residue(&self, codeword: &[u8]) -> Reg {
+    /// The residue `c(x) mod g(x)` of `codeword` (all zero for a codeword) in `out[..nsym]`,
+    /// highest degree first.
+    fn residue_into(&self, codeword: &[u8], out: &mut [u8; MAX_WIDTH]) {
         let k = codeword.len() - self.nsym;
-        let mut reg = self.remainder(&codeword[..k]);
-        let parity = pack(&codeword[k..]);
-        for w in 0..self.nw {
-            reg[w] ^= parity[w];
+        self.parity_into(&codeword[..k], out);
+        for (o, &p) in out.iter_mut().zip(&codeword[k..]) {
+            *o ^= p;
         }
-        reg
     }
 
     /// True if `codeword` (of valid length) has a zero residue: the clean-decode fast path,
@@ -409,12 +480,21 @@ impl RsCodec {
     fn clean(&self, codeword: &[u8]) -> bool {
         let k = codeword.len() - self.nsym;
         let (msg, parity) = codeword.split_at(k);
+        if self.simd.is_some() {
+            let mut out = [0u8; MAX_WIDTH];
+            self.parity_into(msg, &mut out);
+            return out[..self.nsym] == *parity;
+        }
         match &self.kernel {
             Kernel::W1(t) => remainder8(t, msg) == pack_words::<1>(parity),
             Kernel::W2(t) => remainder8(t, msg) == pack_words::<2>(parity),
             Kernel::W3(t) => remainder8(t, msg) == pack_words::<3>(parity),
             Kernel::W4(t) => remainder8(t, msg) == pack_words::<4>(parity),
-            Kernel::Wide(_) => self.residue(codeword)[..self.nw].iter().all(|&w| w == 0),
+            Kernel::Wide(_) => {
+                let mut r = [0u8; MAX_WIDTH];
+                self.residue_into(codeword, &mut r);
+                r[..self.nsym].iter().all(|&b| b == 0)
+            }
         }
     }
 
@@ -450,16 +530,21 @@ impl RsCodec {
         if self.clean(codeword) {
             return Ok(0);
         }
-        let res = self.residue(codeword);
+        let mut r = [0u8; MAX_WIDTH];
+        self.residue_into(codeword, &mut r);
         // Syndromes S_j = c(alpha^j) = r(alpha^j), r = c mod g, since g(alpha^j) = 0 (fcr = 0).
-        let mut r = [0u8; MAX_N];
-        unpack(&res, &mut r[..nsym]);
-        let mut synd = [0u8; MAX_N];
-        syndromes_from_residue(&r[..nsym], &mut synd[..nsym]);
+        let mut synd = [0u8; MAX_WIDTH];
+        match &self.simd {
+            Some(s) => syndromes_simd(&s.isa, &r[..nsym], &mut synd),
+            None => syndromes_from_residue(&r[..nsym], &mut synd[..nsym]),
+        }
         let mut lambda = [0u8; MAX_N + 1];
         let nerr = berlekamp_massey(&synd[..nsym], erasures, n, &mut lambda)?;
         let mut pos = [0usize; MAX_N];
-        let found = chien_search(&lambda[..=nerr], n, &mut pos);
+        let found = match &self.simd {
+            Some(s) => chien_search_simd(&s.isa, &lambda[..=nerr], n, &mut pos),
+            None => chien_search(&lambda[..=nerr], n, &mut pos),
+        };
         if found != nerr {
             return Err(RsError::TooManyErrors);
         }
