@@ -259,3 +259,51 @@ impl LogPoly {
         acc
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn simd_syndromes_equal_scalar(r in proptest::collection::vec(any::<u8>(), 1..=254)) {
+            let Some(simd) = Simd::detect() else { return Ok(()) };
+            let mut want = [0u8; MAX_WIDTH];
+            syndromes_from_residue(&r, &mut want[..r.len()]);
+            let mut got = [0u8; MAX_WIDTH];
+            syndromes_simd(&simd, &r, &mut got);
+            prop_assert_eq!(&got[..r.len()], &want[..r.len()]);
+        }
+
+        /// Locators with chosen roots (some outside the word) and random ones, which have
+        /// fewer roots than their degree.
+        #[test]
+        fn simd_chien_equals_scalar(
+            roots in proptest::collection::vec(0usize..255, 1..=40),
+            noise in proptest::collection::vec(any::<u8>(), 0..=40),
+            n in 1usize..=255,
+        ) {
+            let Some(simd) = Simd::detect() else { return Ok(()) };
+            // Lambda(x) = prod (1 - alpha^e x), lowest degree first, or random coefficients.
+            let mut lambda = vec![1u8];
+            if noise.is_empty() {
+                for &e in &roots {
+                    let x = EXP[e];
+                    lambda.push(0);
+                    for j in (1..lambda.len()).rev() {
+                        lambda[j] ^= gf256::mul(lambda[j - 1], x);
+                    }
+                }
+            } else {
+                lambda.extend_from_slice(&noise);
+            }
+            let (mut p1, mut p2) = ([0usize; MAX_N], [0usize; MAX_N]);
+            let want = chien_search(&lambda, n, &mut p1);
+            let got = chien_search_simd(&simd, &lambda, n, &mut p2);
+            prop_assert_eq!(got, want);
+            let shown = want.min(lambda.len() - 1);
+            prop_assert_eq!(&p2[..shown], &p1[..shown]);
+        }
+    }
+}
