@@ -41,45 +41,51 @@ pub(crate) fn syndromes_simd(simd: &Simd, r: &[u8], synd: &mut [u8; MAX_WIDTH]) 
     simd.row_sum(&coefs[..nsym], POW.as_flattened(), 256, &mut synd[..width]);
 }
 
-/// The root of a degree-one locator `1 + l1 x` (`x = 1 / l1`, i.e. `X = l1`), if it lies
-/// inside a word of `n` symbols: a shortcut both Chien searches share.
-fn single_root(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> Option<usize> {
-    if lambda.len() == 2 && lambda[0] == 1 && lambda[1] != 0 {
-        let e = gf256::LOG[lambda[1] as usize] as usize;
-        if e < n {
-            pos[0] = n - 1 - e;
-            return Some(1);
-        }
-        return Some(0);
+/// `vals[e] = sum_i p_i alpha^(-i e)` for `e < n`, over the terms `i = first, first + step,
+/// ...` below `p.len()` (`first >= 1`): the coefficients, highest `i` first, scale rows
+/// `255 - i` of [`POW`] (`alpha^(-i e) = alpha^((255 - i) e)`), which are `step` rows apart.
+pub(crate) fn sum_at_inverse_powers(
+    simd: &Simd,
+    p: &[u8],
+    first: usize,
+    step: usize,
+    n: usize,
+    vals: &mut [u8; MAX_WIDTH],
+) {
+    let mut coefs = [0u8; MAX_N];
+    let mut terms = 0;
+    for &c in p.iter().skip(first).step_by(step).rev() {
+        coefs[terms] = c;
+        terms += 1;
     }
-    None
+    let width = n.div_ceil(32) * 32;
+    if terms == 0 {
+        vals[..width].fill(0);
+        return;
+    }
+    let top = first + (terms - 1) * step; // highest i, at most 254
+    let rows = &POW.as_flattened()[(255 - top) * 256..];
+    simd.row_sum(&coefs[..terms], rows, 256 * step, &mut vals[..width]);
 }
 
 /// [`chien_search`] on the SIMD kernel: `Lambda(alpha^-e)` for all `e < n` at once, as
-/// `lambda_0` plus the coefficients `lambda_i` scaling rows `255 - i` of [`POW`]
-/// (`alpha^(-i e) = alpha^((255 - i) e)`). Same roots, order and early stop as the scalar one.
+/// `lambda_0` plus its even and odd parts, each one [`sum_at_inverse_powers`]. Same roots,
+/// order and early stop as the scalar search. Leaves the odd part `x Lambda'(x)` at
+/// `x = alpha^-e` in `odd[e]` for Forney's formula.
 pub(crate) fn chien_search_simd(
     simd: &Simd,
     lambda: &[u8],
     n: usize,
     pos: &mut [usize; MAX_N],
+    odd: &mut [u8; MAX_WIDTH],
 ) -> usize {
-    if let Some(found) = single_root(lambda, n, pos) {
-        return found;
-    }
     let deg = lambda.len() - 1;
-    // Rows 255 - deg ..= 254 in order take lambda_deg, ..., lambda_1 (deg <= nsym <= 254).
-    let mut coefs = [0u8; MAX_N];
-    for (c, &l) in coefs.iter_mut().zip(lambda[1..].iter().rev()) {
-        *c = l;
-    }
-    let mut vals = [0u8; MAX_WIDTH];
-    let width = n.div_ceil(32) * 32;
-    let rows = &POW.as_flattened()[(255 - deg) * 256..];
-    simd.row_sum(&coefs[..deg], rows, 256, &mut vals[..width]);
+    let mut even = [0u8; MAX_WIDTH];
+    sum_at_inverse_powers(simd, lambda, 2, 2, n, &mut even);
+    sum_at_inverse_powers(simd, lambda, 1, 2, n, odd);
     let mut found = 0;
-    for (e, &v) in vals[..n].iter().enumerate() {
-        if v == lambda[0] {
+    for e in 0..n {
+        if lambda[0] ^ even[e] ^ odd[e] == 0 {
             if found == deg {
                 return deg + 1;
             }
@@ -119,10 +125,16 @@ pub(crate) fn syndromes_from_residue(r: &[u8], synd: &mut [u8]) {
 /// (at most `deg Lambda` of them; one more root than that stops the search). Terms are kept
 /// as logarithms and stepped by `-i` per position.
 pub(crate) fn chien_search(lambda: &[u8], n: usize, pos: &mut [usize; MAX_N]) -> usize {
-    if let Some(found) = single_root(lambda, n, pos) {
-        return found;
-    }
     let deg = lambda.len() - 1;
+    if deg == 1 && lambda[0] == 1 && lambda[1] != 0 {
+        // Lambda(x) = 1 + l1 x has its one root at x = 1 / l1, i.e. X = alpha^e = l1.
+        let e = gf256::LOG[lambda[1] as usize] as usize;
+        if e < n {
+            pos[0] = n - 1 - e;
+            return 1;
+        }
+        return 0;
+    }
     let mut logs = [0usize; MAX_N];
     let mut steps = [0usize; MAX_N];
     let mut terms = 0;
@@ -276,6 +288,25 @@ mod tests {
             prop_assert_eq!(&got[..r.len()], &want[..r.len()]);
         }
 
+        #[test]
+        fn simd_sums_at_inverse_powers_equal_direct_evaluation(
+            p in proptest::collection::vec(any::<u8>(), 0..=255),
+            first in 1usize..4,
+            step in 1usize..3,
+            n in 1usize..=255,
+        ) {
+            let Some(simd) = Simd::detect() else { return Ok(()) };
+            let mut got = [0u8; MAX_WIDTH];
+            sum_at_inverse_powers(&simd, &p, first, step, n, &mut got);
+            for (e, &g) in got[..n].iter().enumerate() {
+                let mut want = 0u8;
+                for i in (first..p.len()).step_by(step) {
+                    want ^= gf256::mul(p[i], gf256::alpha_pow(-((i * e) as i32)));
+                }
+                prop_assert_eq!(g, want, "e {}", e);
+            }
+        }
+
         /// Locators with chosen roots (some outside the word) and random ones, which have
         /// fewer roots than their degree.
         #[test]
@@ -300,7 +331,7 @@ mod tests {
             }
             let (mut p1, mut p2) = ([0usize; MAX_N], [0usize; MAX_N]);
             let want = chien_search(&lambda, n, &mut p1);
-            let got = chien_search_simd(&simd, &lambda, n, &mut p2);
+            let got = chien_search_simd(&simd, &lambda, n, &mut p2, &mut [0; MAX_WIDTH]);
             prop_assert_eq!(got, want);
             let shown = want.min(lambda.len() - 1);
             prop_assert_eq!(&p2[..shown], &p1[..shown]);

@@ -31,8 +31,8 @@
 //! (`nsym > 32`) step one byte at a time.
 
 use super::decode::{
-    berlekamp_massey, chien_search, chien_search_simd, syndromes_from_residue, syndromes_simd,
-    LogPoly,
+    berlekamp_massey, chien_search, chien_search_simd, sum_at_inverse_powers,
+    syndromes_from_residue, syndromes_simd, LogPoly,
 };
 use super::gf256::{self, EXP};
 use super::simd::{Simd, MAX_WIDTH};
@@ -118,6 +118,22 @@ struct SimdTables {
     /// first, zero padded to `width`): the parity of a 1 at byte `q` of a full-length message.
     /// A `k`-byte message starts at row `255 - nsym - k`.
     rows: Box<[u8]>,
+}
+
+/// Forney's formula needs `Omega` and `Lambda'` at each root: all positions at once on the
+/// SIMD path, or per root (as sparse log polynomials) on the scalar path.
+// One lives on the stack per correcting decode; boxing either variant would allocate.
+#[allow(clippy::large_enum_variant)]
+enum Evals {
+    /// `omega[e] = Omega(alpha^-e) - omega_0`, `odd[e] = (x Lambda'(x))(alpha^-e)`.
+    AllPositions {
+        omega: [u8; MAX_WIDTH],
+        odd: [u8; MAX_WIDTH],
+    },
+    PerRoot {
+        omega: LogPoly,
+        dlambda: LogPoly,
+    },
 }
 
 /// A Reed-Solomon encoder and decoder for one parity count (see the module docs).
@@ -541,8 +557,10 @@ impl RsCodec {
         let mut lambda = [0u8; MAX_N + 1];
         let nerr = berlekamp_massey(&synd[..nsym], erasures, n, &mut lambda)?;
         let mut pos = [0usize; MAX_N];
+        // On the SIMD path, Omega and the odd part of Lambda at every alpha^-e, for Forney.
+        let mut odd = [0u8; MAX_WIDTH];
         let found = match &self.simd {
-            Some(s) => chien_search_simd(&s.isa, &lambda[..=nerr], n, &mut pos),
+            Some(s) => chien_search_simd(&s.isa, &lambda[..=nerr], n, &mut pos, &mut odd),
             None => chien_search(&lambda[..=nerr], n, &mut pos),
         };
         if found != nerr {
@@ -559,23 +577,40 @@ impl RsCodec {
             }
             omega[i] = acc;
         }
-        let omega = LogPoly::new(&omega[..nerr], 0, |_| true);
-        // Lambda'(x): in characteristic 2 only the odd powers survive, lowered by one.
-        let dlambda = LogPoly::new(&lambda[..=nerr], 1, |i| i % 2 == 1);
+        // Omega and Lambda' at the roots X_k^-1. The SIMD path has them for every position:
+        // Omega from one more kernel call, and Lambda'(x) = odd(x) / x from the Chien search,
+        // so there e_k = Omega(X_k^-1) / odd(X_k^-1). The scalar path evaluates per root.
+        let evals = match &self.simd {
+            Some(s) => {
+                let mut om = [0u8; MAX_WIDTH];
+                sum_at_inverse_powers(&s.isa, &omega[..nerr], 1, 1, n, &mut om);
+                Evals::AllPositions { omega: om, odd }
+            }
+            None => Evals::PerRoot {
+                omega: LogPoly::new(&omega[..nerr], 0, |_| true),
+                // Lambda'(x): in characteristic 2 only the odd powers survive, lowered by one.
+                dlambda: LogPoly::new(&lambda[..=nerr], 1, |i| i % 2 == 1),
+            },
+        };
         let mut mags = [0u8; MAX_N];
         for k in 0..found {
             let e = n - 1 - pos[k]; // X_k = alpha^e, X_k^-1 = alpha^(255 - e)
-            let xinv = (255 - e) % 255;
-            let dl = dlambda.eval_alpha(xinv);
-            if dl == 0 {
+                                    // e_k = alpha^x_log * num / den.
+            let (num, den, x_log) = match &evals {
+                Evals::AllPositions { omega: om, odd } => (omega[0] ^ om[e], odd[e], 0),
+                Evals::PerRoot { omega, dlambda } => {
+                    let xinv = (255 - e) % 255;
+                    (omega.eval_alpha(xinv), dlambda.eval_alpha(xinv), e)
+                }
+            };
+            if den == 0 {
                 return Err(RsError::TooManyErrors);
             }
-            let om = omega.eval_alpha(xinv);
-            let mag = if om == 0 {
+            let mag = if num == 0 {
                 0
             } else {
-                let l =
-                    e + gf256::LOG[om as usize] as usize + 255 - gf256::LOG[dl as usize] as usize;
+                let l = x_log + gf256::LOG[num as usize] as usize + 255
+                    - gf256::LOG[den as usize] as usize;
                 EXP[l % 255]
             };
             if mag == 0 && !erasures.contains(&pos[k]) {

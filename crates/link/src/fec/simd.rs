@@ -69,7 +69,7 @@ impl Simd {
     /// sizes its tables when it is built).
     pub(crate) fn row_sum(&self, coefs: &[u8], rows: &[u8], stride: usize, out: &mut [u8]) {
         let w = out.len();
-        assert!(w % 32 == 0 && (32..=MAX_WIDTH).contains(&w) && stride >= w);
+        assert!(w.is_multiple_of(32) && (32..=MAX_WIDTH).contains(&w) && stride >= w);
         assert!(rows.len() >= coefs.len() * stride);
         match self.0 {
             #[cfg(target_arch = "x86_64")]
