@@ -19,16 +19,27 @@
 //! any input bytes and never allocates: working polynomials live on the stack.
 //!
 //! Speed. Encoding and the clean-codeword check are the same computation, the remainder of
-//! the message modulo `g(x)`, run as a table-driven LFSR whose register is a few `u64` words.
-//! For `nsym <= 32` it consumes eight message bytes per step ("slicing by 8", as CRC
-//! implementations do): eight independent lookups in tables of `g(x)`-multiples, so the serial
-//! dependency is one step per eight bytes. With 17 or more parity bytes some step positions
-//! use pairs of nibble tables instead of byte tables, which keeps the set near the size of an
-//! L1 data cache (measured faster than 48-64 KiB of byte tables). A received word is a
-//! codeword exactly when the remainder of its message part equals its parity part, so a clean
-//! decode costs one encode and a compare. Only a word that fails this check pays for
-//! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
-//! (`nsym > 32`) step one byte at a time.
+//! the message modulo `g(x)`. A received word is a codeword exactly when the remainder of its
+//! message part equals its parity part, so a clean decode costs one encode and a compare. Only
+//! a word that fails this check pays for syndromes, Berlekamp-Massey, Chien search and
+//! Forney's formula. There are two implementations, with identical results on every input:
+//!
+//! * SIMD ([`RsCodec::new`] on x86-64 with AVX2 and GFNI, see `fec/simd.rs`). The parity is
+//!   linear in the message: `parity = sum_i m_i * P_i`, `P_i = x^(nsym + k - 1 - i) mod g(x)`,
+//!   with the rows `P_i` precomputed per code (`(255 - nsym) * 32 * ceil(nsym / 32)` bytes).
+//!   Each message byte scales its row with one `gf2p8affineqb` and the rows are XORed, so no
+//!   step waits for the previous byte (an LFSR would). Syndromes (residue bytes scaling rows
+//!   of powers of alpha), the Chien search (locator coefficients scaling rows of
+//!   `alpha^(-i e)` for all positions `e` at once, even and odd terms apart) and Forney's
+//!   `Omega` use the same kernel; Berlekamp-Massey stays scalar.
+//! * Scalar ([`RsCodec::new_scalar`], and any other CPU): a table-driven LFSR whose register is
+//!   a few `u64` words. For `nsym <= 32` it consumes eight message bytes per step ("slicing by
+//!   8", as CRC implementations do): eight independent lookups in tables of `g(x)`-multiples,
+//!   so the serial dependency is one step per eight bytes. With 17 or more parity bytes some
+//!   step positions use pairs of nibble tables instead of byte tables, which keeps the set near
+//!   the size of an L1 data cache (measured faster than 48-64 KiB of byte tables). Wider
+//!   registers (`nsym > 32`) step one byte at a time. It is also the tests' oracle for the
+//!   SIMD path (tests/rs_simd.rs).
 
 use super::decode::{
     berlekamp_massey, chien_search, chien_search_simd, sum_at_inverse_powers,
