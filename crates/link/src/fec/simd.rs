@@ -1,35 +1,39 @@
 //! The one place in this crate with `unsafe` code: a GF(2^8) "scaled row sum" kernel in x86-64
-//! SIMD, used by the Reed-Solomon codec for encoding, the clean-codeword check, syndromes and
-//! the Chien search.
+//! SIMD, used by the Reed-Solomon codec for encoding, the clean-codeword check, syndromes, the
+//! Chien search and Forney's `Omega`.
 //!
 //! What it computes. [`Simd::row_sum`] returns `out[j] = XOR_r coefs[r] * rows[r][j]` for
 //! `j < out.len()`: each coefficient scales one row of a caller's table (all products in the
 //! field of [`super::gf256`], polynomial 0x11d) and the scaled rows are added. Reed-Solomon
 //! parity is such a sum (message byte times the parity of its position), so are syndromes
-//! (residue byte times a row of powers of alpha) and the Chien search (locator coefficient
-//! times a row of powers of alpha). [`row_sum_scalar`] is the portable definition, used by
-//! the tests as the oracle.
+//! (residue byte times a row of powers of alpha) and polynomial values at every position
+//! (coefficient times a row of powers of alpha). `row_sum_scalar` (tests) is the portable
+//! definition, the oracle the kernels are checked against.
 //!
 //! How. GFNI's `gf2p8mulb` multiplies modulo 0x11b, not our 0x11d, so it cannot be used.
 //! Multiplication by a constant `c` is GF(2)-linear in the other factor, so it is an 8x8 bit
 //! matrix, and `gf2p8affineqb` applies an 8x8 bit matrix (one per 64-bit lane) to every byte
 //! of a vector (Intel 64 and IA-32 Architectures Software Developer's Manual, Vol. 2,
-//! "GF2P8AFFINEQB — Galois Field Affine Transformation"; Intel, "Galois Field New Instructions
-//! (GFNI) Technology Guide", 2021, which describes multiplying by a constant in any field this
-//! way). Per coefficient the kernel broadcasts the matrix of "multiply by `coefs[r]`" (one
-//! lookup in a 2 KiB table) and applies it to the row, 32 bytes per instruction, then XORs it
-//! into the accumulators. Nothing in the loop depends on the previous coefficient except that
-//! XOR, so the CPU overlaps the rows.
+//! "GF2P8AFFINEQB — Galois Field Affine Transformation", whose pseudocode fixes the layout:
+//! output bit `i` is the parity of `x AND A.byte[7 - i]`). Using it to multiply in an arbitrary
+//! field was proposed for erasure coding in GF-Complete's issue 14, "New region multiply
+//! technique using GFNI Affine instruction" (jerasure.org, 2018). Per coefficient the kernel
+//! broadcasts the matrix of "multiply by `coefs[r]`" (one lookup in a 2 KiB table), applies it
+//! to the row, 32 bytes per instruction, and XORs the result into accumulators. No step waits
+//! for the previous coefficient except through that XOR, so the CPU overlaps the rows. With
+//! AVX-512, 32-byte rows stored back to back go two per 64-byte register: the low four lanes
+//! get the first coefficient's matrix, the high four the second's (a masked broadcast).
 //!
-//! CPU features: AVX2 and GFNI, checked at run time by [`Simd::detect`] (the only way to get
-//! a [`Simd`] value). On other architectures, or CPUs without them, `detect` returns `None` and
-//! the codec uses its scalar kernels.
+//! CPU features: AVX2 and GFNI (and AVX-512F for the paired kernel), checked at run time by
+//! [`Simd::detect`], the only way to get a [`Simd`] value. On other architectures, or CPUs
+//! without them, `detect` returns `None` and the codec uses its scalar kernels.
 //!
-//! Safety argument. (1) The `#[target_feature]` function is only called through a [`Simd`]
-//! value, which exists only after `is_x86_feature_detected!` confirmed both features on this
-//! CPU. (2) Every load and store goes through a pointer into a slice whose length the safe
-//! wrapper checked (`assert!`) to cover all the bytes touched: `out` is `32 * W` bytes and each
-//! row is a `chunks_exact(stride)` chunk with `stride >= 32 * W`. Unaligned load and store
+//! Safety argument. (1) The `#[target_feature]` functions are only called through a [`Simd`]
+//! value whose [`Isa`] names features that `is_x86_feature_detected!` confirmed on this CPU.
+//! (2) Every load and store goes through a pointer into a slice whose length was checked
+//! (`assert!`, or `chunks_exact`) to cover all the bytes touched: `out` is `32 * W` bytes and
+//! each row is a `chunks_exact(stride)` chunk with `stride >= 32 * W` (for the paired kernel,
+//! 128-byte chunks of four rows and 32-byte chunks of the rest). Unaligned load and store
 //! instructions are used, so no alignment is assumed.
 #![allow(unsafe_code)]
 
