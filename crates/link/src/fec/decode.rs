@@ -52,11 +52,11 @@ pub(crate) fn sum_at_inverse_powers(
     n: usize,
     vals: &mut [u8; MAX_WIDTH],
 ) {
+    let idx = (first..p.len()).step_by(step);
+    let terms = idx.len();
     let mut coefs = [0u8; MAX_N];
-    let mut terms = 0;
-    for &c in p.iter().skip(first).step_by(step).rev() {
-        coefs[terms] = c;
-        terms += 1;
+    for (c, i) in coefs.iter_mut().zip(idx.rev()) {
+        *c = p[i];
     }
     let width = n.div_ceil(32) * 32;
     if terms == 0 {
@@ -84,8 +84,15 @@ pub(crate) fn chien_search_simd(
     sum_at_inverse_powers(simd, lambda, 2, 2, n, &mut even);
     sum_at_inverse_powers(simd, lambda, 1, 2, n, odd);
     let mut found = 0;
-    for e in 0..n {
-        if lambda[0] ^ even[e] ^ odd[e] == 0 {
+    // Positions in blocks of 64: a bit mask of the roots (branch-free), then its set bits.
+    for (block, (ev, od)) in even[..n].chunks(64).zip(odd[..n].chunks(64)).enumerate() {
+        let mut roots = 0u64;
+        for (j, (&a, &b)) in ev.iter().zip(od).enumerate() {
+            roots |= ((lambda[0] ^ a ^ b == 0) as u64) << j;
+        }
+        while roots != 0 {
+            let e = 64 * block + roots.trailing_zeros() as usize;
+            roots &= roots - 1;
             if found == deg {
                 return deg + 1;
             }
