@@ -91,8 +91,8 @@ impl Simd {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Gfni | Isa::Avx512Gfni => {
                 let rows = &rows[..coefs.len() * stride];
-                // SAFETY: `Simd(Isa::Avx2Gfni)` is only made by `detect` after both features
-                // were detected; the lengths the kernel relies on were asserted above.
+                // SAFETY: `detect` makes either variant only after detecting AVX2 and GFNI;
+                // the lengths the kernel relies on were asserted above.
                 unsafe {
                     match w / 32 {
                         1 => x86::row_sum::<1>(coefs, rows, stride, out),
