@@ -1,7 +1,9 @@
 //! Reed-Solomon codec throughput (003 §4 codes; targets in the engine issue, item 3).
 //!
 //! Run: `cargo bench -p mslink-link --bench rs -- --warm-up-time 1 --measurement-time 3`.
-//! Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
+//! Every case runs twice in the same process: `scalar` ([`RsCodec::new_scalar`], the portable
+//! kernels) and `simd` ([`RsCodec::new`] on a CPU with AVX2 and GFNI; the row is missing
+//! elsewhere). Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
 //! `encode`, codeword bytes (n) for the `decode_*` cases. Multiply a decode figure by k/n for
 //! message bytes.
 
@@ -46,47 +48,64 @@ fn bench_rs(cr: &mut Criterion) {
         (255, 198),
     ] {
         let k = n - nsym;
-        let c = RsCodec::new(nsym).unwrap();
+        // The same codewords and error patterns go through both paths in the same run.
+        let simd = RsCodec::new(nsym).unwrap();
+        let paths: Vec<(&str, RsCodec)> = if simd.uses_simd() {
+            vec![
+                ("scalar", RsCodec::new_scalar(nsym).unwrap()),
+                ("simd", simd),
+            ]
+        } else {
+            eprintln!("no SIMD kernel on this CPU (needs AVX2 and GFNI): scalar rows only");
+            vec![("scalar", simd)]
+        };
+        let c = &paths[0].1;
         let label = format!("RS({n},{k})");
         let mut g = cr.benchmark_group(label.clone());
-        g.throughput(Throughput::Bytes((k * BATCH) as u64));
 
         let msgs: Vec<Vec<u8>> = (0..BATCH)
             .map(|_| (0..k).map(|_| rng.gen()).collect())
             .collect();
+        let clean = codewords(c, n, &mut rng);
+        let mut bad = Vec::new();
+        for errors in [c.t() / 2, c.t()] {
+            let mut words = clean.clone();
+            corrupt(&mut words, errors, &mut rng);
+            bad.push((errors, words));
+        }
         let mut parity = vec![0u8; nsym];
-        g.bench_function("encode", |b| {
-            b.iter(|| {
-                for m in &msgs {
-                    c.encode(black_box(m), &mut parity).unwrap();
-                }
-                black_box(&parity);
-            })
-        });
-
-        g.throughput(Throughput::Bytes((n * BATCH) as u64));
-        let clean = codewords(&c, n, &mut rng);
         let mut work = clean.clone();
-        g.bench_function("decode_clean", |b| {
-            b.iter(|| {
-                for cw in work.iter_mut() {
-                    assert_eq!(c.decode(black_box(cw)), Ok(0));
-                }
-            })
-        });
-
-        for (name, errors) in [("t_half", c.t() / 2), ("t", c.t())] {
-            let mut bad = clean.clone();
-            corrupt(&mut bad, errors, &mut rng);
-            g.bench_with_input(BenchmarkId::new("decode_errors", name), &bad, |b, bad| {
+        for (path, c) in &paths {
+            g.throughput(Throughput::Bytes((k * BATCH) as u64));
+            g.bench_function(BenchmarkId::new("encode", path), |b| {
                 b.iter(|| {
-                    // Restore then correct: copying 255-byte words is noise next to decoding.
-                    for (w, src) in work.iter_mut().zip(bad) {
-                        w.copy_from_slice(src);
-                        assert_eq!(c.decode(w), Ok(errors));
+                    for m in &msgs {
+                        c.encode(black_box(m), &mut parity).unwrap();
+                    }
+                    black_box(&parity);
+                })
+            });
+
+            g.throughput(Throughput::Bytes((n * BATCH) as u64));
+            g.bench_function(BenchmarkId::new("decode_clean", path), |b| {
+                b.iter(|| {
+                    for cw in work.iter_mut() {
+                        assert_eq!(c.decode(black_box(cw)), Ok(0));
                     }
                 })
             });
+
+            for (name, (errors, bad)) in ["decode_t_half", "decode_t"].iter().zip(&bad) {
+                g.bench_function(BenchmarkId::new(*name, path), |b| {
+                    b.iter(|| {
+                        // Restore then correct: copying 255-byte words is noise next to decoding.
+                        for (w, src) in work.iter_mut().zip(bad) {
+                            w.copy_from_slice(src);
+                            assert_eq!(c.decode(w), Ok(*errors));
+                        }
+                    })
+                });
+            }
         }
         g.finish();
     }

@@ -145,14 +145,22 @@ impl Scenario {
             Scheme::GoBackN => ServiceConfig::GoBackN(GoBackNConfig {
                 window: self.window,
                 timeout_ms: timeout,
-                ack_delay_ms: if self.seed % 2 == 0 { 0.0 } else { k * 5.0 },
+                ack_delay_ms: if self.seed.is_multiple_of(2) {
+                    0.0
+                } else {
+                    k * 5.0
+                },
                 queue_limit: 20,
             }),
             Scheme::SelectiveRepeat => ServiceConfig::SelectiveRepeat(SelectiveRepeatConfig {
                 window: self.window,
                 timeout_ms: timeout,
                 nack_interval_ms: nack,
-                ack_delay_ms: if self.seed % 2 == 0 { 0.0 } else { k * 5.0 },
+                ack_delay_ms: if self.seed.is_multiple_of(2) {
+                    0.0
+                } else {
+                    k * 5.0
+                },
                 queue_limit: 20,
             }),
             Scheme::KarnRlp | Scheme::OosRlp => {

@@ -9,6 +9,7 @@
 mod decode;
 pub mod gf256;
 pub mod rs;
+mod simd;
 pub mod xor;
 
 pub use rs::{RsCodec, RsError};

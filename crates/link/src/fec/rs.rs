@@ -19,19 +19,34 @@
 //! any input bytes and never allocates: working polynomials live on the stack.
 //!
 //! Speed. Encoding and the clean-codeword check are the same computation, the remainder of
-//! the message modulo `g(x)`, run as a table-driven LFSR whose register is a few `u64` words.
-//! For `nsym <= 32` it consumes eight message bytes per step ("slicing by 8", as CRC
-//! implementations do): eight independent lookups in tables of `g(x)`-multiples, so the serial
-//! dependency is one step per eight bytes. With 17 or more parity bytes some step positions
-//! use pairs of nibble tables instead of byte tables, which keeps the set near the size of an
-//! L1 data cache (measured faster than 48-64 KiB of byte tables). A received word is a
-//! codeword exactly when the remainder of its message part equals its parity part, so a clean
-//! decode costs one encode and a compare. Only a word that fails this check pays for
-//! syndromes, Berlekamp-Massey, Chien search and Forney's formula. Wider registers
-//! (`nsym > 32`) step one byte at a time.
+//! the message modulo `g(x)`. A received word is a codeword exactly when the remainder of its
+//! message part equals its parity part, so a clean decode costs one encode and a compare. Only
+//! a word that fails this check pays for syndromes, Berlekamp-Massey, Chien search and
+//! Forney's formula. There are two implementations, with identical results on every input:
+//!
+//! * SIMD ([`RsCodec::new`] on x86-64 with AVX2 and GFNI, see `fec/simd.rs`). The parity is
+//!   linear in the message: `parity = sum_i m_i * P_i`, `P_i = x^(nsym + k - 1 - i) mod g(x)`,
+//!   with the rows `P_i` precomputed per code (`(255 - nsym) * 32 * ceil(nsym / 32)` bytes).
+//!   Each message byte scales its row with one `gf2p8affineqb` and the rows are XORed, so no
+//!   step waits for the previous byte (an LFSR would). Syndromes (residue bytes scaling rows
+//!   of powers of alpha), the Chien search (locator coefficients scaling rows of
+//!   `alpha^(-i e)` for all positions `e` at once, even and odd terms apart) and Forney's
+//!   `Omega` use the same kernel; Berlekamp-Massey stays scalar.
+//! * Scalar ([`RsCodec::new_scalar`], and any other CPU): a table-driven LFSR whose register is
+//!   a few `u64` words. For `nsym <= 32` it consumes eight message bytes per step ("slicing by
+//!   8", as CRC implementations do): eight independent lookups in tables of `g(x)`-multiples,
+//!   so the serial dependency is one step per eight bytes. With 17 or more parity bytes some
+//!   step positions use pairs of nibble tables instead of byte tables, which keeps the set near
+//!   the size of an L1 data cache (measured faster than 48-64 KiB of byte tables). Wider
+//!   registers (`nsym > 32`) step one byte at a time. It is also the tests' oracle for the
+//!   SIMD path (tests/rs_simd.rs).
 
-use super::decode::{berlekamp_massey, chien_search, syndromes_from_residue, LogPoly};
+use super::decode::{
+    berlekamp_massey, chien_search, chien_search_simd, sum_at_inverse_powers,
+    syndromes_from_residue, syndromes_simd, LogPoly,
+};
 use super::gf256::{self, EXP};
+use super::simd::{Simd, MAX_WIDTH};
 
 /// The largest codeword length (symbols) in GF(2^8).
 pub const MAX_N: usize = 255;
@@ -103,14 +118,44 @@ const MAX_WORDS: usize = MAX_NSYM.div_ceil(8);
 /// A remainder register: `nsym` bytes left-aligned in big-endian words, the rest zero.
 type Reg = [u64; MAX_WORDS];
 
+/// The tables of the SIMD path: the parity of each message position, as rows for
+/// [`Simd::row_sum`].
+#[derive(Clone)]
+struct SimdTables {
+    isa: Simd,
+    /// Row length and kernel width: `nsym` rounded up to a multiple of 32.
+    width: usize,
+    /// Row `q` (`q < 255 - nsym`) holds `x^(254 - q) mod g(x)` (`nsym` bytes, highest degree
+    /// first, zero padded to `width`): the parity of a 1 at byte `q` of a full-length message.
+    /// A `k`-byte message starts at row `255 - nsym - k`.
+    rows: Box<[u8]>,
+}
+
+/// Forney's formula needs `Omega` and `Lambda'` at each root: all positions at once on the
+/// SIMD path, or per root (as sparse log polynomials) on the scalar path.
+// One lives on the stack per correcting decode; boxing either variant would allocate.
+#[allow(clippy::large_enum_variant)]
+enum Evals {
+    /// `omega[e] = Omega(alpha^-e) - omega_0`, `odd[e] = (x Lambda'(x))(alpha^-e)`.
+    AllPositions {
+        omega: [u8; MAX_WIDTH],
+        odd: [u8; MAX_WIDTH],
+    },
+    PerRoot {
+        omega: LogPoly,
+        dlambda: LogPoly,
+    },
+}
+
 /// A Reed-Solomon encoder and decoder for one parity count (see the module docs).
 #[derive(Clone)]
 pub struct RsCodec {
     nsym: usize,
-    nw: usize,
     /// `g(x)`, monic, highest degree first (`nsym + 1` coefficients).
     gen: Vec<u8>,
     kernel: Kernel,
+    /// The SIMD path, if the CPU has it (see [`super::simd`]); `None` runs `kernel`.
+    simd: Option<SimdTables>,
 }
 
 impl core::fmt::Debug for RsCodec {
@@ -290,7 +335,17 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
+    /// It uses the SIMD kernels when this CPU has them (x86-64 with AVX2 and GFNI), else the
+    /// portable ones; both give the same results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
+        let mut c = Self::new_scalar(nsym)?;
+        c.simd = Simd::detect().map(|isa| c.simd_tables(isa));
+        Ok(c)
+    }
+
+    /// The same codec restricted to its portable (scalar) kernels, whatever the CPU: the
+    /// reference that tests compare the SIMD path with, and the benchmark's baseline.
+    pub fn new_scalar(nsym: usize) -> Result<Self, RsError> {
         if !(1..=MAX_NSYM).contains(&nsym) {
             return Err(RsError::BadParity(nsym));
         }
@@ -322,10 +377,36 @@ impl RsCodec {
         };
         Ok(RsCodec {
             nsym,
-            nw,
             gen,
             kernel,
+            simd: None,
         })
+    }
+
+    /// Builds the SIMD path's parity rows by stepping `x^i mod g(x)` from `i = nsym` up.
+    fn simd_tables(&self, isa: Simd) -> SimdTables {
+        let nsym = self.nsym;
+        let width = nsym.div_ceil(32) * 32;
+        let rows_n = MAX_N - nsym;
+        let mut rows = vec![0u8; rows_n * width].into_boxed_slice();
+        // x^nsym mod g(x) = g's lower coefficients (g is monic; minus is plus).
+        let mut r = [0u8; MAX_NSYM];
+        r[..nsym].copy_from_slice(&self.gen[1..]);
+        for q in (0..rows_n).rev() {
+            rows[q * width..q * width + nsym].copy_from_slice(&r[..nsym]);
+            // r <- x * r mod g(x): shift out the top coefficient and fold it back through g.
+            let top = r[0];
+            for j in 0..nsym {
+                let next = if j + 1 < nsym { r[j + 1] } else { 0 };
+                r[j] = next ^ gf256::mul(top, self.gen[j + 1]);
+            }
+        }
+        SimdTables { isa, width, rows }
+    }
+
+    /// True if this codec runs the SIMD kernels (see [`RsCodec::new`]).
+    pub fn uses_simd(&self) -> bool {
+        self.simd.is_some()
     }
 
     /// Parity symbols per codeword (`n - k`).
@@ -346,6 +427,22 @@ impl RsCodec {
     /// The generator polynomial, monic, highest degree first.
     pub fn generator(&self) -> &[u8] {
         &self.gen
+    }
+
+    /// Writes the parity of `msg` (`msg(x) * x^nsym mod g(x)`) to `out[..nsym]`.
+    fn parity_into(&self, msg: &[u8], out: &mut [u8; MAX_WIDTH]) {
+        match &self.simd {
+            Some(s) => {
+                let first = MAX_N - self.nsym - msg.len();
+                s.isa.row_sum(
+                    msg,
+                    &s.rows[first * s.width..],
+                    s.width,
+                    &mut out[..s.width],
+                );
+            }
+            None => unpack(&self.remainder(msg), &mut out[..self.nsym]),
+        }
     }
 
     fn remainder(&self, msg: &[u8]) -> Reg {
@@ -378,8 +475,9 @@ impl RsCodec {
                 nsym: self.nsym,
             });
         }
-        let reg = self.remainder(msg);
-        unpack(&reg, parity);
+        let mut out = [0u8; MAX_WIDTH];
+        self.parity_into(msg, &mut out);
+        parity.copy_from_slice(&out[..self.nsym]);
         Ok(())
     }
 
@@ -388,20 +486,20 @@ impl RsCodec {
         self.check_len(codeword.len())?;
         let k = codeword.len() - self.nsym;
         let (msg, parity) = codeword.split_at_mut(k);
-        let reg = self.remainder(msg);
-        unpack(&reg, parity);
+        let mut out = [0u8; MAX_WIDTH];
+        self.parity_into(msg, &mut out);
+        parity.copy_from_slice(&out[..self.nsym]);
         Ok(())
     }
 
-    /// The syndrome register of `codeword`: `c(x) mod g(x)` (all zero for a codeword).
-    fn residue(&self, codeword: &[u8]) -> Reg {
+    /// The residue `c(x) mod g(x)` of `codeword` (all zero for a codeword) in `out[..nsym]`,
+    /// highest degree first.
+    fn residue_into(&self, codeword: &[u8], out: &mut [u8; MAX_WIDTH]) {
         let k = codeword.len() - self.nsym;
-        let mut reg = self.remainder(&codeword[..k]);
-        let parity = pack(&codeword[k..]);
-        for w in 0..self.nw {
-            reg[w] ^= parity[w];
+        self.parity_into(&codeword[..k], out);
+        for (o, &p) in out.iter_mut().zip(&codeword[k..]) {
+            *o ^= p;
         }
-        reg
     }
 
     /// True if `codeword` (of valid length) has a zero residue: the clean-decode fast path,
@@ -409,12 +507,21 @@ impl RsCodec {
     fn clean(&self, codeword: &[u8]) -> bool {
         let k = codeword.len() - self.nsym;
         let (msg, parity) = codeword.split_at(k);
+        if self.simd.is_some() {
+            let mut out = [0u8; MAX_WIDTH];
+            self.parity_into(msg, &mut out);
+            return out[..self.nsym] == *parity;
+        }
         match &self.kernel {
             Kernel::W1(t) => remainder8(t, msg) == pack_words::<1>(parity),
             Kernel::W2(t) => remainder8(t, msg) == pack_words::<2>(parity),
             Kernel::W3(t) => remainder8(t, msg) == pack_words::<3>(parity),
             Kernel::W4(t) => remainder8(t, msg) == pack_words::<4>(parity),
-            Kernel::Wide(_) => self.residue(codeword)[..self.nw].iter().all(|&w| w == 0),
+            Kernel::Wide(_) => {
+                let mut r = [0u8; MAX_WIDTH];
+                self.residue_into(codeword, &mut r);
+                r[..self.nsym].iter().all(|&b| b == 0)
+            }
         }
     }
 
@@ -447,19 +554,30 @@ impl RsCodec {
                 return Err(RsError::BadErasures);
             }
         }
-        if self.clean(codeword) {
+        // The residue decides cleanliness; the scalar path has a cheaper test for that first.
+        let mut r = [0u8; MAX_WIDTH];
+        if self.simd.is_none() && self.clean(codeword) {
             return Ok(0);
         }
-        let res = self.residue(codeword);
+        self.residue_into(codeword, &mut r);
+        if r[..nsym].iter().all(|&x| x == 0) {
+            return Ok(0);
+        }
         // Syndromes S_j = c(alpha^j) = r(alpha^j), r = c mod g, since g(alpha^j) = 0 (fcr = 0).
-        let mut r = [0u8; MAX_N];
-        unpack(&res, &mut r[..nsym]);
-        let mut synd = [0u8; MAX_N];
-        syndromes_from_residue(&r[..nsym], &mut synd[..nsym]);
+        let mut synd = [0u8; MAX_WIDTH];
+        match &self.simd {
+            Some(s) => syndromes_simd(&s.isa, &r[..nsym], &mut synd),
+            None => syndromes_from_residue(&r[..nsym], &mut synd[..nsym]),
+        }
         let mut lambda = [0u8; MAX_N + 1];
         let nerr = berlekamp_massey(&synd[..nsym], erasures, n, &mut lambda)?;
         let mut pos = [0usize; MAX_N];
-        let found = chien_search(&lambda[..=nerr], n, &mut pos);
+        // On the SIMD path, Omega and the odd part of Lambda at every alpha^-e, for Forney.
+        let mut odd = [0u8; MAX_WIDTH];
+        let found = match &self.simd {
+            Some(s) => chien_search_simd(&s.isa, &lambda[..=nerr], n, &mut pos, &mut odd),
+            None => chien_search(&lambda[..=nerr], n, &mut pos),
+        };
         if found != nerr {
             return Err(RsError::TooManyErrors);
         }
@@ -474,23 +592,40 @@ impl RsCodec {
             }
             omega[i] = acc;
         }
-        let omega = LogPoly::new(&omega[..nerr], 0, |_| true);
-        // Lambda'(x): in characteristic 2 only the odd powers survive, lowered by one.
-        let dlambda = LogPoly::new(&lambda[..=nerr], 1, |i| i % 2 == 1);
+        // Omega and Lambda' at the roots X_k^-1. The SIMD path has them for every position:
+        // Omega from one more kernel call, and Lambda'(x) = odd(x) / x from the Chien search,
+        // so there e_k = Omega(X_k^-1) / odd(X_k^-1). The scalar path evaluates per root.
+        let evals = match &self.simd {
+            Some(s) => {
+                let mut om = [0u8; MAX_WIDTH];
+                sum_at_inverse_powers(&s.isa, &omega[..nerr], 1, 1, n, &mut om);
+                Evals::AllPositions { omega: om, odd }
+            }
+            None => Evals::PerRoot {
+                omega: LogPoly::new(&omega[..nerr], 0, |_| true),
+                // Lambda'(x): in characteristic 2 only the odd powers survive, lowered by one.
+                dlambda: LogPoly::new(&lambda[..=nerr], 1, |i| i % 2 == 1),
+            },
+        };
         let mut mags = [0u8; MAX_N];
         for k in 0..found {
             let e = n - 1 - pos[k]; // X_k = alpha^e, X_k^-1 = alpha^(255 - e)
-            let xinv = (255 - e) % 255;
-            let dl = dlambda.eval_alpha(xinv);
-            if dl == 0 {
+                                    // e_k = alpha^x_log * num / den.
+            let (num, den, x_log) = match &evals {
+                Evals::AllPositions { omega: om, odd } => (omega[0] ^ om[e], odd[e], 0),
+                Evals::PerRoot { omega, dlambda } => {
+                    let xinv = (255 - e) % 255;
+                    (omega.eval_alpha(xinv), dlambda.eval_alpha(xinv), e)
+                }
+            };
+            if den == 0 {
                 return Err(RsError::TooManyErrors);
             }
-            let om = omega.eval_alpha(xinv);
-            let mag = if om == 0 {
+            let mag = if num == 0 {
                 0
             } else {
-                let l =
-                    e + gf256::LOG[om as usize] as usize + 255 - gf256::LOG[dl as usize] as usize;
+                let l = x_log + gf256::LOG[num as usize] as usize + 255
+                    - gf256::LOG[den as usize] as usize;
                 EXP[l % 255]
             };
             if mag == 0 && !erasures.contains(&pos[k]) {

@@ -604,7 +604,7 @@ fn lag_compensation_restores_long_term_best_effort_fairness() {
     let mut n = 0u64;
     let during = drive(&mut s, 22_000, |_, q| {
         n += u64::from(q == 0);
-        q == 0 && n % 2 == 0
+        q == 0 && n.is_multiple_of(2)
     });
     assert!(
         (during[0] as f64 - 22_000.0 * 1.2 / 2.2 * 0.5).abs() < 100.0,
