@@ -12,6 +12,7 @@
 pub mod airtime;
 pub mod capacity;
 pub mod config;
+pub mod delay;
 pub mod droptail;
 pub mod exponential;
 pub mod generate;
@@ -21,6 +22,7 @@ pub mod mahimahi;
 pub mod medium;
 pub mod outcome;
 pub mod pattern;
+pub mod queue;
 pub mod ramp;
 pub mod streams;
 pub mod trace;
