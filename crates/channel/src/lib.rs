@@ -13,7 +13,6 @@ pub mod airtime;
 pub mod capacity;
 pub mod config;
 pub mod delay;
-pub mod droptail;
 pub mod exponential;
 pub mod generate;
 pub mod gilbert_elliott;
