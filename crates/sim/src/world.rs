@@ -93,7 +93,7 @@ struct Wireless {
 }
 
 enum Seg {
-    Wired(Wired),
+    Wired(Box<Wired>),
     Wireless(Box<Wireless>),
 }
 
@@ -232,13 +232,13 @@ pub fn run_with(
                 let st =
                     |dir: usize, what: &str| stream(seed, &format!("segment{i}.dir{dir}.{what}"));
                 let qc = s.queue_config();
-                Seg::Wired(Wired {
+                Seg::Wired(Box::new(Wired {
                     rate,
                     delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
                     queue: [0, 1].map(|d| Queue::new(&qc, st(d, "queue"))),
                     onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
                     busy: [false; 2],
-                })
+                }))
             }
             SegmentKind::Wireless => {
                 // The wireless host's end takes the mobile role of TCP-aware agents (Snoop).
