@@ -950,17 +950,30 @@ mod tests {
         Queue::new(c, stream(1, "test.queue"))
     }
 
-    /// An IPv4/UDP packet of `len` bytes from source port `port`, sequence `seq` in the payload.
+    /// An IPv4/UDP packet of `len` bytes from source port `port`, sequence `seq` in the payload
+    /// (headers written by mslink-wire, as every crate builds them).
     fn udp(len: usize, port: u16, seq: u32) -> Vec<u8> {
+        use mslink_wire::{ipv4, udp};
         let mut p = vec![0u8; len.max(32)];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-        p[20..22].copy_from_slice(&port.to_be_bytes());
-        p[22..24].copy_from_slice(&5001u16.to_be_bytes());
+        let ip = ipv4::Ipv4Repr {
+            src: [10, 0, 0, 1],
+            dst: [10, 0, 0, 2],
+            protocol: 17,
+            ttl: 64,
+            tos: 0,
+            ident: 0,
+            dont_frag: false,
+            reserved_flag: false,
+            payload_len: p.len() - 20,
+        };
+        ip.emit(&mut ipv4::Ipv4Packet::new_unchecked(&mut p[..]));
+        let u = udp::UdpRepr {
+            src_port: port,
+            dst_port: 5001,
+            payload_len: p.len() - 28,
+            checksum: 0,
+        };
+        u.emit(&mut udp::UdpPacket::new_unchecked(&mut p[20..]));
         p[28..32].copy_from_slice(&seq.to_be_bytes());
         p
     }
