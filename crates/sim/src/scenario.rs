@@ -191,16 +191,16 @@ pub struct Segment {
     /// Wired only: CoDel/PIE/FQ-CoDel parameters (default: the RFCs').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aqm: Option<mslink_channel::queue::AqmParams>,
-    /// Wired only: deviation of the delay's jitter, ms (`mslink_channel::delay`).
+    /// Deviation of the delay's jitter, ms (`mslink_channel::delay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<f64>,
-    /// Wired only: distribution of the jitter (default normal).
+    /// Distribution of the jitter (default normal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_dist: Option<mslink_channel::delay::JitterDist>,
-    /// Wired only: whether jitter may reorder packets (default false).
+    /// Whether jitter may reorder packets (wireless: frames) (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<bool>,
-    /// Wired only: on/off outages of each direction, as Mahimahi's mm-onoff.
+    /// On/off outages of each direction, as Mahimahi's mm-onoff (wireless: the MAC waits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onoff: Option<mslink_channel::delay::OnOffConfig>,
     /// Error model of both directions (independent processes, same parameters).
@@ -547,40 +547,36 @@ impl Scenario {
                     seg.queue_config()
                         .validate()
                         .map_err(|e| invalid(k(&e.key), e.what))?;
-                    if let Some(j) = seg.jitter_ms {
-                        if !(j.is_finite() && j >= 0.0) {
-                            return Err(invalid(
-                                k("jitter_ms"),
-                                format!("must be zero or more, got {j}"),
-                            ));
-                        }
-                    }
-                    if let Some(o) = &seg.onoff {
-                        o.validate("")
-                            .map_err(|e| invalid(k(&format!("onoff.{}", e.key)), e.what))?;
-                    }
                 }
                 SegmentKind::Wireless => {
                     let wired_only = [
                         ("queue", seg.queue.is_some()),
                         ("queue_bytes", seg.queue_bytes.is_some()),
                         ("aqm", seg.aqm.is_some()),
-                        ("jitter_ms", seg.jitter_ms.is_some()),
-                        ("jitter_dist", seg.jitter_dist.is_some()),
-                        ("reorder", seg.reorder.is_some()),
-                        ("onoff", seg.onoff.is_some()),
                     ];
                     if let Some((key, _)) = wired_only.iter().find(|(_, set)| *set) {
                         return Err(invalid(
                             k(key),
-                            "queue disciplines and delay models apply to wired segments; a \
-                             wireless segment's queues are its link ends' services",
+                            "queue disciplines apply to wired segments; a wireless segment's \
+                             queues are its link ends' services",
                         ));
                     }
                     seg.link_config()
                         .validate()
                         .map_err(|e| invalid(k("link"), e.to_string()))?;
                 }
+            }
+            if let Some(j) = seg.jitter_ms {
+                if !(j.is_finite() && j >= 0.0) {
+                    return Err(invalid(
+                        k("jitter_ms"),
+                        format!("must be zero or more, got {j}"),
+                    ));
+                }
+            }
+            if let Some(o) = &seg.onoff {
+                o.validate("")
+                    .map_err(|e| invalid(k(&format!("onoff.{}", e.key)), e.what))?;
             }
             seg.error
                 .build(&mut |_| Ok(TRACE_STAND_IN.into()))
@@ -802,7 +798,7 @@ impl Segment {
         }
     }
 
-    /// The delay model of a wired segment's directions.
+    /// The delay model of the segment's directions.
     pub fn delay_config(&self) -> mslink_channel::delay::DelayConfig {
         mslink_channel::delay::DelayConfig {
             base: mslink_link::Duration::from_secs_f64(self.delay_ms() / 1e3),

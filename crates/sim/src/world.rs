@@ -12,7 +12,7 @@
 //! (`mslink_channel::delay::Delay`: fixed, or with jitter, kept in order or reordered). A wireless segment has a `MultiServiceLink` at each end and
 //! a MAC per direction that sends one frame at a time at the segment's rate; each frame meets
 //! that direction's error model (its own process, 004 §III.A) and, unless lost, arrives after
-//! the delay. The MAC tells the sending end's scheduler whether the frame got through (as a
+//! the direction's delay model's delay; during an on/off outage the MAC starts nothing. The MAC tells the sending end's scheduler whether the frame got through (as a
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
@@ -82,7 +82,10 @@ struct Wired {
 
 struct Wireless {
     rate: u64,
-    delay: Duration,
+    /// Per direction: the delay model (fixed unless the segment has jitter).
+    delay: [Delay; 2],
+    /// Per direction: on/off outages, if any.
+    onoff: [Option<OnOff>; 2],
     ends: [MultiServiceLink; 2],
     models: [Box<dyn ErrorModel>; 2],
     rngs: [ChaCha8Rng; 2],
@@ -224,7 +227,6 @@ pub fn run_with(
     let mut segs = Vec::new();
     for (i, s) in sc.segments.iter().enumerate() {
         let rate = s.rate().round() as u64;
-        let delay = secs(s.delay_ms() / 1e3);
         segs.push(match s.kind {
             SegmentKind::Wired => {
                 // Stream names as the emulator's (crates/emu/src/config.rs), so one seed gives
@@ -257,9 +259,12 @@ pub fn run_with(
                 };
                 let fwd = model(&s.error, traces)?;
                 let rev = model(s.error_reverse.as_ref().unwrap_or(&s.error), traces)?;
+                let st =
+                    |dir: usize, what: &str| stream(seed, &format!("segment{i}.dir{dir}.{what}"));
                 Seg::Wireless(Box::new(Wireless {
                     rate,
-                    delay,
+                    delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
+                    onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
                     ends: [end(0)?, end(1)?],
                     models: [fwd, rev],
                     rngs: [
@@ -661,6 +666,15 @@ impl World<'_, '_> {
         if medium_busy > now {
             return;
         }
+        if let Some(o) = wl.onoff[dir].as_mut() {
+            // An outage: the MAC starts nothing before it ends (frames wait in the end).
+            let on = o.available_at(now);
+            if on > now {
+                wl.busy_until[dir] = on;
+                self.q.schedule(on, Ev::MacFree { seg, dir });
+                return;
+            }
+        }
         self.buf.clear();
         let Some(tx) = wl.ends[dir].poll_transmit(now, &mut self.buf) else {
             self.device_free(now, seg + dir);
@@ -696,8 +710,8 @@ impl World<'_, '_> {
             Outcome::Delivered => {}
         }
         if let Some(bytes) = arrives {
-            self.q
-                .schedule(done + wl.delay, Ev::Arrive { seg, dir, bytes });
+            let at = wl.delay[dir].arrival(done);
+            self.q.schedule(at, Ev::Arrive { seg, dir, bytes });
         }
         self.q.schedule(done, Ev::MacFree { seg, dir });
         self.arm(seg, dir);
