@@ -109,17 +109,6 @@ impl Capacity {
     }
 }
 
-/// A fixed one-way propagation delay.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FixedDelay(pub Duration);
-
-impl FixedDelay {
-    /// When a frame whose last byte left at `sent` arrives.
-    pub fn arrival(&self, sent: Instant) -> Instant {
-        sent + self.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,10 +162,5 @@ mod tests {
         // 6 opportunities per 10 ms lap: 599 fall before 1000 ms (lap 99's last one is at
         // 1000 ms), and the loop stops after the frame that leaves at 1000 ms.
         assert_eq!(frames, 6 * 100);
-    }
-
-    #[test]
-    fn fixed_delay_adds() {
-        assert_eq!(FixedDelay(Duration::from_millis(20)).arrival(ms(1)), ms(21));
     }
 }

@@ -8,11 +8,16 @@
 //! (004 §III.A: "the error processes in each link direction were identical but independent").
 //! Models stack ([`Stack`]): every layer sees every frame and the outcomes combine. Traces are
 //! parsed from text the caller has read; this crate opens no files.
+//!
+//! What else a link does to its traffic is here too, so the simulator and the emulator share
+//! one implementation of each: [`capacity`] (rate, Mahimahi traces), [`queue`] (drop-tail,
+//! drop-head, CoDel, PIE, FQ-CoDel, with drops counted by cause) and [`delay`] (fixed delay,
+//! jitter with or without reordering, on/off outages). All take `now` from the caller.
 
 pub mod airtime;
 pub mod capacity;
 pub mod config;
-pub mod droptail;
+pub mod delay;
 pub mod exponential;
 pub mod generate;
 pub mod gilbert_elliott;
@@ -21,6 +26,7 @@ pub mod mahimahi;
 pub mod medium;
 pub mod outcome;
 pub mod pattern;
+pub mod queue;
 pub mod ramp;
 pub mod streams;
 pub mod trace;

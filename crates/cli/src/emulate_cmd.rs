@@ -29,6 +29,17 @@ const EXAMPLES: &str = "Examples:
       --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
   mslink emulate --pair --loss 0.05 --scheme selective_repeat \\
       --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
+  # bufferbloat: 11 Mbit/s of UDP into a 10 Mbit/s link with 1000 packets of buffer; the
+  # summary's R->L 'qdelay p50' is ~240 ms with droptail, ~85 ms with codel, ~15 ms with pie
+  mslink emulate --pair --set rate_bps=10e6 --queue droptail --queue-packets 1000 \\
+      --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 11M -t 4 >/dev/null'
+  mslink emulate --pair --set rate_bps=10e6 --queue codel --queue-packets 1000 \\
+      --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 11M -t 4 >/dev/null'
+  # 40 ms with 10 ms of normal jitter, in order, and outages of 0.3 s every 1 s on average:
+  # iperf3's receiver line shows the jitter; --reorder lets packets overtake
+  mslink emulate --pair --set delay_ms=40 --jitter 10 --jitter-dist normal --no-reorder \\
+      --onoff 1000,300 --left 'iperf3 -s -1 >/dev/null' \\
+      --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 1M -t 2 | tail -3'
   # a link file, a Mahimahi capacity trace, live counters, the summary as JSON on standard
   # output (the commands share it: send theirs elsewhere) and in out/summary.json, a pcap
   mslink emulate --pair --link link.toml --set capacity_trace=traces/12mbps.mahi \\
@@ -52,11 +63,12 @@ pub enum Until {
 }
 
 /// Options of `mslink emulate`.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct EmulateArgs {
-    /// Link file (TOML): rate_bps, capacity_trace, delay_ms, queue_packets, queue_bytes, mtu,
-    /// seed, [error], [error_reverse], [link] (services, rules, scheduler).
+    /// Link file (TOML): rate_bps, capacity_trace, delay_ms, jitter_ms, jitter_dist, reorder,
+    /// queue, queue_packets, queue_bytes, mtu, seed, [aqm], [onoff], [error], [error_reverse],
+    /// [link] (services, rules, scheduler).
     #[arg(long, value_name = "LINK.toml")]
     pub link: Option<PathBuf>,
     /// Override a key of the link file (dotted keys, TOML values), e.g. --set delay_ms=20
@@ -70,6 +82,35 @@ pub struct EmulateArgs {
     /// Shortcut: independent frame loss with this probability in both directions.
     #[arg(long, value_name = "P")]
     pub loss: Option<f64>,
+    /// Queue discipline of both directions: droptail (default), drophead, codel (RFC 8289),
+    /// pie (RFC 8033), fq_codel (RFC 8290). Same as --set queue=NAME; parameters under `aqm.`
+    /// (--set aqm.target_ms=10).
+    #[arg(long, value_name = "DISCIPLINE")]
+    pub queue: Option<String>,
+    /// Queue limit in packets (--set queue_packets=N).
+    #[arg(long, value_name = "N")]
+    pub queue_packets: Option<usize>,
+    /// Queue limit in bytes (--set queue_bytes=N).
+    #[arg(long, value_name = "N")]
+    pub queue_bytes: Option<usize>,
+    /// Jitter: deviation of the one-way delay in ms (--set jitter_ms=MS).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub jitter: Option<f64>,
+    /// Distribution of the jitter: uniform, normal (default), pareto, paretonormal.
+    #[arg(long, value_name = "DIST")]
+    pub jitter_dist: Option<String>,
+    /// With jitter, let a packet overtake one sent earlier (as netem does without a rate).
+    #[arg(long, overrides_with = "no_reorder")]
+    pub reorder: bool,
+    /// With jitter, keep packets in order: a packet never leaves before one sent earlier (the
+    /// default).
+    #[arg(long)]
+    pub no_reorder: bool,
+    /// On/off outages of both directions, as Mahimahi's mm-onoff: ON_MS of service and OFF_MS
+    /// of outage, alternating, exponentially distributed with these means (`,fixed` for
+    /// fixed periods). Packets wait in the queue through an outage.
+    #[arg(long, value_name = "ON_MS,OFF_MS[,fixed]")]
+    pub onoff: Option<String>,
     /// Shortcut: one service of this scheme carries everything (raw, selective_repeat,
     /// go_back_n, karn_rlp, oos_rlp, persistent, xor_fec, rs_fec).
     #[arg(long, value_name = "SCHEME")]
@@ -153,6 +194,7 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
         link.remove("rule");
         link.remove("default_service");
     }
+    shortcuts(args, &mut table)?;
     for s in &args.sets {
         let (k, v) = overrides::parse_set(s).with_context(|| format!("--set {s:?}"))?;
         overrides::set_in_table(&mut table, &k, overrides::parse_value(&v))
@@ -173,6 +215,81 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
         None => Some(fresh_seed()?),
     };
     Ok(cfg)
+}
+
+/// The queue and delay options, as link-file keys.
+fn shortcuts(args: &EmulateArgs, table: &mut toml::Table) -> Result<()> {
+    use mslink_channel::delay::JitterDist;
+    use mslink_channel::queue::Discipline;
+    if let Some(q) = &args.queue {
+        if Discipline::parse(q).is_none() {
+            bail!(
+                "--queue {q:?}: not a queue discipline; use one of {}",
+                Discipline::NAMES
+            );
+        }
+        table.insert("queue".into(), q.as_str().into());
+    }
+    for (key, flag, v) in [
+        ("queue_packets", "--queue-packets", args.queue_packets),
+        ("queue_bytes", "--queue-bytes", args.queue_bytes),
+    ] {
+        if let Some(n) = v {
+            if n == 0 {
+                bail!("{flag} must be at least 1 (leave it out for no limit)");
+            }
+            table.insert(
+                key.into(),
+                toml::Value::Integer(n.min(i64::MAX as usize) as i64),
+            );
+        }
+    }
+    if let Some(j) = args.jitter {
+        if !(j.is_finite() && j >= 0.0) {
+            bail!("--jitter must be a number of ms >= 0, got {j}");
+        }
+        table.insert("jitter_ms".into(), toml::Value::Float(j));
+    }
+    if let Some(d) = &args.jitter_dist {
+        if JitterDist::parse(d).is_none() {
+            bail!("--jitter-dist {d:?}: use one of {}", JitterDist::NAMES);
+        }
+        table.insert("jitter_dist".into(), d.as_str().into());
+    }
+    if args.reorder || args.no_reorder {
+        table.insert("reorder".into(), toml::Value::Boolean(args.reorder));
+    }
+    if let Some(o) = &args.onoff {
+        table.insert("onoff".into(), toml::Value::Table(onoff(o)?));
+    }
+    Ok(())
+}
+
+/// `--onoff ON_MS,OFF_MS[,fixed|exponential]` as an `[onoff]` table.
+fn onoff(text: &str) -> Result<toml::Table> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let usage = "give ON_MS,OFF_MS (e.g. --onoff 2000,200), optionally ,fixed or ,exponential";
+    if !(2..=3).contains(&parts.len()) {
+        bail!("--onoff {text:?}: {usage}");
+    }
+    let mut t = toml::Table::new();
+    for (key, v) in [("on_ms", parts[0]), ("off_ms", parts[1])] {
+        let ms: f64 = v
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x > 0.0)
+            .with_context(|| {
+                format!("--onoff {text:?}: {v:?} is not a positive number of ms; {usage}")
+            })?;
+        t.insert(key.into(), toml::Value::Float(ms));
+    }
+    if let Some(d) = parts.get(2) {
+        if !matches!(*d, "fixed" | "exponential") {
+            bail!("--onoff {text:?}: {d:?} is neither fixed nor exponential");
+        }
+        t.insert("dist".into(), (*d).into());
+    }
+    Ok(t)
 }
 
 /// A seed from the kernel's entropy pool.
@@ -197,13 +314,14 @@ fn line(s: &Summary) -> String {
     let d = |i: usize| {
         let p = &s.directions[i].packets;
         format!(
-            "in {} out {} lost {} abandoned {} qdrop {} inflight {}",
+            "in {} out {} lost {} abandoned {} qdrop {} inflight {} qdelay p50 {:.1} ms",
             p.received,
             p.delivered,
             p.lost_channel,
             p.abandoned,
             p.dropped_queue + p.dropped_service_queue,
-            p.in_flight
+            p.in_flight,
+            s.directions[i].queue.sojourn.quantile_s(0.5) * 1e3
         )
     };
     format!("L->R {} | R->L {}", d(0), d(1))
@@ -383,6 +501,14 @@ mod tests {
             direct: false,
             quiet: true,
             command: vec![],
+            queue: Some("fq_codel".into()),
+            queue_packets: Some(500),
+            queue_bytes: None,
+            jitter: Some(3.0),
+            jitter_dist: Some("pareto".into()),
+            reorder: true,
+            no_reorder: false,
+            onoff: Some("1000,100,fixed".into()),
         };
         let c = config(&args).unwrap();
         assert_eq!(c.delay_ms, 20.0);
@@ -391,6 +517,16 @@ mod tests {
             matches!(c.error, mslink_channel::ErrorModelConfig::Independent { loss } if loss == 0.05)
         );
         assert!(c.error_reverse.is_some());
+        assert_eq!(c.queue, mslink_channel::queue::Discipline::FqCodel);
+        assert_eq!(
+            (c.queue_packets, c.jitter_ms, c.reorder),
+            (Some(500), 3.0, true)
+        );
+        assert_eq!(c.jitter_dist, mslink_channel::delay::JitterDist::Pareto);
+        assert_eq!(
+            c.onoff.as_ref().map(|o| (o.on_ms, o.off_ms)),
+            Some((1000.0, 100.0))
+        );
         let text = toml::to_string(&c.link).unwrap();
         assert!(text.contains("window = 64"), "{text}");
         // No seed anywhere: a fresh one per call; --seed wins over the file's.
@@ -402,5 +538,16 @@ mod tests {
         assert_eq!(config(&seeded).unwrap().seed, Some(42));
         seeded.seed = None;
         assert_eq!(config(&seeded).unwrap().seed, Some(7));
+        let err = |f: &dyn Fn(&mut EmulateArgs)| {
+            let mut a = seeded.clone();
+            f(&mut a);
+            format!("{:#}", config(&a).unwrap_err())
+        };
+        assert!(err(&|a| a.queue = Some("red".into())).contains("--queue \"red\""));
+        assert!(err(&|a| a.onoff = Some("100".into())).contains("--onoff"));
+        assert!(err(&|a| a.onoff = Some("100,x".into())).contains("\"x\""));
+        assert!(err(&|a| a.jitter = Some(-1.0)).contains("--jitter must"));
+        assert!(err(&|a| a.jitter_dist = Some("cauchy".into())).contains("--jitter-dist"));
+        assert!(err(&|a| a.queue_packets = Some(0)).contains("--queue-packets"));
     }
 }

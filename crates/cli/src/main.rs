@@ -54,7 +54,7 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Run programs across an emulated lossy wireless link between network namespaces, with a
     /// multi-service link at both ends (docs/emulator.md). Needs root.
-    Emulate(emulate_cmd::EmulateArgs),
+    Emulate(Box<emulate_cmd::EmulateArgs>),
     /// Carry the multi-service link layer to a peer over an encrypted UDP tunnel (TUN device,
     /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
     /// (docs/tunnel.md).

@@ -1,8 +1,10 @@
 //! What an emulated hop is: the link TOML of `mslink emulate`.
 //!
 //! Contract. [`EmuConfig`] is serde data in the shape of the simulator's wireless segment
-//! (`rate_bps`, `delay_ms`, `queue_packets`, `error`, `error_reverse`, `link`), plus what only
-//! a real-time hop needs: a Mahimahi capacity trace, a byte limit on the queue, the MTU of the
+//! (`rate_bps`, `delay_ms`, `queue`, `queue_packets`, `queue_bytes`, `aqm`, `jitter_ms`,
+//! `jitter_dist`, `reorder`, `onoff`, `error`, `error_reverse`, `link`: the queue and delay
+//! models are `mslink_channel`'s, shared with the simulator), plus what only
+//! a real-time hop needs: a Mahimahi capacity trace, the MTU of the
 //! TUN devices and their offloads (`tun_offload`, `tun_coalesce`, on by default; the link
 //! still sees MTU-sized packets either way) and the drain time at exit. Every key is optional;
 //! [`EmuConfig::build`] checks the numbers, names the offending key in its error, and builds
@@ -12,8 +14,20 @@
 //! ```toml
 //! rate_bps = 10e6          # both directions; 0 = unlimited
 //! delay_ms = 20            # one way
-//! queue_packets = 1000     # drop-tail in front of each link end (absent = unlimited)
+//! queue = "codel"          # droptail (default), drophead, codel, pie, fq_codel
+//! queue_packets = 1000     # limit of the queue in front of each link end (absent = unlimited)
+//! jitter_ms = 2            # deviation of the delay (default 0)
+//! jitter_dist = "normal"   # uniform, normal (default), pareto, paretonormal
+//! reorder = false          # may a frame overtake an earlier one (default false)
 //! seed = 1               # absent: `mslink emulate` draws a fresh one and reports it
+//!
+//! [aqm]                    # optional: the RFCs' defaults
+//! target_ms = 5
+//!
+//! [onoff]                  # optional outages, as mm-onoff: on 2 s, off 0.2 s on average
+//! on_ms = 2000
+//! off_ms = 200
+//! dist = "exponential"     # or "fixed"
 //!
 //! [error]
 //! model = "independent"
@@ -26,8 +40,10 @@
 
 use std::sync::Arc;
 
-use mslink_channel::capacity::{Capacity, FixedDelay};
+use mslink_channel::capacity::Capacity;
+use mslink_channel::delay::{Delay, DelayConfig, JitterDist, OnOff, OnOffConfig};
 use mslink_channel::mahimahi::MahimahiTrace;
+use mslink_channel::queue::{AqmParams, Discipline, QueueConfig};
 use mslink_channel::ErrorModelConfig;
 use mslink_link::config::LinkConfig;
 use mslink_link::link::MultiServiceLink;
@@ -49,12 +65,25 @@ pub struct EmuConfig {
     pub capacity_trace_reverse: Option<String>,
     /// One-way propagation delay in ms.
     pub delay_ms: f64,
-    /// Drop-tail limit of each direction's queue in packets (absent: unlimited).
+    /// Deviation of the one-way delay's jitter in ms (0: a fixed delay).
+    pub jitter_ms: f64,
+    /// Distribution of the jitter.
+    pub jitter_dist: JitterDist,
+    /// With jitter: may a frame arrive before one sent earlier (netem's reordering).
+    pub reorder: bool,
+    /// Outages of both directions (independent processes), as Mahimahi's mm-onoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub onoff: Option<OnOffConfig>,
+    /// Discipline of each direction's queue.
+    pub queue: Discipline,
+    /// Limit of each direction's queue in packets (absent: unlimited).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_packets: Option<usize>,
-    /// Drop-tail limit in bytes (absent: unlimited).
+    /// Limit in bytes (absent: unlimited).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<usize>,
+    /// Parameters of CoDel, PIE and FQ-CoDel (the RFCs' defaults).
+    pub aqm: AqmParams,
     /// MTU of the TUN devices; the link takes packets up to this size.
     pub mtu: usize,
     /// Frame size on the hop, framing included (absent: large enough that every packet travels
@@ -91,8 +120,14 @@ impl Default for EmuConfig {
             capacity_trace: None,
             capacity_trace_reverse: None,
             delay_ms: 0.0,
+            jitter_ms: 0.0,
+            jitter_dist: JitterDist::default(),
+            reorder: false,
+            onoff: None,
+            queue: Discipline::default(),
             queue_packets: None,
             queue_bytes: None,
+            aqm: AqmParams::default(),
             mtu: 1500,
             frame_bytes: None,
             seed: None,
@@ -177,6 +212,26 @@ impl EmuConfig {
         Duration::from_secs_f64(self.delay_ms.max(0.0) / 1e3)
     }
 
+    /// The queue of each direction.
+    pub fn queue_config(&self) -> QueueConfig {
+        QueueConfig {
+            discipline: self.queue,
+            packets: self.queue_packets,
+            bytes: self.queue_bytes,
+            aqm: self.aqm.clone(),
+        }
+    }
+
+    /// The delay model of each direction.
+    pub fn delay_config(&self) -> DelayConfig {
+        DelayConfig {
+            base: self.delay(),
+            jitter_ms: self.jitter_ms,
+            dist: self.jitter_dist,
+            reorder: self.reorder,
+        }
+    }
+
     /// Builds the hop whose clock starts at `epoch` (trace time 0); `load` returns the text of
     /// a file named in the configuration.
     pub fn build(
@@ -205,11 +260,16 @@ impl EmuConfig {
         if !(68..=65535).contains(&self.mtu) {
             return Err(invalid("mtu", format!("{} is not in 68..=65535", self.mtu)));
         }
-        if self.queue_packets == Some(0) || self.queue_bytes == Some(0) {
-            return Err(invalid(
-                "queue_packets",
-                "a queue limit of 0 would drop everything; leave the key out for no limit",
-            ));
+        at_most(
+            "jitter_ms",
+            non_negative("jitter_ms", self.jitter_ms)?,
+            MAX_DELAY_MS,
+            "ms",
+        )?;
+        let queue = self.queue_config();
+        queue.validate().map_err(|e| invalid(&e.key, e.what))?;
+        if let Some(o) = &self.onoff {
+            o.validate("onoff.").map_err(|e| invalid(&e.key, e.what))?;
         }
         let link = self.link_config();
         let end = || MultiServiceLink::new(&link).map_err(|e| invalid("link", e.to_string()));
@@ -240,28 +300,26 @@ impl EmuConfig {
             Some(c) => model(c, "error_reverse", load)?,
             None => model(&self.error, "error", load)?,
         };
-        let delay = FixedDelay(self.delay());
         // Identical but independent processes per direction (004 §III.A), with the same
         // stream names as the simulator's first segment, so one seed gives both the same draws
         // (crates/channel/src/streams.rs).
-        let dirs = [
-            DirectionSetup {
-                capacity: cap_fwd,
-                delay,
-                model: fwd,
-                rng: mslink_channel::streams::stream(self.seed.unwrap_or(1), "segment0.dir0.error"),
-                queue_packets: self.queue_packets,
-                queue_bytes: self.queue_bytes,
-            },
-            DirectionSetup {
-                capacity: cap_rev,
-                delay,
-                model: rev,
-                rng: mslink_channel::streams::stream(self.seed.unwrap_or(1), "segment0.dir1.error"),
-                queue_packets: self.queue_packets,
-                queue_bytes: self.queue_bytes,
-            },
-        ];
+        let seed = self.seed.unwrap_or(1);
+        let stream = |dir: usize, what: &str| {
+            mslink_channel::streams::stream(seed, &format!("segment0.dir{dir}.{what}"))
+        };
+        let setup = |dir: usize, capacity: Capacity, model| DirectionSetup {
+            capacity,
+            delay: Delay::new(self.delay_config(), stream(dir, "delay")),
+            onoff: self
+                .onoff
+                .clone()
+                .map(|o| OnOff::new(o, stream(dir, "onoff"))),
+            model,
+            rng: stream(dir, "error"),
+            queue: queue.clone(),
+            queue_rng: stream(dir, "queue"),
+        };
+        let dirs = [setup(0, cap_fwd, fwd), setup(1, cap_rev, rev)];
         Ok(EmulatedHop::new([end()?, end()?], dirs))
     }
 }
@@ -272,6 +330,23 @@ mod tests {
 
     fn no_files(_: &str) -> std::io::Result<String> {
         Err(std::io::Error::other("no such file"))
+    }
+
+    #[test]
+    fn module_example_builds() {
+        // The example at the top of this file, keys and all.
+        let src = include_str!("config.rs");
+        let text: String = src
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| l.trim_start_matches("//!").trim_start().to_string() + "\n")
+            .collect();
+        let c: EmuConfig = toml::from_str(&text).unwrap();
+        assert_eq!(c.queue, Discipline::Codel);
+        assert_eq!(c.onoff.as_ref().map(|o| o.off_ms), Some(200.0));
+        c.build(Instant::ZERO, &mut no_files).unwrap();
     }
 
     #[test]
@@ -307,5 +382,13 @@ mod tests {
             .to_string();
         assert!(e.contains("line 2"), "{e}");
         assert!(toml::from_str::<EmuConfig>("rate = 3").is_err());
+        assert!(err("queue_packets = 0").contains("`queue_packets`"));
+        assert!(err("queue = 'codel'\n[aqm]\ninterval_ms = 0").contains("`aqm.interval_ms`"));
+        assert!(err("jitter_ms = -2").contains("`jitter_ms`"));
+        assert!(err("[onoff]\non_ms = 10\noff_ms = -1").contains("`onoff.off_ms`"));
+        let e = toml::from_str::<EmuConfig>("queue = 'red'")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("queue") && e.contains("codel"), "{e}");
     }
 }

@@ -4,10 +4,10 @@
 //! real-time driver, the twin of the in-memory `mslink_link::hop::Hop`:
 //!
 //! * [`hop::EmulatedHop`] is still sans-IO: two link ends joined by an emulated wireless hop
-//!   (drop-tail queue, capacity model, fixed delay and error model per direction, from
-//!   `mslink_channel`), with every packet accounted for by cause. It applies the same per-frame
-//!   step as the simulator (`mslink_channel::medium::on_air`), so an error trace gives the same
-//!   per-frame outcomes in both.
+//!   (queue discipline, capacity model, delay model, on/off outages and error model per
+//!   direction, from `mslink_channel`), with every packet accounted for by cause. It applies
+//!   the same per-frame step as the simulator (`mslink_channel::medium::on_air`), so an error
+//!   trace gives the same per-frame outcomes in both.
 //! * [`clock`], [`tun`] and [`runtime`] do the I/O: a monotonic clock turned into
 //!   `mslink_link::Instant`, TUN devices, and the event loop that feeds real packets and real
 //!   time to the hop with nanosecond timer deadlines. The unnamed network namespaces that

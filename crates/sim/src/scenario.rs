@@ -183,9 +183,31 @@ pub struct Segment {
     /// Wireless frame size in bytes, framing included (overrides the preset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_bytes: Option<usize>,
-    /// Wired queue limit in packets (drop-tail; ns-2's default is 50).
+    /// Wired queue limit in packets (ns-2's default is 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_packets: Option<usize>,
+    /// Wired only: the queue's discipline (droptail, drophead, codel, pie, fq_codel;
+    /// `mslink_channel::queue`, the emulator's too). Default droptail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<mslink_channel::queue::Discipline>,
+    /// Wired only: queue limit in bytes (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<usize>,
+    /// Wired only: CoDel/PIE/FQ-CoDel parameters (default: the RFCs').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<mslink_channel::queue::AqmParams>,
+    /// Deviation of the delay's jitter, ms (`mslink_channel::delay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+    /// Distribution of the jitter (default normal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_dist: Option<mslink_channel::delay::JitterDist>,
+    /// Whether jitter may reorder packets (wireless: frames) (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<bool>,
+    /// On/off outages of each direction, as Mahimahi's mm-onoff (wireless: the MAC waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onoff: Option<mslink_channel::delay::OnOffConfig>,
     /// Error model of both directions (independent processes, same parameters).
     #[serde(default)]
     pub error: ErrorModelConfig,
@@ -534,12 +556,39 @@ impl Scenario {
                     if seg.queue_packets == Some(0) {
                         return Err(invalid(k("queue_packets"), "must be at least 1"));
                     }
+                    seg.queue_config()
+                        .validate()
+                        .map_err(|e| invalid(k(&e.key), e.what))?;
                 }
                 SegmentKind::Wireless => {
+                    let wired_only = [
+                        ("queue", seg.queue.is_some()),
+                        ("queue_bytes", seg.queue_bytes.is_some()),
+                        ("aqm", seg.aqm.is_some()),
+                    ];
+                    if let Some((key, _)) = wired_only.iter().find(|(_, set)| *set) {
+                        return Err(invalid(
+                            k(key),
+                            "queue disciplines apply to wired segments; a wireless segment's \
+                             queues are its link ends' services",
+                        ));
+                    }
                     seg.link_config()
                         .validate()
                         .map_err(|e| invalid(k("link"), e.to_string()))?;
                 }
+            }
+            if let Some(j) = seg.jitter_ms {
+                if !(j.is_finite() && j >= 0.0) {
+                    return Err(invalid(
+                        k("jitter_ms"),
+                        format!("must be zero or more, got {j}"),
+                    ));
+                }
+            }
+            if let Some(o) = &seg.onoff {
+                o.validate("")
+                    .map_err(|e| invalid(k(&format!("onoff.{}", e.key)), e.what))?;
             }
             seg.error
                 .build(&mut |_| Ok(TRACE_STAND_IN.into()))
@@ -751,6 +800,26 @@ impl Scenario {
 }
 
 impl Segment {
+    /// The queue of a wired segment (each direction has one).
+    pub fn queue_config(&self) -> mslink_channel::queue::QueueConfig {
+        mslink_channel::queue::QueueConfig {
+            discipline: self.queue.unwrap_or_default(),
+            packets: Some(self.queue_packets.unwrap_or(50)),
+            bytes: self.queue_bytes,
+            aqm: self.aqm.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The delay model of the segment's directions.
+    pub fn delay_config(&self) -> mslink_channel::delay::DelayConfig {
+        mslink_channel::delay::DelayConfig {
+            base: mslink_link::Duration::from_secs_f64(self.delay_ms() / 1e3),
+            jitter_ms: self.jitter_ms.unwrap_or(0.0),
+            dist: self.jitter_dist.unwrap_or_default(),
+            reorder: self.reorder.unwrap_or(false),
+        }
+    }
+
     /// Rate in bit/s.
     pub fn rate(&self) -> f64 {
         self.rate_bps

@@ -7,11 +7,13 @@
 //! so adding a flow never shifts another component's draws, and the event queue orders
 //! events by (time, sequence number): the same scenario, seed and rep give identical results.
 //!
-//! Model. A wired segment serialises packets at its rate behind a drop-tail queue, then
-//! delivers them after its delay. A wireless segment has a `MultiServiceLink` at each end and
+//! Model. A wired segment serialises packets at its rate behind a queue (drop-tail by default;
+//! any discipline of `mslink_channel::queue`, the emulator's), not while an on/off outage
+//! holds it (`mslink_channel::delay::OnOff`), then delivers them after its delay model's delay
+//! (`mslink_channel::delay::Delay`: fixed, or with jitter, kept in order or reordered). A wireless segment has a `MultiServiceLink` at each end and
 //! a MAC per direction that sends one frame at a time at the segment's rate; each frame meets
 //! that direction's error model (its own process, 004 §III.A) and, unless lost, arrives after
-//! the delay. The MAC tells the sending end's scheduler whether the frame got through (as a
+//! the direction's delay model's delay; during an on/off outage the MAC starts nothing. The MAC tells the sending end's scheduler whether the frame got through (as a
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
@@ -20,12 +22,13 @@
 //! segment is the wireless host's (Snoop's mobile role).
 
 use mslink_channel::config::{TextLoader, TraceLoader};
+use mslink_channel::delay::{Delay, OnOff};
+use mslink_channel::queue::Queue;
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::MultiServiceLink;
 use mslink_link::{Duration, Instant};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use std::collections::VecDeque;
 
 use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
@@ -72,15 +75,18 @@ enum Ev {
 
 struct Wired {
     rate: u64,
-    delay: Duration,
-    limit: usize,
-    queue: [VecDeque<Vec<u8>>; 2],
+    delay: [Delay; 2],
+    queue: [Queue<Vec<u8>>; 2],
+    onoff: [Option<OnOff>; 2],
     busy: [bool; 2],
 }
 
 struct Wireless {
     rate: u64,
-    delay: Duration,
+    /// Per direction: the delay model (fixed unless the segment has jitter).
+    delay: [Delay; 2],
+    /// Per direction: on/off outages, if any.
+    onoff: [Option<OnOff>; 2],
     ends: [MultiServiceLink; 2],
     models: [Box<dyn ErrorModel>; 2],
     rngs: [ChaCha8Rng; 2],
@@ -91,7 +97,7 @@ struct Wireless {
 }
 
 enum Seg {
-    Wired(Wired),
+    Wired(Box<Wired>),
     Wireless(Box<Wireless>),
 }
 
@@ -222,15 +228,21 @@ pub fn run_with(
     let mut segs = Vec::new();
     for (i, s) in sc.segments.iter().enumerate() {
         let rate = s.rate().round() as u64;
-        let delay = secs(s.delay_ms() / 1e3);
         segs.push(match s.kind {
-            SegmentKind::Wired => Seg::Wired(Wired {
-                rate,
-                delay,
-                limit: s.queue_packets.unwrap_or(50),
-                queue: Default::default(),
-                busy: [false; 2],
-            }),
+            SegmentKind::Wired => {
+                // Stream names as the emulator's (crates/emu/src/config.rs), so one seed gives
+                // a wired segment and the emulated hop the same queue and delay draws.
+                let st =
+                    |dir: usize, what: &str| stream(seed, &format!("segment{i}.dir{dir}.{what}"));
+                let qc = s.queue_config();
+                Seg::Wired(Box::new(Wired {
+                    rate,
+                    delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
+                    queue: [0, 1].map(|d| Queue::new(&qc, st(d, "queue"))),
+                    onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
+                    busy: [false; 2],
+                }))
+            }
             SegmentKind::Wireless => {
                 // The wireless host's end takes the mobile role of TCP-aware agents (Snoop).
                 let cfgs = ends::end_configs(&s.link_config(), i, sc.segments.len());
@@ -248,9 +260,12 @@ pub fn run_with(
                 };
                 let fwd = model(&s.error, traces)?;
                 let rev = model(s.error_reverse.as_ref().unwrap_or(&s.error), traces)?;
+                let st =
+                    |dir: usize, what: &str| stream(seed, &format!("segment{i}.dir{dir}.{what}"));
                 Seg::Wireless(Box::new(Wireless {
                     rate,
-                    delay,
+                    delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
+                    onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
                     ends: [end(0)?, end(1)?],
                     models: [fwd, rev],
                     rngs: [
@@ -579,11 +594,8 @@ impl World<'_, '_> {
         }
         match &mut self.segs[seg] {
             Seg::Wired(wd) => {
-                if wd.queue[dir].len() >= wd.limit {
-                    self.dirs[seg][dir].queue_drops += 1;
-                    return;
-                }
-                wd.queue[dir].push_back(p);
+                // Drops (here or when an AQM dequeues) are counted by the queue, by cause.
+                wd.queue[dir].enqueue(now, p);
                 if !wd.busy[dir] {
                     self.wired_next(now, seg, dir);
                 }
@@ -604,7 +616,7 @@ impl World<'_, '_> {
     /// interface is the bottleneck of a download).
     fn xcp_forward(&mut self, now: Instant, seg: usize, dir: usize, p: &mut [u8]) {
         let queue = match &self.segs[seg] {
-            Seg::Wired(wd) => wd.queue[dir].iter().map(Vec::len).sum(),
+            Seg::Wired(wd) => wd.queue[dir].bytes(),
             Seg::Wireless(wl) => wl.ends[dir].queued_bytes(),
         };
         if let Some(r) = self.xcp_egress[seg][dir].as_mut() {
@@ -616,19 +628,29 @@ impl World<'_, '_> {
         let Seg::Wired(wd) = &mut self.segs[seg] else {
             return;
         };
-        let Some(p) = wd.queue[dir].pop_front() else {
+        if let Some(o) = wd.onoff[dir].as_mut() {
+            // An outage: nothing starts before it ends; packets wait in the queue.
+            let on = o.available_at(now);
+            if on > now {
+                wd.busy[dir] = true;
+                self.q.schedule(on, Ev::WiredFree { seg, dir });
+                return;
+            }
+        }
+        let Some(e) = wd.queue[dir].dequeue(now) else {
             wd.busy[dir] = false;
             // The sending node of direction `dir` is `seg + dir`.
             self.device_free(now, seg + dir);
             return;
         };
+        let p = e.item;
         wd.busy[dir] = true;
         let done = now + Duration::transmission(p.len() as u64, wd.rate);
+        let at = wd.delay[dir].arrival(done);
         let d = &mut self.dirs[seg][dir];
         d.sent += 1;
         d.bytes += p.len() as u64;
-        self.q
-            .schedule(done + wd.delay, Ev::Arrive { seg, dir, bytes: p });
+        self.q.schedule(at, Ev::Arrive { seg, dir, bytes: p });
         self.q.schedule(done, Ev::WiredFree { seg, dir });
     }
 
@@ -644,6 +666,15 @@ impl World<'_, '_> {
         };
         if medium_busy > now {
             return;
+        }
+        if let Some(o) = wl.onoff[dir].as_mut() {
+            // An outage: the MAC starts nothing before it ends (frames wait in the end).
+            let on = o.available_at(now);
+            if on > now {
+                wl.busy_until[dir] = on;
+                self.q.schedule(on, Ev::MacFree { seg, dir });
+                return;
+            }
         }
         self.buf.clear();
         let Some(tx) = wl.ends[dir].poll_transmit(now, &mut self.buf) else {
@@ -680,8 +711,8 @@ impl World<'_, '_> {
             Outcome::Delivered => {}
         }
         if let Some(bytes) = arrives {
-            self.q
-                .schedule(done + wl.delay, Ev::Arrive { seg, dir, bytes });
+            let at = wl.delay[dir].arrival(done);
+            self.q.schedule(at, Ev::Arrive { seg, dir, bytes });
         }
         self.q.schedule(done, Ev::MacFree { seg, dir });
         self.arm(seg, dir);

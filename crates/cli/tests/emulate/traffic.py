@@ -101,8 +101,11 @@ def tcp_client(host, port, seconds, out, cc):
 
 def udp_server(port, out, idle):
     """Receives datagrams numbered by their first 4 bytes until none came for `idle` seconds
-    (or none at all for 30 s); writes `distinct`, `read` (datagrams), `max_seq` and the
-    namespace's kernel counters, one `key value` a line."""
+    (or none at all for 30 s); writes `distinct`, `read` (datagrams), `max_seq`, `reordered`
+    (arrivals numbered below one already seen), the one-way delay's `delay_min_us`,
+    `delay_max_us` and `delay_p50_us` (from the sender's CLOCK_MONOTONIC stamp in bytes 4..12,
+    a clock both namespaces share) and the namespace's kernel counters, one `key value` a
+    line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     # A deep receive queue (as root, above rmem_max) so a receiver briefly off the CPU does not
     # overflow it; whatever still overflows is counted in Udp.RcvbufErrors.
@@ -113,12 +116,25 @@ def udp_server(port, out, idle):
     s.bind(("0.0.0.0", port))
     s.settimeout(30)
     seen = bytearray()  # one bit per sequence number: bounded by the count sent
-    distinct, read, top = 0, 0, -1
+    distinct, read, top, reordered = 0, 0, -1, 0
+    # Delays in 100 µs bins up to 10 s: bounded memory, a median to 0.1 ms.
+    bins = {}
+    dmin, dmax = None, None
     try:
         while True:
             d = s.recv(65536)
+            now = time.monotonic_ns()
             k = int.from_bytes(d[:4], "big")
             read += 1
+            if k < top:
+                reordered += 1
+            stamp = int.from_bytes(d[4:12], "big") if len(d) >= 12 else 0
+            if stamp:
+                us = (now - stamp) // 1000
+                dmin = us if dmin is None else min(dmin, us)
+                dmax = us if dmax is None else max(dmax, us)
+                b = min(us // 100, 100_000)
+                bins[b] = bins.get(b, 0) + 1
             if k >= 8 * len(seen):
                 seen += bytes(max(k // 8 + 1 - len(seen), len(seen)))
             if not seen[k >> 3] & (1 << (k & 7)):
@@ -129,19 +145,29 @@ def udp_server(port, out, idle):
     except socket.timeout:
         pass
     with open(out, "w") as f:
-        f.write(f"distinct {distinct}\nread {read}\nmax_seq {top}\n")
+        f.write(f"distinct {distinct}\nread {read}\nmax_seq {top}\nreordered {reordered}\n")
+        if dmin is not None:
+            n, seen, p50 = sum(bins.values()), 0, 0
+            for b in sorted(bins):
+                seen += bins[b]
+                if 2 * seen >= n:
+                    p50 = b * 100 + 50
+                    break
+            f.write(f"delay_min_us {dmin}\ndelay_max_us {dmax}\ndelay_p50_us {p50}\n")
         f.write("\n".join(kernel_counters()) + "\n")
 
 
 def udp_client(host, port, count, size, pps, out=None):
-    """Sends `count` datagrams of `size` bytes at `pps` per second; with `out`, writes `sent`
-    and the namespace's kernel counters there, one `key value` a line."""
+    """Sends `count` datagrams of `size` bytes (at least 12) at `pps` per second, each with its
+    number and its CLOCK_MONOTONIC send time in ns; with `out`, writes `sent` and the
+    namespace's kernel counters there, one `key value` a line."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     t0 = time.monotonic()
     for k in range(count):
         while time.monotonic() < t0 + k / pps:
             time.sleep(0.0005)
-        s.sendto(k.to_bytes(4, "big") + bytes(size - 4), (host, port))
+        stamp = time.monotonic_ns().to_bytes(8, "big")
+        s.sendto(k.to_bytes(4, "big") + stamp + bytes(max(size - 12, 0)), (host, port))
     if out:
         with open(out, "w") as f:
             f.write(f"sent {count}\n" + "\n".join(kernel_counters()) + "\n")

@@ -67,8 +67,10 @@ pub struct DirectionResult {
     pub truncated: u64,
     /// Corrupted by the error model.
     pub corrupted: u64,
-    /// Packets dropped by a full wired queue.
+    /// Packets dropped by a wired queue (limit or AQM; `queue` has the causes).
     pub queue_drops: u64,
+    /// The wired queue's counters: drops by cause, sojourn times (default for wireless).
+    pub queue: mslink_channel::queue::QueueStats,
     /// Packets the link end refused from above (too large, service queue full).
     pub refused: u64,
 }
@@ -277,7 +279,16 @@ impl World<'_, '_> {
                     Seg::Wireless(_) => "wireless",
                 }
                 .into(),
-                directions: self.dirs[i].clone(),
+                directions: {
+                    let mut d = self.dirs[i].clone();
+                    if let Seg::Wired(wd) = s {
+                        for (dir, r) in d.iter_mut().enumerate() {
+                            r.queue = wd.queue[dir].stats().clone();
+                            r.queue_drops = r.queue.dropped;
+                        }
+                    }
+                    d
+                },
                 ends: match s {
                     Seg::Wired(_) => Vec::new(),
                     Seg::Wireless(wl) => wl.ends.iter().map(|e| e.stats()).collect(),
