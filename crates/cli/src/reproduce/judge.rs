@@ -292,6 +292,24 @@ pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
                 vec![ca, cb],
             )
         }
+        Expect::Difference(a, b, range) => {
+            let (ea, ca) = report(obs, a);
+            let (eb, cb) = report(obs, b);
+            let (d, h) = stats::difference(&ea, &eb, 1.0);
+            (
+                mark_range(d, h, *range),
+                format!(
+                    "{} - {} of {} = {} (expected {} to {})",
+                    a.label,
+                    b.label,
+                    a.metric,
+                    interval(d, h),
+                    sig(range[0]),
+                    sig(range[1])
+                ),
+                vec![ca, cb],
+            )
+        }
         Expect::Value(a, range) => {
             let (ea, ca) = report(obs, a);
             (

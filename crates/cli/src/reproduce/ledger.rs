@@ -53,6 +53,8 @@ struct RunSpec {
     #[serde(default)]
     axis: BTreeMap<String, AxisSpec>,
     figure: Option<FigureSpec>,
+    #[serde(default)]
+    figures: Vec<FigureSpec>,
 }
 
 /// `[run.NAME.axis.ALIAS]`: a sweep key under a short name, with reader-facing values.
@@ -67,7 +69,8 @@ pub struct AxisSpec {
     pub values: Vec<toml::Value>,
 }
 
-/// `[run.NAME.figure]`: the paper's figure drawn from this run.
+/// `[run.NAME.figure]` (or each of `[[run.NAME.figures]]`): a paper's figure drawn from this
+/// run.
 #[derive(serde::Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct FigureSpec {
@@ -84,6 +87,8 @@ pub struct FigureSpec {
     /// Factor from the metric's unit to the label's (1e-6: bit/s to Mbit/s).
     #[serde(default = "one")]
     pub y_scale: f64,
+    /// The flow drawn (default: the run's).
+    pub flow: Option<String>,
     /// Values of other axes this figure holds fixed.
     #[serde(default)]
     pub fixed: BTreeMap<String, toml::Value>,
@@ -116,6 +121,7 @@ struct ClaimSpec {
     below: Option<[toml::Table; 2]>,
     factor: Option<f64>,
     ratio: Option<[toml::Table; 2]>,
+    difference: Option<[toml::Table; 2]>,
     value: Option<toml::Table>,
     within: Option<[f64; 2]>,
     monotone: Option<String>,
@@ -150,8 +156,8 @@ pub struct Run {
     pub axes: BTreeMap<String, (usize, AxisSpec)>,
     /// Default flow of its cells.
     pub flow: Option<String>,
-    /// Its figure.
-    pub figure: Option<FigureSpec>,
+    /// Its figures.
+    pub figures: Vec<FigureSpec>,
 }
 
 /// Where a cell is: a run, a point, a flow, a metric.
@@ -178,6 +184,8 @@ pub enum Expect {
     Below(Cell, Cell, f64),
     /// a / b within [lo, hi].
     Ratio(Cell, Cell, [f64; 2]),
+    /// a - b within [lo, hi].
+    Difference(Cell, Cell, [f64; 2]),
     /// a within [lo, hi].
     Value(Cell, [f64; 2]),
     /// Each cell above (decreasing) or below (increasing) the next.
@@ -339,7 +347,20 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
             missing.join(", ")
         );
     }
-    if let Some(f) = &r.figure {
+    let figures: Vec<FigureSpec> = r.figure.iter().chain(&r.figures).cloned().collect();
+    for f in &figures {
+        if let Some(flow) = &f.flow {
+            let cell_flows = sc.cell.iter().flat_map(|c| c.flows.iter().map(|f| &f.name));
+            if !sc
+                .flows
+                .iter()
+                .map(|f| &f.name)
+                .chain(cell_flows)
+                .any(|n| n == flow)
+            {
+                bail!("figure {:?}: no flow {flow:?} in the scenario", f.title);
+            }
+        }
         for a in std::iter::once(&f.x)
             .chain(f.series.iter())
             .chain(f.fixed.keys())
@@ -361,7 +382,7 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         points,
         axes,
         flow: r.flow.clone(),
-        figure: r.figure.clone(),
+        figures,
     })
 }
 
@@ -529,6 +550,7 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
         c.above.is_some(),
         c.below.is_some(),
         c.ratio.is_some(),
+        c.difference.is_some(),
         c.value.is_some(),
         c.monotone.is_some(),
     ]
@@ -542,7 +564,9 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
         return Ok(claim);
     }
     if kinds != 1 {
-        bail!("needs exactly one of above, below, ratio, value, monotone (has {kinds})");
+        bail!(
+            "needs exactly one of above, below, ratio, difference, value, monotone (has {kinds})"
+        );
     }
     let d = Defaults {
         run: c.run.as_deref(),
@@ -590,6 +614,8 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
             Expect::Below(cl(a)?, cl(b)?, c.factor.unwrap_or(1.0))
         } else if let Some([a, b]) = &c.ratio {
             Expect::Ratio(cl(a)?, cl(b)?, range(c.within)?)
+        } else if let Some([a, b]) = &c.difference {
+            Expect::Difference(cl(a)?, cl(b)?, range(c.within)?)
         } else if let Some(a) = &c.value {
             Expect::Value(cl(a)?, range(c.within)?)
         } else {

@@ -219,7 +219,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
 fn cells(e: &ledger::Expect) -> Vec<&ledger::Cell> {
     use ledger::Expect::*;
     match e {
-        Above(a, b, _) | Below(a, b, _) | Ratio(a, b, _) => vec![a, b],
+        Above(a, b, _) | Below(a, b, _) | Ratio(a, b, _) | Difference(a, b, _) => vec![a, b],
         Value(a, _) => vec![a],
         Monotone(cs, _) => cs.iter().collect(),
     }

@@ -241,7 +241,7 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
             if !shown.insert(run) {
                 continue;
             }
-            if let Some(f) = figures.iter().find(|f| f.run == run) {
+            for f in figures.iter().filter(|f| f.run == run) {
                 let cmd = ctx
                     .runs
                     .iter()
@@ -371,6 +371,8 @@ fn esc(s: &str) -> String {
 /// A run's figure: run id, caption, chart.
 struct Figure {
     run: String,
+    /// Which of the run's figures.
+    index: usize,
     caption: String,
     chart: Chart,
 }
@@ -378,7 +380,12 @@ struct Figure {
 impl Figure {
     /// File name under OUT/figures/.
     fn file(&self) -> String {
-        format!("{}.png", self.run.replace('/', "-"))
+        let run = self.run.replace('/', "-");
+        if self.index == 0 {
+            format!("{run}.png")
+        } else {
+            format!("{run}-{}.png", self.index + 1)
+        }
     }
 }
 
@@ -386,103 +393,109 @@ impl Figure {
 fn figures(ctx: &Context) -> Result<Vec<Figure>> {
     let mut out = Vec::new();
     for r in ctx.runs {
-        let Some(f) = &r.figure else { continue };
-        let flow = r.flow.clone().unwrap_or_default();
-        let (xpos, xaxis) = &r.axes[&f.x];
-        let numeric = xaxis
-            .values
-            .iter()
-            .all(|v| v.as_float().is_some() || v.as_integer().is_some());
-        let xval = |i: usize| -> f64 {
-            let v = &xaxis.values[i];
-            if numeric {
-                v.as_float()
-                    .or(v.as_integer().map(|n| n as f64))
-                    .unwrap_or(i as f64)
-            } else {
-                i as f64
-            }
-        };
-        let series: Vec<(String, Option<(usize, usize)>)> = match &f.series {
-            None => vec![(flow.clone(), None)],
-            Some(a) => {
-                let (pos, ax) = &r.axes[a];
-                ax.values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        // A number alone says little in a legend: "p = 0.1".
-                        let name = match v {
-                            toml::Value::String(t) => t.clone(),
-                            other => format!("{a} = {other}"),
-                        };
-                        (name, Some((*pos, i)))
-                    })
-                    .collect()
-            }
-        };
-        let fixed: Vec<(usize, usize)> = f
-            .fixed
-            .iter()
-            .filter_map(|(a, v)| {
-                let (pos, ax) = &r.axes[a];
-                ax.values.iter().position(|x| x == v).map(|i| (*pos, i))
-            })
-            .collect();
-        let mut lines = Vec::new();
-        for (name, sel) in &series {
-            let mut points = Vec::new();
-            for (pi, (idx, _)) in r.points.iter().enumerate() {
-                if sel.is_some_and(|(pos, i)| idx[pos] != i)
-                    || fixed.iter().any(|(pos, i)| idx[*pos] != *i)
-                {
-                    continue;
+        for (fi, f) in r.figures.iter().enumerate() {
+            let flow = f
+                .flow
+                .clone()
+                .or_else(|| r.flow.clone())
+                .unwrap_or_default();
+            let (xpos, xaxis) = &r.axes[&f.x];
+            let numeric = xaxis
+                .values
+                .iter()
+                .all(|v| v.as_float().is_some() || v.as_integer().is_some());
+            let xval = |i: usize| -> f64 {
+                let v = &xaxis.values[i];
+                if numeric {
+                    v.as_float()
+                        .or(v.as_integer().map(|n| n as f64))
+                        .unwrap_or(i as f64)
+                } else {
+                    i as f64
                 }
-                let cell = super::ledger::Cell {
-                    run: r.id.clone(),
-                    point: pi,
-                    flow: flow.clone(),
-                    metric: f.metric.clone(),
-                    label: String::new(),
-                };
-                let e = judge::estimate(ctx.obs, &cell);
-                let half = if e.half.is_finite() { e.half } else { 0.0 };
-                points.push((xval(idx[*xpos]), e.mean * f.y_scale, half * f.y_scale));
-            }
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            lines.push(Line {
-                label: name.clone(),
-                points,
-            });
-            if let Some(paper) = f.paper.get(name) {
-                lines.push(Line {
-                    label: format!("{name} (paper)"),
-                    points: paper
+            };
+            let series: Vec<(String, Option<(usize, usize)>)> = match &f.series {
+                None => vec![(flow.clone(), None)],
+                Some(a) => {
+                    let (pos, ax) = &r.axes[a];
+                    ax.values
                         .iter()
                         .enumerate()
-                        .map(|(i, y)| (xval(i), *y, 0.0))
-                        .collect(),
+                        .map(|(i, v)| {
+                            // A number alone says little in a legend: "p = 0.1".
+                            let name = match v {
+                                toml::Value::String(t) => t.clone(),
+                                other => format!("{a} = {other}"),
+                            };
+                            (name, Some((*pos, i)))
+                        })
+                        .collect()
+                }
+            };
+            let fixed: Vec<(usize, usize)> = f
+                .fixed
+                .iter()
+                .filter_map(|(a, v)| {
+                    let (pos, ax) = &r.axes[a];
+                    ax.values.iter().position(|x| x == v).map(|i| (*pos, i))
+                })
+                .collect();
+            let mut lines = Vec::new();
+            for (name, sel) in &series {
+                let mut points = Vec::new();
+                for (pi, (idx, _)) in r.points.iter().enumerate() {
+                    if sel.is_some_and(|(pos, i)| idx[pos] != i)
+                        || fixed.iter().any(|(pos, i)| idx[*pos] != *i)
+                    {
+                        continue;
+                    }
+                    let cell = super::ledger::Cell {
+                        run: r.id.clone(),
+                        point: pi,
+                        flow: flow.clone(),
+                        metric: f.metric.clone(),
+                        label: String::new(),
+                    };
+                    let e = judge::estimate(ctx.obs, &cell);
+                    let half = if e.half.is_finite() { e.half } else { 0.0 };
+                    points.push((xval(idx[*xpos]), e.mean * f.y_scale, half * f.y_scale));
+                }
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                lines.push(Line {
+                    label: name.clone(),
+                    points,
                 });
+                if let Some(paper) = f.paper.get(name) {
+                    lines.push(Line {
+                        label: format!("{name} (paper)"),
+                        points: paper
+                            .iter()
+                            .enumerate()
+                            .map(|(i, y)| (xval(i), *y, 0.0))
+                            .collect(),
+                    });
+                }
             }
+            let chart = Chart {
+                title: f.title.clone(),
+                x_label: xaxis.label.clone(),
+                y_label: f.y_label.clone(),
+                lines,
+                categories: (!numeric).then(|| xaxis.values.iter().map(label).collect()),
+                error_bars: true,
+                scale: Scale {
+                    log10_y: f.log_y,
+                    ..Scale::default()
+                },
+                markers: true,
+            };
+            out.push(Figure {
+                run: r.id.clone(),
+                index: fi,
+                caption: f.title.clone(),
+                chart,
+            });
         }
-        let chart = Chart {
-            title: f.title.clone(),
-            x_label: xaxis.label.clone(),
-            y_label: f.y_label.clone(),
-            lines,
-            categories: (!numeric).then(|| xaxis.values.iter().map(label).collect()),
-            error_bars: true,
-            scale: Scale {
-                log10_y: f.log_y,
-                ..Scale::default()
-            },
-            markers: true,
-        };
-        out.push(Figure {
-            run: r.id.clone(),
-            caption: f.title.clone(),
-            chart,
-        });
     }
     Ok(out)
 }
@@ -537,8 +550,6 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
         d = c["differs"],
         n = c["not checkable"]
     );
-    let by_run: BTreeMap<&str, &(String, String, String)> =
-        figures.iter().map(|f| (f.0.as_str(), f)).collect();
     for (paper, title) in &ctx.ledger.papers {
         let rows: Vec<&Judged> = ctx.judged.iter().filter(|j| j.paper == *paper).collect();
         if rows.is_empty() {
@@ -549,7 +560,8 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
         for j in &rows {
             if let Some(run) = j.run.as_deref() {
                 if shown.insert(run) {
-                    if let Some((id, caption, svg)) = by_run.get(run) {
+                    for (n, (id, caption, svg)) in figures.iter().filter(|f| f.0 == run).enumerate()
+                    {
                         let r = ctx.runs.iter().find(|r| r.id == *id);
                         let cmd = r
                             .map(|r| {
@@ -559,7 +571,7 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
                             .unwrap_or_default();
                         let _ = write!(
                             s,
-                            "<figure id=\"fig-{}\">{svg}<figcaption>{} — mean and 95% interval per point. Rerun: <code>{}</code></figcaption></figure>",
+                            "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{} — mean and 95% interval per point. Rerun: <code>{}</code></figcaption></figure>",
                             esc(&id.replace('/', "-")),
                             esc(caption),
                             esc(&cmd)
