@@ -2,7 +2,7 @@
 //!
 //! Contract. [`estimate`] reads validated scenarios (one per sweep point, each run `sim.reps`
 //! times) and the sizes of the trace files they name, and allocates nothing that grows with
-//! the flows or the simulated time: `count = 5000000` is refused in microseconds instead of
+//! the flows or the simulated time: `count = 100000000` is refused in microseconds instead of
 //! after gigabytes. It does no I/O; the driver passes in the trace sizes, the runs it executes
 //! at once and, to [`Estimate::fits`], the memory available.
 //!
@@ -12,8 +12,8 @@
 //! * the traces, each file once (shared by every run): at most the file's size, the bound of
 //!   the packed form (`mslink_channel::trace::PackedTrace`);
 //! * per run executing at once, every flow's state for the whole run (`world/footprint.rs`:
-//!   `size_of` of the world's per-flow types, the sink's 16 KiB duplicate window, TCP windows
-//!   in flight) and the moving-window byte counters of every flow;
+//!   `size_of` of the world's per-flow types, a datagram flow's duplicate window at its
+//!   largest, TCP windows in flight) and the moving-window byte counters of every flow;
 //! * for every run (all are kept until the result files are written), one result row per flow
 //!   and one time-series point per flow and window.
 //!
@@ -610,14 +610,14 @@ mod tests {
     fn flows_multiply_the_state_and_runs_at_once_too() {
         let one = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
         let many = estimate(
-            &[sc(&ONE_FLOW.replace("to = 2", "to = 2\ncount = 5000000"))],
+            &[sc(&ONE_FLOW.replace("to = 2", "to = 2\ncount = 100000000"))],
             2,
             &BTreeMap::new(),
         );
         assert_eq!(one.flows, 1);
-        assert_eq!(many.flows, 5_000_000);
+        assert_eq!(many.flows, 100_000_000);
         assert_eq!(many.at_once, 1, "one run cannot run twice at once");
-        assert_eq!(many.memory.flows, 5_000_000 * many.flow_bytes);
+        assert_eq!(many.memory.flows, 100_000_000 * many.flow_bytes);
         assert!(
             many.memory.total() > 80 << 30,
             "{}",
@@ -626,8 +626,8 @@ mod tests {
         assert!(!many.fits(64 << 30));
         assert!(one.fits(64 << 20));
         let text = many.to_string();
-        assert!(text.contains("count = 5000000"), "{text}");
-        assert!(many.advice().starts_with("lower flow[0].count (5000000)"));
+        assert!(text.contains("count = 100000000"), "{text}");
+        assert!(many.advice().contains("lower flow[0].count (100000000)"));
     }
 
     #[test]

@@ -226,7 +226,7 @@ impl World<'_, '_> {
             } else {
                 cap
             };
-            let duration = (stop - f.start_s).max(0.0);
+            let duration = (stop - self.sources[i].start_s).max(0.0);
             let ratio = |a: u64| {
                 if sent == 0 {
                     0.0
