@@ -23,7 +23,8 @@
 //! the link's timers and control frames); a segment carries at most its rate, so the share of
 //! offered packets above it is not counted past it. TCP flows (`ftp`, `www`) offer their path's
 //! bottleneck rate, data one way and an ACK per segment (per two with delayed ACKs) back, and
-//! an `ftp` flow only until `size_bytes` has gone. A cell runs one event per slot. Against
+//! an `ftp` flow only until `size_bytes` has gone; together they send only what the path
+//! carries (ACK clocking). A cell runs one event per slot. Against
 //! measured runs (docs/simulator.md, "Resources"): UDP scenarios and cells within 15% of the
 //! events; TCP and WWW over by up to 3x (losses and slow start keep them below their path's
 //! rate); persistent link-level retransmission over very lossy links under by up to 30%.
@@ -359,6 +360,8 @@ struct Stream {
     dir: usize,
     active_s: f64,
     packets: Option<f64>,
+    /// TCP: the source sends only as fast as its path carries (ACK clocking).
+    clocked: bool,
 }
 
 /// (events per simulated second, events of one run) of a path scenario.
@@ -380,6 +383,7 @@ fn events(sc: &Scenario) -> (f64, f64) {
         };
         let active_s = (stop - start).max(0.0);
         let bytes = f.packet_bytes as f64;
+        let clocked = matches!(f.app, AppKind::Ftp | AppKind::Www);
         let stream = |pps: f64, bytes: f64, dir: usize, packets: Option<f64>| Stream {
             copies: f.count as f64,
             pps,
@@ -389,18 +393,26 @@ fn events(sc: &Scenario) -> (f64, f64) {
             dir,
             active_s,
             packets,
+            clocked,
         };
         let bottleneck = segs[lo..hi]
             .iter()
             .map(|s| s.rate())
             .fold(f64::INFINITY, f64::min);
         match f.app {
-            AppKind::Cbr => streams.push(stream(
-                f.rate_bps / (8.0 * bytes) * f.talk_s / (f.talk_s + f.silence_s),
-                bytes,
-                dir,
-                None,
-            )),
+            AppKind::Cbr => {
+                // A spurt of exponential length T (mean talk_s) sends at its start and then
+                // every interval i before its end: ceil(T / i) packets, on average
+                // 1 / (1 - exp(-i / talk_s)) (about talk_s / i when i is short, 1 when long).
+                let interval = 8.0 * bytes / f.rate_bps;
+                let per_spurt = 1.0 / (1.0 - (-interval / f.talk_s).exp());
+                streams.push(stream(
+                    per_spurt / (f.talk_s + f.silence_s),
+                    bytes,
+                    dir,
+                    None,
+                ))
+            }
             AppKind::Constant => streams.push(stream(f.rate_bps / (8.0 * bytes), bytes, dir, None)),
             AppKind::Ping => {
                 let pps = f.rate_bps / (8.0 * bytes);
@@ -447,17 +459,24 @@ fn events(sc: &Scenario) -> (f64, f64) {
     };
     let (mut per_s, mut total) = (0.0, 0.0);
     for s in &streams {
-        let mut per_packet = SOURCE_EVENTS;
+        let (mut per_packet, mut crossing) = (SOURCE_EVENTS, SOURCE_EVENTS);
         let mut share = 1.0f64;
         for (seg, load) in segs[s.lo..s.hi].iter().zip(&load[s.lo..s.hi]) {
             share = share.min(carried(seg, load, s.dir));
-            per_packet += share
-                * match seg.kind {
-                    SegmentKind::Wired => WIRED_EVENTS,
-                    SegmentKind::Wireless => WIRELESS_EVENTS,
-                };
+            let e = match seg.kind {
+                SegmentKind::Wired => WIRED_EVENTS,
+                SegmentKind::Wireless => WIRELESS_EVENTS,
+            };
+            per_packet += share * e;
+            crossing += e;
         }
-        let rate = s.copies * s.pps * per_packet;
+        // A TCP source sends at the share its path carries, so its packets all cross it; a
+        // datagram source sends at its rate whatever is dropped on the way.
+        let rate = if s.clocked {
+            s.copies * s.pps * share * crossing
+        } else {
+            s.copies * s.pps * per_packet
+        };
         per_s += rate;
         // A transfer goes at the share its path carries, and stops when its bytes are sent.
         let seconds = match s.packets {
@@ -632,10 +651,11 @@ mod tests {
 
     #[test]
     fn events_follow_the_offered_load_and_the_segments_crossed() {
-        // 1 Mbit/s of 1000-byte packets in talk spurts: 125 x 1 / 2.35 packets per second, each
-        // one source event, two on the wired segment and three on the wireless one.
+        // 1 Mbit/s of 1000-byte packets in talk spurts of 1 s mean every 2.35 s: a spurt sends
+        // 1 / (1 - exp(-0.008)) = 125.5 packets on average, each one source event, two on the
+        // wired segment and three on the wireless one.
         let e = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
-        let pps = 125.0 / 2.35;
+        let pps = 1.0 / (1.0 - (-0.008f64).exp()) / 2.35;
         assert!(
             (e.events_per_s - pps * 6.0).abs() < 1e-6,
             "{}",

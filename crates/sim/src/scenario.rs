@@ -370,7 +370,7 @@ fn invalid(key: impl Into<String>, what: impl Into<String>) -> ScenarioError {
 impl Scenario {
     /// Every flow with its copies expanded: (name, flow), in scenario order.
     pub fn expanded_flows(&self) -> Vec<(String, &Flow)> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.flows.iter().map(|f| f.count).sum());
         for (i, f) in self.flows.iter().enumerate() {
             let base = if f.name.is_empty() {
                 format!("flow{i}")

@@ -312,14 +312,16 @@ pub fn run_with(
         q: EventQueue::default(),
         dirs: vec![Default::default(); segs.len()],
         segs,
-        sources: Vec::new(),
+        // The per-flow tables are sized once: growing by doubling would leave up to half of
+        // each unused.
+        sources: Vec::with_capacity(starts.len()),
         frozen: Vec::new(),
-        sinks: Vec::new(),
+        sinks: Vec::with_capacity(starts.len()),
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
-        tcp: Vec::new(),
+        tcp: Vec::with_capacity(starts.len()),
         tcp_left: 0,
-        www: Vec::new(),
+        www: Vec::with_capacity(starts.len()),
         pool: Vec::new(),
         hosts: (0..=sc.segments.len())
             .map(|n| {

@@ -61,11 +61,15 @@ pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize) -> u64 {
 
 /// The heap of one TCP connection at its largest: a full window of segments in flight (each
 /// its own packet buffer), one SACK scoreboard byte and one out-of-order block per segment,
-/// and its timers' events.
+/// and its timers' events. An `ftp` transfer smaller than its window never has more than
+/// `size_bytes` in flight.
 fn tcp_connection_bytes(f: &Flow) -> u64 {
     let t = &f.tcp;
     let mss = u64::from(t.mss.max(1));
-    let window = t.send_buffer_bytes.min(t.recv_buffer_bytes);
+    let mut window = t.send_buffer_bytes.min(t.recv_buffer_bytes);
+    if f.app == AppKind::Ftp {
+        window = window.min(f.size_bytes);
+    }
     let segments = window.div_ceil(mss);
     // Receiver's out-of-order block: start, end and when it last changed.
     let block = 3 * size_of::<u64>() as u64;
@@ -102,9 +106,16 @@ mod tests {
         assert!(flow_state_bytes(&constant, 8) < cbr);
         let ftp = Flow {
             app: AppKind::Ftp,
+            size_bytes: 10_000_000,
             ..Flow::default()
         };
         assert!(flow_state_bytes(&ftp, 8) > cbr);
+        // A 20 kB transfer never has a 64 KiB window in flight.
+        let small = Flow {
+            size_bytes: 20_000,
+            ..ftp.clone()
+        };
+        assert!(flow_state_bytes(&small, 8) < flow_state_bytes(&ftp, 8) / 2);
         assert_eq!(heap_block(0), 0);
         assert_eq!(heap_block(1), 32);
         assert_eq!(heap_block(16384), 16400);
