@@ -5,7 +5,8 @@
 //! flow costs at the peak, results included. The counts come from a counting global allocator
 //! (requested bytes, not the allocator's rounding, not RSS), so they are exact and the same on
 //! every run; `resources.rs`'s estimate per flow (`world/footprint.rs`, with glibc's rounding
-//! and worst cases) is printed beside them. With a scenario path as argument it runs that
+//! and worst cases) is printed beside them, and so is what the run's results take as one
+//! `serde_json::Value` (how `mslink sim` writes summary.json today). With a scenario path as argument it runs that
 //! scenario instead (`--set`-style `KEY=VALUE` arguments after it) and prints its peak heap
 //! and heap per flow. A benchmark, not a test: it asserts nothing.
 //!
@@ -91,6 +92,22 @@ fn main() {
             p / flows.max(1)
         );
         return;
+    }
+    {
+        // What `mslink sim` adds while writing summary.json today: the run as one
+        // `serde_json::Value` (crates/cli/src/sim_cmd/output.rs, `write_run`).
+        let n = 20_000;
+        let text = kind("app = \"cbr\"\nrate_bps = 256\npacket_bytes = 160", n);
+        let r = run(&scenario(&text), 0, &mut |_| {
+            Err(std::io::Error::other("no traces"))
+        })
+        .expect("runs");
+        PEAK.store(NOW.load(Relaxed), Relaxed);
+        let before = NOW.load(Relaxed);
+        let v = serde_json::to_value(&r).expect("serialises");
+        let tree = PEAK.load(Relaxed) - before;
+        drop(v);
+        println!("summary.json tree of a run: {} bytes per flow", tree / n);
     }
     let n = 20_000;
     println!(

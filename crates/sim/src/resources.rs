@@ -15,7 +15,10 @@
 //!   `size_of` of the world's per-flow types, a datagram flow's duplicate window at its
 //!   largest, TCP windows in flight) and the moving-window byte counters of every flow;
 //! * for every run (all are kept until the result files are written), one result row per flow
-//!   and one time-series point per flow and window.
+//!   and one time-series point per flow and window;
+//! * while summary.json is written (the runs' flow state is gone by then, so the larger of the
+//!   two counts): the largest run as one JSON tree and its text, per flow
+//!   `footprint::SUMMARY_JSON_FLOW_BYTES`.
 //!
 //! Queues are bounded by their limits and not counted. Events per simulated second follow the
 //! offered load: per packet one event at the source and, per segment it crosses, two on a
@@ -81,14 +84,18 @@ pub struct Memory {
     pub series: u64,
     /// Every run's per-flow result rows.
     pub results: u64,
+    /// Writing summary.json: the largest run as one JSON tree and its text
+    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`] per flow). The runs' flow state is gone by
+    /// then, so the peak holds the larger of the two.
+    pub writing: u64,
 }
 
 impl Memory {
-    /// The sum.
+    /// The peak: everything kept, and the larger of the runs' flow state and the writing.
     pub fn total(&self) -> u64 {
         self.base
             .saturating_add(self.traces)
-            .saturating_add(self.flows)
+            .saturating_add(self.flows.max(self.writing))
             .saturating_add(self.series)
             .saturating_add(self.results)
     }
@@ -166,6 +173,10 @@ pub fn estimate(
         e.run_events = e.run_events.max(p.run_events);
         e.events += p.run_events * reps as f64;
         run_state = run_state.max(p.state);
+        e.memory.writing = e
+            .memory
+            .writing
+            .max(p.flows.saturating_mul(footprint::SUMMARY_JSON_FLOW_BYTES));
         run_counters = run_counters.max(p.counters);
         e.memory.series = e
             .memory
@@ -216,7 +227,7 @@ impl Estimate {
             } else {
                 ""
             };
-            shares.push((m.flows, format!("{entry}{jobs}")));
+            shares.push((m.flows.max(m.writing), format!("{entry}{jobs}")));
         }
         shares.push((
             m.series,
@@ -597,6 +608,11 @@ impl fmt::Display for Estimate {
                 bytes(m.series)
             )?;
         }
+        writeln!(
+            f,
+            "    writing       {:>10}  summary.json of the largest run, as one JSON tree",
+            bytes(m.writing)
+        )?;
         writeln!(
             f,
             "    results       {:>10}  a row per flow of {} run{}",
