@@ -2,7 +2,7 @@
 //!
 //! Contract. [`estimate`] reads validated scenarios (one per sweep point, each run `sim.reps`
 //! times) and the sizes of the trace files they name, and allocates nothing that grows with
-//! the flows or the simulated time: `count = 5000000` is refused in microseconds instead of
+//! the flows or the simulated time: `count = 100000000` is refused in microseconds instead of
 //! after gigabytes. It does no I/O; the driver passes in the trace sizes, the runs it executes
 //! at once and, to [`Estimate::fits`], the memory available.
 //!
@@ -12,10 +12,13 @@
 //! * the traces, each file once (shared by every run): at most the file's size, the bound of
 //!   the packed form (`mslink_channel::trace::PackedTrace`);
 //! * per run executing at once, every flow's state for the whole run (`world/footprint.rs`:
-//!   `size_of` of the world's per-flow types, the sink's 16 KiB duplicate window, TCP windows
-//!   in flight) and the moving-window byte counters of every flow;
+//!   `size_of` of the world's per-flow types, a datagram flow's duplicate window at its
+//!   largest, TCP windows in flight) and the moving-window byte counters of every flow;
 //! * for every run (all are kept until the result files are written), one result row per flow
-//!   and one time-series point per flow and window.
+//!   and one time-series point per flow and window;
+//! * while summary.json is written (the runs' flow state is gone by then, so the larger of the
+//!   two counts): the largest run as one JSON tree and its text, per flow
+//!   `footprint::SUMMARY_JSON_FLOW_BYTES`.
 //!
 //! Queues are bounded by their limits and not counted. Events per simulated second follow the
 //! offered load: per packet one event at the source and, per segment it crosses, two on a
@@ -23,7 +26,8 @@
 //! the link's timers and control frames); a segment carries at most its rate, so the share of
 //! offered packets above it is not counted past it. TCP flows (`ftp`, `www`) offer their path's
 //! bottleneck rate, data one way and an ACK per segment (per two with delayed ACKs) back, and
-//! an `ftp` flow only until `size_bytes` has gone. A cell runs one event per slot. Against
+//! an `ftp` flow only until `size_bytes` has gone; together they send only what the path
+//! carries (ACK clocking). A cell runs one event per slot. Against
 //! measured runs (docs/simulator.md, "Resources"): UDP scenarios and cells within 15% of the
 //! events; TCP and WWW over by up to 3x (losses and slow start keep them below their path's
 //! rate); persistent link-level retransmission over very lossy links under by up to 30%.
@@ -80,14 +84,18 @@ pub struct Memory {
     pub series: u64,
     /// Every run's per-flow result rows.
     pub results: u64,
+    /// Writing summary.json: the largest run as one JSON tree and its text
+    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`] per flow). The runs' flow state is gone by
+    /// then, so the peak holds the larger of the two.
+    pub writing: u64,
 }
 
 impl Memory {
-    /// The sum.
+    /// The peak: everything kept, and the larger of the runs' flow state and the writing.
     pub fn total(&self) -> u64 {
         self.base
             .saturating_add(self.traces)
-            .saturating_add(self.flows)
+            .saturating_add(self.flows.max(self.writing))
             .saturating_add(self.series)
             .saturating_add(self.results)
     }
@@ -165,6 +173,10 @@ pub fn estimate(
         e.run_events = e.run_events.max(p.run_events);
         e.events += p.run_events * reps as f64;
         run_state = run_state.max(p.state);
+        e.memory.writing = e
+            .memory
+            .writing
+            .max(p.flows.saturating_mul(footprint::SUMMARY_JSON_FLOW_BYTES));
         run_counters = run_counters.max(p.counters);
         e.memory.series = e
             .memory
@@ -215,7 +227,7 @@ impl Estimate {
             } else {
                 ""
             };
-            shares.push((m.flows, format!("{entry}{jobs}")));
+            shares.push((m.flows.max(m.writing), format!("{entry}{jobs}")));
         }
         shares.push((
             m.series,
@@ -359,6 +371,8 @@ struct Stream {
     dir: usize,
     active_s: f64,
     packets: Option<f64>,
+    /// TCP: the source sends only as fast as its path carries (ACK clocking).
+    clocked: bool,
 }
 
 /// (events per simulated second, events of one run) of a path scenario.
@@ -380,6 +394,7 @@ fn events(sc: &Scenario) -> (f64, f64) {
         };
         let active_s = (stop - start).max(0.0);
         let bytes = f.packet_bytes as f64;
+        let clocked = matches!(f.app, AppKind::Ftp | AppKind::Www);
         let stream = |pps: f64, bytes: f64, dir: usize, packets: Option<f64>| Stream {
             copies: f.count as f64,
             pps,
@@ -389,18 +404,26 @@ fn events(sc: &Scenario) -> (f64, f64) {
             dir,
             active_s,
             packets,
+            clocked,
         };
         let bottleneck = segs[lo..hi]
             .iter()
             .map(|s| s.rate())
             .fold(f64::INFINITY, f64::min);
         match f.app {
-            AppKind::Cbr => streams.push(stream(
-                f.rate_bps / (8.0 * bytes) * f.talk_s / (f.talk_s + f.silence_s),
-                bytes,
-                dir,
-                None,
-            )),
+            AppKind::Cbr => {
+                // A spurt of exponential length T (mean talk_s) sends at its start and then
+                // every interval i before its end: ceil(T / i) packets, on average
+                // 1 / (1 - exp(-i / talk_s)) (about talk_s / i when i is short, 1 when long).
+                let interval = 8.0 * bytes / f.rate_bps;
+                let per_spurt = 1.0 / (1.0 - (-interval / f.talk_s).exp());
+                streams.push(stream(
+                    per_spurt / (f.talk_s + f.silence_s),
+                    bytes,
+                    dir,
+                    None,
+                ))
+            }
             AppKind::Constant => streams.push(stream(f.rate_bps / (8.0 * bytes), bytes, dir, None)),
             AppKind::Ping => {
                 let pps = f.rate_bps / (8.0 * bytes);
@@ -447,17 +470,24 @@ fn events(sc: &Scenario) -> (f64, f64) {
     };
     let (mut per_s, mut total) = (0.0, 0.0);
     for s in &streams {
-        let mut per_packet = SOURCE_EVENTS;
+        let (mut per_packet, mut crossing) = (SOURCE_EVENTS, SOURCE_EVENTS);
         let mut share = 1.0f64;
         for (seg, load) in segs[s.lo..s.hi].iter().zip(&load[s.lo..s.hi]) {
             share = share.min(carried(seg, load, s.dir));
-            per_packet += share
-                * match seg.kind {
-                    SegmentKind::Wired => WIRED_EVENTS,
-                    SegmentKind::Wireless => WIRELESS_EVENTS,
-                };
+            let e = match seg.kind {
+                SegmentKind::Wired => WIRED_EVENTS,
+                SegmentKind::Wireless => WIRELESS_EVENTS,
+            };
+            per_packet += share * e;
+            crossing += e;
         }
-        let rate = s.copies * s.pps * per_packet;
+        // A TCP source sends at the share its path carries, so its packets all cross it; a
+        // datagram source sends at its rate whatever is dropped on the way.
+        let rate = if s.clocked {
+            s.copies * s.pps * share * crossing
+        } else {
+            s.copies * s.pps * per_packet
+        };
         per_s += rate;
         // A transfer goes at the share its path carries, and stops when its bytes are sent.
         let seconds = match s.packets {
@@ -580,6 +610,11 @@ impl fmt::Display for Estimate {
         }
         writeln!(
             f,
+            "    writing       {:>10}  summary.json of the largest run, as one JSON tree",
+            bytes(m.writing)
+        )?;
+        writeln!(
+            f,
             "    results       {:>10}  a row per flow of {} run{}",
             bytes(m.results),
             self.runs,
@@ -610,14 +645,14 @@ mod tests {
     fn flows_multiply_the_state_and_runs_at_once_too() {
         let one = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
         let many = estimate(
-            &[sc(&ONE_FLOW.replace("to = 2", "to = 2\ncount = 5000000"))],
+            &[sc(&ONE_FLOW.replace("to = 2", "to = 2\ncount = 100000000"))],
             2,
             &BTreeMap::new(),
         );
         assert_eq!(one.flows, 1);
-        assert_eq!(many.flows, 5_000_000);
+        assert_eq!(many.flows, 100_000_000);
         assert_eq!(many.at_once, 1, "one run cannot run twice at once");
-        assert_eq!(many.memory.flows, 5_000_000 * many.flow_bytes);
+        assert_eq!(many.memory.flows, 100_000_000 * many.flow_bytes);
         assert!(
             many.memory.total() > 80 << 30,
             "{}",
@@ -626,16 +661,17 @@ mod tests {
         assert!(!many.fits(64 << 30));
         assert!(one.fits(64 << 20));
         let text = many.to_string();
-        assert!(text.contains("count = 5000000"), "{text}");
-        assert!(many.advice().starts_with("lower flow[0].count (5000000)"));
+        assert!(text.contains("count = 100000000"), "{text}");
+        assert!(many.advice().contains("lower flow[0].count (100000000)"));
     }
 
     #[test]
     fn events_follow_the_offered_load_and_the_segments_crossed() {
-        // 1 Mbit/s of 1000-byte packets in talk spurts: 125 x 1 / 2.35 packets per second, each
-        // one source event, two on the wired segment and three on the wireless one.
+        // 1 Mbit/s of 1000-byte packets in talk spurts of 1 s mean every 2.35 s: a spurt sends
+        // 1 / (1 - exp(-0.008)) = 125.5 packets on average, each one source event, two on the
+        // wired segment and three on the wireless one.
         let e = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
-        let pps = 125.0 / 2.35;
+        let pps = 1.0 / (1.0 - (-0.008f64).exp()) / 2.35;
         assert!(
             (e.events_per_s - pps * 6.0).abs() < 1e-6,
             "{}",

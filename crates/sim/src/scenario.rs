@@ -282,6 +282,10 @@ pub struct Flow {
     pub stop_s: f64,
     /// Independent copies of this flow (named `name#k`, each with its own seed stream).
     pub count: usize,
+    /// When the copies start: all at `start_s` when absent, else `start_s` plus a draw from
+    /// this distribution per copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartDist>,
     /// Application bytes to transfer (`ftp`).
     pub size_bytes: u64,
     /// TCP tuning (`ftp`, `www`): variant, MSS, timers, buffers, delayed ACKs.
@@ -310,10 +314,50 @@ impl Default for Flow {
             start_s: 0.0,
             stop_s: 0.0,
             count: 1,
+            start: None,
             size_bytes: 0,
             tcp: crate::tcp::TcpConfig::default(),
             www: crate::www_model::WwwModel::default(),
             persistent: true,
+        }
+    }
+}
+
+/// How the copies of a flow (`count`) spread their starts after `start_s`. The draws come from
+/// the entry's own random stream (`flow[e].start`, from the run's seed), in copy order, so
+/// they change with the seed and nothing else.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StartDist {
+    /// Copy `k` starts at `start_s + U_k`, `U_k` uniform on [0, `spread_s`): the copies start
+    /// independently within a window (as ns-3 examples start their applications).
+    Uniform {
+        /// Width of the window, seconds.
+        spread_s: f64,
+    },
+    /// The copies arrive as a Poisson process from `start_s`: copy `k` starts at
+    /// `start_s + G_0 + ... + G_k`, gaps `G` exponential with mean `mean_gap_s` (open-loop
+    /// flow arrivals).
+    Exponential {
+        /// Mean time between two copies' starts, seconds.
+        mean_gap_s: f64,
+    },
+}
+
+impl StartDist {
+    /// What is wrong with the distribution's parameter, if anything: (field, message).
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let (key, v) = match self {
+            StartDist::Uniform { spread_s } => ("spread_s", *spread_s),
+            StartDist::Exponential { mean_gap_s } => ("mean_gap_s", *mean_gap_s),
+        };
+        if v > 0.0 && v.is_finite() {
+            Ok(())
+        } else {
+            Err((
+                key,
+                format!("must be a positive number of seconds, got {v}"),
+            ))
         }
     }
 }
@@ -353,7 +397,7 @@ fn invalid(key: impl Into<String>, what: impl Into<String>) -> ScenarioError {
 impl Scenario {
     /// Every flow with its copies expanded: (name, flow), in scenario order.
     pub fn expanded_flows(&self) -> Vec<(String, &Flow)> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.flows.iter().map(|f| f.count).sum());
         for (i, f) in self.flows.iter().enumerate() {
             let base = if f.name.is_empty() {
                 format!("flow{i}")
@@ -595,6 +639,18 @@ impl Scenario {
                 .map_err(|e| invalid(k("error"), e.to_string()))?;
         }
         let nodes = self.segments.len() + 1;
+        if nodes > crate::packet::MAX_NODES {
+            return Err(invalid(
+                "segment",
+                format!(
+                    "{} segments make {nodes} nodes; at most {} nodes ({} segments) fit the \
+                     simulator's addresses (node n is 10.x.y.(n+1))",
+                    self.segments.len(),
+                    crate::packet::MAX_NODES,
+                    crate::packet::MAX_NODES - 1
+                ),
+            ));
+        }
         for (i, seg) in self.segments.iter().enumerate() {
             if let Some(d) = &seg.dot11b {
                 if seg.kind != SegmentKind::Wireless {
@@ -672,6 +728,7 @@ impl Scenario {
                 ));
             }
         }
+        let mut total = 0usize;
         for (i, f) in self.flows.iter().enumerate() {
             let k = |x: &str| format!("flow[{i}].{x}");
             if f.from >= nodes || f.to >= nodes || f.from == f.to {
@@ -732,6 +789,21 @@ impl Scenario {
             }
             if f.count == 0 {
                 return Err(invalid(k("count"), "must be at least 1"));
+            }
+            total = total.saturating_add(f.count);
+            if total > crate::packet::MAX_FLOWS {
+                return Err(invalid(
+                    k("count"),
+                    format!(
+                        "the flows up to this one number {total}; a scenario has at most {} \
+                         (each flow has an address and port pair of its own)",
+                        crate::packet::MAX_FLOWS
+                    ),
+                ));
+            }
+            if let Some(d) = &f.start {
+                d.check()
+                    .map_err(|(key, what)| invalid(k(&format!("start.{key}")), what))?;
             }
             if f.dscp > 63 {
                 return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));

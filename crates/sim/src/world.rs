@@ -34,6 +34,7 @@ use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
+mod arrivals;
 mod ends;
 pub(crate) mod footprint;
 mod ftp;
@@ -109,18 +110,24 @@ struct Source {
     len: usize,
     interval: Duration,
     spurt_end: Instant,
+    /// Start, seconds (as drawn: results use it unrounded).
+    start_s: f64,
     stop: Instant,
-    talk: Option<(Exp<f64>, Exp<f64>)>,
-    rng: ChaCha8Rng,
+    /// Talk spurts and silences (`cbr` only: other flows keep no random stream here).
+    talk: Option<Box<Talk>>,
     seq: u32,
 }
 
-/// Packets remembered per flow for duplicate detection: memory grows with flows, not time.
-const SEEN: usize = 4096;
+/// 004 §III.D's on-off source: exponential talk spurts and silences, and the flow's stream.
+struct Talk {
+    talk: Exp<f64>,
+    silence: Exp<f64>,
+    rng: ChaCha8Rng,
+}
 
 struct Sink {
-    /// Slot `seq % SEEN` holds `seq + 1` once `seq` has arrived.
-    seen: Vec<u32>,
+    /// Which packets arrived, to count copies (nothing allocated until a datagram arrives).
+    seen: arrivals::Arrivals,
     received: u64,
     duplicates: u64,
     bytes: u64,
@@ -128,6 +135,36 @@ struct Sink {
     sumsq: f64,
     late: u64,
     window_bytes: Vec<u64>,
+}
+
+/// When each flow of `sc.expanded_flows()` starts, seconds: its entry's `start_s`, plus for
+/// an entry with a `start` distribution a draw per copy, in copy order, from the entry's own
+/// stream `start.flow<e>` (so no other component's draws move).
+fn start_times(sc: &Scenario, seed: u64) -> Vec<f64> {
+    use crate::scenario::StartDist;
+    let mut out = Vec::with_capacity(sc.flows.iter().map(|f| f.count).sum());
+    for (e, f) in sc.flows.iter().enumerate() {
+        let Some(d) = &f.start else {
+            out.extend(std::iter::repeat_n(f.start_s, f.count));
+            continue;
+        };
+        let mut rng = stream(seed, &format!("start.flow{e}"));
+        let mut at = f.start_s;
+        for _ in 0..f.count {
+            out.push(match *d {
+                StartDist::Uniform { spread_s } => {
+                    f.start_s + rand::Rng::gen::<f64>(&mut rng) * spread_s
+                }
+                StartDist::Exponential { mean_gap_s } => {
+                    at += Exp::new(1.0 / mean_gap_s)
+                        .expect("validated")
+                        .sample(&mut rng);
+                    at
+                }
+            });
+        }
+    }
+    out
 }
 
 /// The random stream of component `name` for `seed` (FNV-1a of the name picks the ChaCha8
@@ -158,12 +195,13 @@ struct World<'a, 'c> {
     sent: Vec<u64>,
     window: Duration,
     buf: Vec<u8>,
-    /// TCP connections, by flow index (`None` for UDP flows).
-    tcp: Vec<Option<ftp::TcpFlow>>,
+    /// TCP connections, by flow index (`None` for UDP flows; boxed, so a UDP flow's slot is
+    /// one pointer).
+    tcp: Vec<Option<Box<ftp::TcpFlow>>>,
     /// TCP flows whose last byte has not arrived yet.
     tcp_left: usize,
     /// WWW browsing flows, by flow index (`None` for the others); see [`www`].
-    www: Vec<Option<www::WwwFlow>>,
+    www: Vec<Option<Box<www::WwwFlow>>>,
     /// Packet buffers for reuse.
     pool: Vec<Vec<u8>>,
     /// Network subsystem of each node that has one (001 §III.A), by node.
@@ -281,6 +319,7 @@ pub fn run_with(
     }
     let duration = secs(sc.sim.duration_s);
     let flows = sc.expanded_flows();
+    let starts = start_times(sc, seed);
     let mut w = World {
         capture,
         sc,
@@ -289,14 +328,16 @@ pub fn run_with(
         q: EventQueue::default(),
         dirs: vec![Default::default(); segs.len()],
         segs,
-        sources: Vec::new(),
+        // The per-flow tables are sized once: growing by doubling would leave up to half of
+        // each unused.
+        sources: Vec::with_capacity(starts.len()),
         frozen: Vec::new(),
-        sinks: Vec::new(),
+        sinks: Vec::with_capacity(starts.len()),
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
-        tcp: Vec::new(),
+        tcp: Vec::with_capacity(starts.len()),
         tcp_left: 0,
-        www: Vec::new(),
+        www: Vec::with_capacity(starts.len()),
         pool: Vec::new(),
         hosts: (0..=sc.segments.len())
             .map(|n| {
@@ -328,28 +369,28 @@ pub fn run_with(
             })
             .collect(),
     };
-    for i in 0..w.flows.len() {
+    for (i, &start_s) in starts.iter().enumerate() {
         let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
-        let mut rng = stream(seed, &format!("flow.{i}.{name}"));
-        let start = Instant::ZERO + secs(f.start_s);
+        let start = Instant::ZERO + secs(start_s);
         let stop = if f.stop_s > 0.0 {
             Instant::ZERO + secs(f.stop_s).min(duration)
         } else {
             Instant::ZERO + duration
         };
-        let talk = (f.app == AppKind::Cbr).then(|| {
-            (
-                Exp::new(1.0 / f.talk_s).expect("validated"),
-                Exp::new(1.0 / f.silence_s).expect("validated"),
-            )
+        let mut talk = (f.app == AppKind::Cbr).then(|| {
+            Box::new(Talk {
+                talk: Exp::new(1.0 / f.talk_s).expect("validated"),
+                silence: Exp::new(1.0 / f.silence_s).expect("validated"),
+                rng: stream(seed, &format!("flow.{i}.{name}")),
+            })
         });
-        let spurt_end = match &talk {
-            Some((t, _)) => start + secs(t.sample(&mut rng)),
+        let spurt_end = match &mut talk {
+            Some(t) => start + secs(t.talk.sample(&mut t.rng)),
             None => Instant::MAX,
         };
         w.www.push((f.app == AppKind::Www).then(|| {
             let r = stream(seed, &format!("flow.{i}.{name}.www"));
-            www::WwwFlow::new(i, f, r, start, stop)
+            Box::new(www::WwwFlow::new(i, f, r, start, stop))
         }));
         w.sources.push(Source {
             from: f.from,
@@ -370,13 +411,13 @@ pub fn run_with(
                 _ => secs(f.packet_bytes as f64 * 8.0 / f.rate_bps),
             },
             spurt_end,
+            start_s,
             stop,
             talk,
-            rng,
             seq: 0,
         });
         w.sinks.push(Sink {
-            seen: vec![0; SEEN],
+            seen: arrivals::Arrivals::default(),
             received: 0,
             duplicates: 0,
             bytes: 0,
@@ -385,12 +426,11 @@ pub fn run_with(
             late: 0,
             window_bytes: Vec::new(),
         });
-        w.tcp.push(
-            (f.app == AppKind::Ftp)
-                .then(|| ftp::TcpFlow::new(i, f, Instant::ZERO + secs(f.start_s))),
-        );
+        w.tcp
+            .push((f.app == AppKind::Ftp).then(|| Box::new(ftp::TcpFlow::new(i, f, start))));
         w.q.schedule(start, Ev::Send(i));
     }
+    drop(starts);
     w.tcp_left = w.tcp.iter().flatten().count();
     // A run of transfers only ends when the last one has (or at the time limit); so does a
     // run of transfers next to WWW browsing and continuous media (004 §V: "the run ended
@@ -558,11 +598,11 @@ impl World<'_, '_> {
         let mut p = Vec::new();
         packet::build(&mut p, s.len, s.from, s.to, s.dscp, s.port, stamp);
         let mut next = now + s.interval;
-        if let Some((talk, silence)) = &s.talk {
+        if let Some(t) = &mut s.talk {
             if next >= s.spurt_end {
                 // 004 §III.D: exponential talk spurts and silences; media only while talking.
-                let resume = s.spurt_end + secs(silence.sample(&mut s.rng));
-                s.spurt_end = resume + secs(talk.sample(&mut s.rng));
+                let resume = s.spurt_end + secs(t.silence.sample(&mut t.rng));
+                s.spurt_end = resume + secs(t.talk.sample(&mut t.rng));
                 next = resume;
             }
         }
@@ -781,13 +821,10 @@ impl World<'_, '_> {
             return;
         }
         let sink = &mut self.sinks[st.flow as usize];
-        // A copy more than SEEN packets late would count as new; no link here delays that much.
-        let slot = &mut sink.seen[st.seq as usize % SEEN];
-        if *slot == st.seq.wrapping_add(1) {
+        if !sink.seen.insert(st.seq) {
             sink.duplicates += 1;
             return;
         }
-        *slot = st.seq.wrapping_add(1);
         let delay = now
             .saturating_since(Instant::from_nanos(st.sent_ns))
             .as_secs_f64();

@@ -2,8 +2,10 @@
 //!
 //! Contract. An `ftp` flow is a TCP sender at node `from` with `size_bytes` to send and a
 //! receiver at node `to`. Both are the sans-IO machines of [`crate::tcp`]; this file only
-//! carries their segments as real IPv4/TCP packets (data from port 55000 + flow index to the
-//! flow's port, ACKs back), arms one timer event per end, and keeps the application's count:
+//! carries their segments as real IPv4/TCP packets (data from the flow's source endpoint,
+//! `packet::address` and `packet::source_port`, to the flow's port, ACKs back), finds the flow
+//! of each arriving packet from its endpoints (`tcp_arrive`, for WWW flows too), arms one
+//! timer event per end, and keeps the application's count:
 //! bytes delivered in order and the time of the last one. Throughput in the results is
 //! application bytes over the time from the flow's start to its last byte (retransmissions
 //! not counted); a transfer that does not finish reports what it delivered by the end of the
@@ -14,7 +16,7 @@ use mslink_link::Instant;
 
 use super::{Ev, FlowResult, World};
 use crate::packet;
-use crate::tcp::segment::{self, Endpoints};
+use crate::tcp::segment::{self, Endpoints, WireSegment};
 use crate::tcp::{Receiver, Segment, Sender};
 
 /// One TCP connection and its application counters.
@@ -40,8 +42,8 @@ impl TcpFlow {
             sender: Sender::new(&f.tcp, f.size_bytes),
             receiver: Receiver::new(&f.tcp),
             data: Endpoints {
-                src: packet::address(f.from),
-                dst: packet::address(f.to),
+                src: packet::address(f.from, i),
+                dst: packet::address(f.to, i),
                 sport: packet::source_port(i),
                 dport: if f.port == 0 {
                     packet::app_port(i)
@@ -59,6 +61,13 @@ impl TcpFlow {
             armed: [None; 2],
             malformed: 0,
         }
+    }
+
+    /// Whether a TCP packet from `src` to `dst` belongs to this connection, either way.
+    fn owns(&self, src: [u8; 4], dst: [u8; 4], w: &WireSegment) -> bool {
+        let d = &self.data;
+        ((src, w.sport), (dst, w.dport)) == ((d.src, d.sport), (d.dst, d.dport))
+            || ((src, w.sport), (dst, w.dport)) == ((d.dst, d.dport), (d.src, d.sport))
     }
 
     fn acks(&self) -> Endpoints {
@@ -205,19 +214,26 @@ impl World<'_, '_> {
             self.recycle(p);
             return;
         };
+        let addr = |a: &[u8]| -> [u8; 4] { a.try_into().expect("parsed IPv4") };
+        let (src, dst) = (addr(&p[12..16]), addr(&p[16..20]));
         self.recycle(p);
-        if let Some(i) = self.www_flow_of(&w) {
+        // Every TCP flow's first end (an FTP sender, a WWW client) is its source endpoint:
+        // data and requests come from it, ACKs and replies go to it. The other end's port may
+        // be any, so both ends are tried, and the flow must own the packet's four values.
+        let ends = [packet::flow_at(src, w.sport), packet::flow_at(dst, w.dport)];
+        let Some(i) = ends.into_iter().flatten().find(|&i| {
+            let www = self.www.get(i).and_then(|f| f.as_ref());
+            let tcp = self.tcp.get(i).and_then(|t| t.as_ref());
+            www.is_some_and(|f| f.owns(src, dst, &w)) || tcp.is_some_and(|t| t.owns(src, dst, &w))
+        }) else {
+            return;
+        };
+        if self.www[i].is_some() {
             self.www_arrive(now, node, i, w);
             return;
         }
-        // Data carries the flow in its source port, ACKs in their destination port.
-        let (port, data) = if w.len > 0 {
-            (w.sport, true)
-        } else {
-            (w.dport, false)
-        };
-        let i = port.wrapping_sub(packet::SOURCE_PORT_BASE) as usize;
-        let Some(t) = self.tcp.get_mut(i).and_then(|t| t.as_mut()) else {
+        let data = w.len > 0;
+        let Some(t) = self.tcp[i].as_mut() else {
             return;
         };
         let shift = t.data.shift;

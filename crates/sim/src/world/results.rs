@@ -203,7 +203,7 @@ impl World<'_, '_> {
     }
 
     pub(super) fn finish(mut self, rep: u32, seed: u64, end: Instant) -> RunResult {
-        let mut flows = Vec::new();
+        let mut flows = Vec::with_capacity(self.flows.len());
         let mut timeseries = Vec::new();
         let frozen = std::mem::take(&mut self.frozen);
         for (i, (name, f)) in self.flows.iter().enumerate() {
@@ -228,7 +228,7 @@ impl World<'_, '_> {
             } else {
                 cap
             };
-            let duration = (stop - f.start_s).max(0.0);
+            let duration = (stop - self.sources[i].start_s).max(0.0);
             let ratio = |a: u64| {
                 if sent == 0 {
                     0.0

@@ -15,9 +15,10 @@
 //! so RTT estimates and the congestion window carry over from message to message. With
 //! `persistent = false` every request and every reply is a new connection, with the initial
 //! window and RTO (HTTP/1.0, or ns-2's one-way agents per object), that ends as soon as its
-//! message has arrived in full. There is no handshake and no FIN. The client's port is
-//! 50000 + flow index, the server's the flow's `port` (80 when 0), so classifier rules can
-//! match either. Each connection carries an epoch in the unused acknowledgement field of its
+//! message has arrived in full. There is no handshake and no FIN. The client's endpoint is
+//! the flow's source endpoint (`packet::address` and `packet::source_port`: port 55000 +
+//! flow index modulo 5,001), the server's port the flow's `port` (80 when 0), so classifier
+//! rules can match either. Each connection carries an epoch in the unused acknowledgement field of its
 //! data segments and in the sequence field of its ACKs, so a straggler of an earlier
 //! connection (the last ACK of each, at least) is dropped, never taken for new data.
 //!
@@ -34,9 +35,6 @@ use crate::packet;
 use crate::tcp::segment::{self, Endpoints, WireSegment};
 use crate::tcp::{Receiver, Sender, TcpConfig};
 use crate::www_model::{Page, WwwModel};
-
-/// The client's port of WWW flow `i` is `CLIENT_PORT + i`.
-const CLIENT_PORT: u16 = 50000;
 
 /// One request or reply in flight.
 struct Conn {
@@ -66,6 +64,9 @@ pub(super) struct WwwFlow {
     cfg: TcpConfig,
     server: usize,
     client: usize,
+    /// The server's and the client's address.
+    server_addr: [u8; 4],
+    client_addr: [u8; 4],
     server_port: u16,
     client_port: u16,
     dscp: u8,
@@ -106,8 +107,10 @@ impl WwwFlow {
             cfg: f.tcp.clone(),
             server: f.from,
             client: f.to,
+            server_addr: packet::address(f.from, i),
+            client_addr: packet::address(f.to, i),
             server_port: if f.port == 0 { 80 } else { f.port },
-            client_port: CLIENT_PORT.wrapping_add(i as u16),
+            client_port: packet::source_port(i),
             dscp: f.dscp,
             start,
             stop,
@@ -131,7 +134,7 @@ impl WwwFlow {
     }
 
     fn endpoints(&self, request: bool) -> (usize, usize, Endpoints) {
-        let (c, s) = (packet::address(self.client), packet::address(self.server));
+        let (c, s) = (self.client_addr, self.server_addr);
         let shift = self.cfg.window_shift();
         let (cp, sp, dscp) = (self.client_port, self.server_port, self.dscp);
         if request {
@@ -233,10 +236,13 @@ impl WwwFlow {
         self.next_transaction(now);
     }
 
-    /// Whether a parsed TCP packet belongs to this flow.
-    fn owns(&self, w: &WireSegment) -> bool {
-        (w.sport == self.client_port && w.dport == self.server_port)
-            || (w.dport == self.client_port && w.sport == self.server_port)
+    /// Whether a TCP packet from `src` to `dst` belongs to this flow.
+    pub(super) fn owns(&self, src: [u8; 4], dst: [u8; 4], w: &WireSegment) -> bool {
+        let (c, s) = (
+            (self.client_addr, self.client_port),
+            (self.server_addr, self.server_port),
+        );
+        ((src, w.sport), (dst, w.dport)) == (c, s) || ((src, w.sport), (dst, w.dport)) == (s, c)
     }
 
     /// A reply data segment as a packet, for classifying the flow.
@@ -392,21 +398,6 @@ impl World<'_, '_> {
             }
         }
         self.www_drive(now, i);
-    }
-
-    /// The WWW flow a parsed TCP packet belongs to, if any.
-    pub(super) fn www_flow_of(&self, w: &WireSegment) -> Option<usize> {
-        let port = if w.sport >= CLIENT_PORT {
-            w.sport
-        } else {
-            w.dport
-        };
-        let i = port.checked_sub(CLIENT_PORT)? as usize;
-        self.www
-            .get(i)
-            .and_then(|f| f.as_ref())
-            .is_some_and(|f| f.owns(w))
-            .then_some(i)
     }
 
     /// A TCP packet of WWW flow `i` reached its destination `node`.
