@@ -17,8 +17,7 @@
 //! * for every run (all are kept until the result files are written), one result row per flow
 //!   and one time-series point per flow and window;
 //! * while summary.json is written (the runs' flow state is gone by then, so the larger of the
-//!   two counts): the largest run as one JSON tree and its text, per flow
-//!   `footprint::SUMMARY_JSON_FLOW_BYTES`.
+//!   two counts): one flow's JSON tree and text at a time, `footprint::SUMMARY_JSON_FLOW_BYTES`.
 //!
 //! Queues are bounded by their limits and not counted. Events per simulated second follow the
 //! offered load: per packet one event at the source and, per segment it crosses, two on a
@@ -84,9 +83,9 @@ pub struct Memory {
     pub series: u64,
     /// Every run's per-flow result rows.
     pub results: u64,
-    /// Writing summary.json: the largest run as one JSON tree and its text
-    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`] per flow). The runs' flow state is gone by
-    /// then, so the peak holds the larger of the two.
+    /// Writing summary.json: one flow's JSON tree and text at a time
+    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`]). The runs' flow state is gone by then, so the
+    /// peak holds the larger of the two.
     pub writing: u64,
 }
 
@@ -173,10 +172,11 @@ pub fn estimate(
         e.run_events = e.run_events.max(p.run_events);
         e.events += p.run_events * reps as f64;
         run_state = run_state.max(p.state);
-        e.memory.writing = e
-            .memory
-            .writing
-            .max(p.flows.saturating_mul(footprint::SUMMARY_JSON_FLOW_BYTES));
+        e.memory.writing = e.memory.writing.max(
+            p.flows
+                .min(1)
+                .saturating_mul(footprint::SUMMARY_JSON_FLOW_BYTES),
+        );
         run_counters = run_counters.max(p.counters);
         e.memory.series = e
             .memory
@@ -610,7 +610,7 @@ impl fmt::Display for Estimate {
         }
         writeln!(
             f,
-            "    writing       {:>10}  summary.json of the largest run, as one JSON tree",
+            "    writing       {:>10}  summary.json, one flow at a time",
             bytes(m.writing)
         )?;
         writeln!(

@@ -76,12 +76,12 @@ fn tcp_connection_bytes(f: &Flow) -> u64 {
     segments * (heap_block((mss + TCP_HEADERS) as usize) + 1 + block) + 2 * EVENT_BYTES
 }
 
-/// Per flow of a run, what `mslink sim` holds while it writes summary.json today
-/// (crates/cli/src/sim_cmd/output.rs, `write_run`): the run as one `serde_json::Value` tree
-/// (2,213 bytes requested per flow, `cargo bench -p mslink-sim --bench flow_memory`; about
-/// 3.2 KiB with the allocator's rounding of its many small blocks) and the flows' pretty
-/// JSON text twice, before and after indenting (about 650 bytes each). Measured whole: a
-/// 1,000,000-flow run peaks at 4.4 GiB while writing, 0.7 GiB while running.
+/// What `mslink sim` holds while it writes summary.json (crates/cli/src/sim_cmd/output.rs,
+/// `write_run`): the flows and the series are written one item at a time, so one flow's
+/// `serde_json::Value` (2,213 bytes requested, `cargo bench -p mslink-sim --bench
+/// flow_memory`; about 3.2 KiB with the allocator's rounding) and its text twice, whatever the
+/// number of flows. (When the run was one `Value` tree, a 1,000,000-flow run peaked at 4.4 GiB
+/// while writing, 0.7 GiB while running.)
 pub(crate) const SUMMARY_JSON_FLOW_BYTES: u64 = 4608;
 
 /// One moving-window point of one flow in a run's results: a [`TimePoint`] and its copy of
