@@ -216,7 +216,7 @@ fn a_bad_ledger_is_refused_naming_the_file_and_the_claim() {
         ),
         (
             "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 1 }\nabove = [{ loss = 1 }, { loss = 2 }]\nwithin = [0, 1]\n",
-            "claim c: needs exactly one of above, below, ratio, value, monotone (has 2)",
+            "claim c: needs exactly one of above, below, ratio, difference, value, monotone (has 2)",
         ),
         ("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nbogus = 1\n", "unknown field `bogus`"),
     ] {
