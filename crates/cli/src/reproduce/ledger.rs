@@ -146,12 +146,17 @@ pub struct Run {
     pub scenario: Scenario,
     /// Overrides applied (key, TOML text), for the commands that rerun it.
     pub sets: Vec<(String, String)>,
+    /// Whether the ledger replaced the scenario's sweep (which `mslink sim --set` cannot
+    /// express, so only `mslink reproduce` reruns it).
+    pub sweep_replaced: bool,
     /// Repetitions per point.
     pub reps: u32,
     /// Sweep keys in the grid's order, and each point's value indices and overrides.
     pub keys: Vec<String>,
     /// (value index per key, overrides) per point.
     pub points: Vec<mslink_sim::scenario::SweepPoint>,
+    /// The scenario of each point, validated (every repetition runs it as it is).
+    pub point_scenarios: Vec<Scenario>,
     /// Axis alias -> (position in `keys`, spec).
     pub axes: BTreeMap<String, (usize, AxisSpec)>,
     /// Default flow of its cells.
@@ -287,6 +292,7 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         .with_context(|| format!("reading scenario {}", scenario_path.display()))?;
     let mut sc = Scenario::parse(&scenario_text)
         .with_context(|| format!("scenario {}", scenario_path.display()))?;
+    let sweep_replaced = r.sweep.as_ref().is_some_and(|w| *w != sc.sweep);
     if let Some(sweep) = &r.sweep {
         sc.sweep = sweep.clone();
     }
@@ -311,11 +317,15 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
     let points = sc
         .sweep_grid()
         .with_context(|| format!("scenario {}", scenario_path.display()))?;
-    for (i, (_, p)) in points.iter().enumerate() {
-        sc.with_overrides(p)
-            .and_then(|s| s.validate().map(|_| s))
-            .with_context(|| format!("scenario {}, sweep point {i}", scenario_path.display()))?;
-    }
+    let point_scenarios = points
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| {
+            sc.with_overrides(p)
+                .and_then(|s| s.validate().map(|_| s))
+                .with_context(|| format!("scenario {}, sweep point {i}", scenario_path.display()))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut axes = BTreeMap::new();
     for (alias, a) in &r.axis {
         let Some(pos) = keys.iter().position(|k| *k == a.key) else {
@@ -377,9 +387,11 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         scenario_text,
         scenario: sc,
         sets,
+        sweep_replaced,
         reps,
         keys,
         points,
+        point_scenarios,
         axes,
         flow: r.flow.clone(),
         figures,

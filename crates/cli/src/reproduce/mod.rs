@@ -148,9 +148,8 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             .iter()
             .position(|r| std::ptr::eq(*r, j.run))
             .unwrap_or(0);
-        let sc = j.run.scenario.with_overrides(&j.run.points[j.point].1)?;
         let mut t = &traces[ri];
-        mslink_sim::run_with(&sc, j.rep, &mut t, None)
+        mslink_sim::run_with(&j.run.point_scenarios[j.point], j.rep, &mut t, None)
             .map(|r| r.flows)
             .map_err(anyhow::Error::from)
     });

@@ -53,9 +53,7 @@ fn command(args: &ReproduceArgs) -> String {
 /// `mslink sim` command that reruns `run` alone (None when the ledger replaces its sweep,
 /// which `--set` cannot express).
 fn sim_command(run: &Run, claims_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(&run.scenario_path).ok()?;
-    let written = mslink_sim::Scenario::parse(&text).ok()?;
-    if written.sweep != run.scenario.sweep {
+    if run.sweep_replaced {
         return None;
     }
     let path = lexical(&claims_dir.join(&run.scenario_file));
@@ -242,14 +240,7 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
                 continue;
             }
             for f in figures.iter().filter(|f| f.run == run) {
-                let cmd = ctx
-                    .runs
-                    .iter()
-                    .find(|r| r.id == run)
-                    .map(|r| {
-                        sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r))
-                    })
-                    .unwrap_or_default();
+                let cmd = rerun(ctx, run);
                 let _ = writeln!(
                     s,
                     "![{c}](figures/{})\n\n*{c}: mean and 95% interval per point.* Rerun: `{cmd}`\n",
@@ -334,10 +325,20 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
             r.scenario_file,
             r.points.len(),
             r.reps,
-            sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r))
+            rerun(ctx, &r.id)
         );
     }
     s
+}
+
+/// The command that reruns run `id`: `mslink sim` when it can, else `mslink reproduce` for
+/// the claims that use it.
+fn rerun(ctx: &Context, id: &str) -> String {
+    ctx.runs
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r)))
+        .unwrap_or_default()
 }
 
 /// `mslink reproduce` for the claims that use `run`.
@@ -562,13 +563,7 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
                 if shown.insert(run) {
                     for (n, (id, caption, svg)) in figures.iter().filter(|f| f.0 == run).enumerate()
                     {
-                        let r = ctx.runs.iter().find(|r| r.id == *id);
-                        let cmd = r
-                            .map(|r| {
-                                sim_command(r, &ctx.args.claims)
-                                    .unwrap_or_else(|| rerun_claims(ctx, r))
-                            })
-                            .unwrap_or_default();
+                        let cmd = rerun(ctx, id);
                         let _ = write!(
                             s,
                             "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{} — mean and 95% interval per point. Rerun: <code>{}</code></figcaption></figure>",
@@ -630,7 +625,7 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
             r.points.len(),
             r.reps,
             r.scenario.sim.seed,
-            esc(&sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r)))
+            esc(&rerun(ctx, &r.id))
         );
     }
     s.push_str("</table></body></html>\n");
