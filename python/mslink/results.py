@@ -13,7 +13,9 @@ The tables hold what ``mslink sim --out DIR`` writes, column for column:
 * ``summary``: the content of ``summary.json`` as a dict.
 
 Sweep columns hold the grid's values: numbers, booleans and strings as themselves, tables and
-arrays as their TOML text (as in ``flows.csv``).
+arrays by their readable names (as in ``flows.csv``; see :func:`sweep_value`).
+:meth:`Result.stats` summarises each flow's metrics over the repetitions as ``stats.csv``
+does.
 """
 
 from __future__ import annotations
@@ -42,7 +44,13 @@ FLOW_COLUMNS = [
     "loss_rate",
     "delay_mean_s",
     "delay_std_s",
+    "delay_p50_s",
+    "delay_p95_s",
+    "delay_p99_s",
+    "jitter_s",
     "playback_miss_rate",
+    "retransmits",
+    "timeouts",
     "transactions",
 ]
 DIRECTION_COLUMNS = ["sent", "bytes", "lost", "truncated", "corrupted", "queue_drops", "refused"]
@@ -114,6 +122,26 @@ class Result:
         if callable(self._summary):
             self._summary = self._summary()
         return self._summary
+
+    def stats(self) -> pd.DataFrame:
+        """Each flow's metrics at each sweep point over the repetitions: the rows and
+        columns of ``mslink sim``'s ``stats.csv`` (scenario, point, the sweep keys, flow,
+        metric, n, mean, sd, ci95_low, ci95_high), from the same metrics and statistics
+        (``mslink._core.summarised_metrics`` and ``estimate``: Student-t 95% intervals, NaN
+        bounds for a point run once)."""
+        f = self.flows
+        keys = list(f.columns[2 : f.columns.get_loc("rep")])
+        metrics = _core.summarised_metrics()
+        rows = []
+        for point, at in f.groupby("point", sort=True):
+            sweep = [at[k].iloc[0] for k in keys]
+            for flow in at["flow"].unique():
+                one = at[at["flow"] == flow]
+                for m in metrics:
+                    n, mean, sd, lo, hi = _core.estimate([float(x) for x in one[m]])
+                    rows.append([at["scenario"].iloc[0], point, *sweep, flow, m, n, mean, sd, lo, hi])
+        cols = ["scenario", "point", *keys, "flow", "metric", "n", "mean", "sd"]
+        return pd.DataFrame(rows, columns=[*cols, "ci95_low", "ci95_high"])
 
     def save(self, folder: str | Path) -> Path:
         """Writes ``flows``, ``timeseries``, ``links`` and ``services`` as Parquet files and

@@ -62,6 +62,8 @@ def test_run_equals_the_cli_files(cli: str, tmp_path: Path, scenario: Path, sets
     res = mslink.run(sc, seed=5, reps=2, progress=False)
     same_table(res.flows, read_csv(out / "flows.csv"))
     same_table(res.timeseries, read_csv(out / "timeseries.csv"))
+    # The same means and Student-t intervals, from the same list of metrics.
+    same_table(res.stats(), read_csv(out / "stats.csv"))
     cli_summary = json.loads((out / "summary.json").read_text())
     # Both say where the results came from; the CLI quotes the file, Python its normalized TOML.
     prov, cli_prov = res.summary.pop("provenance"), cli_summary.pop("provenance")

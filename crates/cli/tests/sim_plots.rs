@@ -97,9 +97,9 @@ fn sweep_and_timeseries_plots_are_written_well_formed_and_deterministic() {
     sim(&b.0, "scenarios/004/fig7_cbr_one_wlan.toml", &args);
     let (pa, pb) = (plots(&a.0), plots(&b.0));
     // 004 Fig. 7: 4 error rates x 5 schemes = 20 sweep points, one time series each, and
-    // three metric charts; each as PNG and SVG.
+    // four metric charts (CBR over UDP has delay percentiles); each as PNG and SVG.
     let names: Vec<&str> = pa.iter().map(|(n, _)| n.as_str()).collect();
-    for m in ["throughput", "loss_rate", "delay_mean"] {
+    for m in ["throughput", "loss_rate", "delay_mean", "delay_p95"] {
         for ext in ["png", "svg"] {
             assert!(
                 names.contains(&format!("sweep_{m}.{ext}").as_str()),
@@ -107,7 +107,7 @@ fn sweep_and_timeseries_plots_are_written_well_formed_and_deterministic() {
             );
         }
     }
-    assert_eq!(names.len(), 2 * (20 + 3), "{names:?}");
+    assert_eq!(names.len(), 2 * (20 + 4), "{names:?}");
     for (name, bytes) in &pa {
         if name.ends_with(".png") {
             check_png(name, bytes);
@@ -128,7 +128,11 @@ fn sweep_and_timeseries_plots_are_written_well_formed_and_deterministic() {
     for scheme in ["Raw", "XOR FEC", "SR", "Karn's RLP", "OOS RLP"] {
         assert!(words.contains(scheme), "{scheme} missing in {words}");
     }
-    assert!(words.contains("error mean (bytes)"), "x axis: {words}");
+    // The swept mean error interval is drawn as the frame loss it gave, as 004 draws it.
+    assert!(
+        words.contains("frame loss (%, measured on segment 1)"),
+        "x axis: {words}"
+    );
     assert!(words.contains("95% CI, 2 repetitions"), "title: {words}");
     assert_eq!(pa, pb, "plots differ between two runs");
 }

@@ -9,9 +9,12 @@
 //! * `sweep_<metric>.png|svg` when the scenario has more than one sweep point, for `throughput`,
 //!   `loss_rate` and `delay_mean`: the metric of every flow (and every combination of the other
 //!   sweep keys) against the swept parameter, mean over repetitions with Student-t 95%
-//!   confidence intervals as error bars (none for one repetition; 004 Figs. 2, 7-10). The x axis
-//!   is the first sweep key whose values are all numbers (and differ); without one, the first
-//!   key that varies, as categories. Values are named by `mslink_sim::labels` ("SR (OOS RLP)").
+//!   confidence intervals as error bars (none for one repetition; 004 Figs. 2, 7-10), and
+//!   `delay_p95` when datagram flows report delay percentiles. The x axis is the first sweep
+//!   key whose values are all numbers (and differ); without one, the first key that varies, as
+//!   categories. A key that sets wireless segments' error models is drawn as the frame loss it
+//!   gave, in percent, measured in the runs ([`measured_frame_loss`]), as the papers draw it.
+//!   Values are named by `mslink_sim::labels` ("SR (OOS RLP)").
 //!
 //! Output is a pure function of the results: the same results give byte-identical files (no
 //! timestamps, no system fonts: the drawing is [`crate::chart`]'s, with its embedded font).
@@ -255,6 +258,69 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
     charts
 }
 
+/// Frames damaged, frames sent and bytes sent in one direction of a segment.
+type Frames = (u64, u64, u64);
+
+/// When sweep key `xi` sets the error model of wireless segments (`segment.N.error.*`, every
+/// alternative of an `a|b` key), the frame loss those segments showed at each of the key's
+/// values, in percent: frames lost, truncated or corrupted over frames sent in the segment's
+/// data direction, summed over every run at that value (004 Table I's measure). So an error
+/// model's parameter (a mean error interval in bytes, say) is drawn as the loss it gave, in
+/// the papers' axes.
+/// None when the key sets something else, a value saw no frames, or two values gave the same
+/// loss (they would fall on one x); the axis label names the segments.
+fn measured_frame_loss(input: &PlotInput, xi: usize) -> Option<(String, BTreeMap<String, f64>)> {
+    let segs: Vec<usize> = input.keys[xi]
+        .split('|')
+        .map(|k| {
+            let p: Vec<&str> = k.split('.').collect();
+            match p[..] {
+                ["segment", n, "error", _, ..] => n.parse().ok(),
+                _ => None,
+            }
+        })
+        .collect::<Option<_>>()?;
+    // value -> segment -> per direction.
+    let mut frames: BTreeMap<&str, BTreeMap<usize, [Frames; 2]>> = BTreeMap::new();
+    for (point, r) in &input.runs {
+        let at = frames.entry(&input.points[*point][xi].1).or_default();
+        for &i in &segs {
+            let Some(s) = r.segments.get(i) else { continue };
+            let e = at.entry(i).or_default();
+            for (acc, d) in e.iter_mut().zip(&s.directions) {
+                acc.0 += d.lost + d.truncated + d.corrupted;
+                acc.1 += d.sent;
+                acc.2 += d.bytes;
+            }
+        }
+    }
+    // Each segment's data direction (the one that carried more bytes): the other carries
+    // acknowledgements and control frames, short and rarely hit, which would dilute the rate.
+    let by_value: BTreeMap<String, f64> = frames
+        .iter()
+        .map(|(v, per_seg)| {
+            let (bad, sent) = per_seg
+                .values()
+                .map(|d| if d[1].2 > d[0].2 { d[1] } else { d[0] })
+                .fold((0, 0), |a, d| (a.0 + d.0, a.1 + d.1));
+            (sent > 0).then(|| (v.to_string(), bad as f64 / sent as f64 * 100.0))
+        })
+        .collect::<Option<_>>()?;
+    let mut xs: Vec<u64> = by_value.values().map(|x| x.to_bits()).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    if xs.len() < by_value.len() {
+        return None;
+    }
+    let names: Vec<String> = segs.iter().map(|s| s.to_string()).collect();
+    let label = format!(
+        "frame loss (%, measured on segment{} {})",
+        if segs.len() > 1 { "s" } else { "" },
+        names.join(" and ")
+    );
+    Some((label, by_value))
+}
+
 fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
     let varies = |i: usize| {
         let first = &input.points[0][i].1;
@@ -280,19 +346,38 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
             }
         }
     }
+    let loss_axis = (!categorical)
+        .then(|| measured_frame_loss(input, xi))
+        .flatten();
     let x_of = |point: usize| -> f64 {
         let v = &input.points[point][xi].1;
-        if categorical {
+        if let Some((_, by_value)) = &loss_axis {
+            by_value[v]
+        } else if categorical {
             categories.iter().position(|c| c == v).unwrap_or(0) as f64
         } else {
             number(v).unwrap_or(0.0)
         }
     };
-    let metrics: [(&str, &str, Metric); 3] = [
+    let x_label = match &loss_axis {
+        Some((label, _)) => label.clone(),
+        None => axis_title(&input.keys[xi]),
+    };
+    let mut metrics: Vec<(&str, &str, Metric)> = vec![
         ("throughput", "throughput", |f| f.throughput_bps),
         ("loss_rate", "residual loss (%)", |f| f.loss_rate * 100.0),
         ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
     ];
+    // Datagram flows have one-way delay percentiles (TCP flows report zeros).
+    if input
+        .runs
+        .iter()
+        .any(|(_, r)| r.flows.iter().any(|f| f.delay_p95_s > 0.0))
+    {
+        metrics.push(("delay_p95", "95th percentile delay (ms)", |f| {
+            f.delay_p95_s * 1e3
+        }));
+    }
     let mut charts = Vec::new();
     for (stem, y_name, metric) in metrics {
         // Series (flow, other keys) in first-seen order -> x -> values over repetitions.
@@ -353,7 +438,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
             format!("sweep_{stem}"),
             Chart {
                 title,
-                x_label: axis_title(&input.keys[xi]),
+                x_label: x_label.clone(),
                 y_label,
                 lines,
                 categories: categorical.then(|| category_labels(&categories)),

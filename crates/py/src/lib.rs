@@ -139,6 +139,30 @@ fn t975(df: f64) -> f64 {
     mslink_sim::stats::t975(df)
 }
 
+/// Mean, sample standard deviation and Student-t 95% interval of `xs`
+/// (`mslink_sim::stats::estimate`): `(n, mean, sd, low, high)`, with NaN bounds when fewer
+/// than two observations give no interval.
+#[pyfunction]
+fn estimate(xs: Vec<f64>) -> (usize, f64, f64, f64, f64) {
+    let e = mslink_sim::stats::estimate(&xs);
+    let (lo, hi) = if e.half.is_finite() {
+        (e.lo(), e.hi())
+    } else {
+        (f64::NAN, f64::NAN)
+    };
+    (e.n, e.mean, e.sd, lo, hi)
+}
+
+/// The flow metrics `Result.stats()` summarises, in order (`mslink_sim::world::SUMMARISED`,
+/// the list `mslink sim`'s stats.csv uses).
+#[pyfunction]
+fn summarised_metrics() -> Vec<&'static str> {
+    mslink_sim::world::SUMMARISED
+        .iter()
+        .map(|(n, _)| *n)
+        .collect()
+}
+
 /// The readable name of a sweep value given as TOML text (`mslink_sim::labels`: "SR (OOS RLP)"
 /// for a list of services), as flows.csv shows it.
 #[pyfunction]
@@ -353,6 +377,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dump_toml, m)?)?;
     m.add_function(wrap_pyfunction!(value_text, m)?)?;
     m.add_function(wrap_pyfunction!(t975, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(summarised_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_label, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;

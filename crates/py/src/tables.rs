@@ -141,7 +141,13 @@ impl Tables {
             t.f("loss_rate", f.loss_rate);
             t.f("delay_mean_s", f.delay_mean_s);
             t.f("delay_std_s", f.delay_std_s);
+            t.f("delay_p50_s", f.delay_p50_s);
+            t.f("delay_p95_s", f.delay_p95_s);
+            t.f("delay_p99_s", f.delay_p99_s);
+            t.f("jitter_s", f.jitter_s);
             t.f("playback_miss_rate", f.playback_miss_rate);
+            t.i("retransmits", f.retransmits as i64);
+            t.i("timeouts", f.timeouts as i64);
             t.i("transactions", f.transactions as i64);
         }
         for p in &r.timeseries {

@@ -332,7 +332,7 @@ fn point(sc: &Scenario) -> Point {
     for (i, f) in sc.flows.iter().enumerate() {
         let copies = f.count as u64;
         let name = name_len(f, i);
-        let bytes = footprint::flow_state_bytes(f, name);
+        let bytes = footprint::flow_state_bytes(f, name, duration);
         p.flows = p.flows.saturating_add(copies);
         p.flow_bytes = p.flow_bytes.max(bytes);
         p.state = p.state.saturating_add(copies.saturating_mul(bytes));

@@ -35,13 +35,17 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod arrivals;
+mod delays;
 mod ends;
 pub(crate) mod footprint;
 mod ftp;
 mod results;
 mod www;
 
-pub use results::{DirectionResult, FlowResult, HostResult, RunResult, SegmentResult, TimePoint};
+pub use results::{
+    DirectionResult, FlowMetric, FlowResult, HostResult, RunResult, SegmentResult, TimePoint,
+    SUMMARISED,
+};
 
 enum Ev {
     Send(usize),
@@ -131,8 +135,8 @@ struct Sink {
     received: u64,
     duplicates: u64,
     bytes: u64,
-    sum: f64,
-    sumsq: f64,
+    /// One-way delays of the distinct packets.
+    delays: delays::Delays,
     late: u64,
     window_bytes: Vec<u64>,
 }
@@ -421,8 +425,7 @@ pub fn run_with(
             received: 0,
             duplicates: 0,
             bytes: 0,
-            sum: 0.0,
-            sumsq: 0.0,
+            delays: delays::Delays::default(),
             late: 0,
             window_bytes: Vec::new(),
         });
@@ -830,8 +833,7 @@ impl World<'_, '_> {
             .as_secs_f64();
         sink.received += 1;
         sink.bytes += p.len() as u64;
-        sink.sum += delay;
-        sink.sumsq += delay * delay;
+        sink.delays.add(delay);
         if delay * 1e3 > self.flows[st.flow as usize].1.playback_ms {
             sink.late += 1;
         }

@@ -6,10 +6,15 @@ use mslink_sim::{run, Scenario};
 
 /// A CBR flow of 200-byte packets every 2 ms over one segment of `kind` with `extra` keys.
 fn cbr(kind: &str, extra: &str) -> FlowResult {
+    cbr_at(kind, extra, 800_000)
+}
+
+/// A CBR flow of 200-byte packets at `rate_bps` over one segment of `kind` with `extra` keys.
+fn cbr_at(kind: &str, extra: &str, rate_bps: u32) -> FlowResult {
     let text = format!(
         "[sim]\nduration_s = 10\ndrain_s = 2\ntimeseries_window_s = 0\n\
          [[segment]]\nkind = '{kind}'\nrate_bps = 10000000\ndelay_ms = 20\n{extra}\n\
-         [[flow]]\nname = 'cbr'\napp = 'constant'\nfrom = 0\nto = 1\nrate_bps = 800000\npacket_bytes = 200\n"
+         [[flow]]\nname = 'cbr'\napp = 'constant'\nfrom = 0\nto = 1\nrate_bps = {rate_bps}\npacket_bytes = 200\n"
     );
     let sc = Scenario::parse(&text).unwrap();
     sc.validate().unwrap();
@@ -34,6 +39,66 @@ fn jitter_spreads_delay_on_both_kinds_of_segment() {
         );
         assert_eq!(jittered.received, fixed.received, "{kind}: nothing lost");
     }
+}
+
+#[test]
+fn percentiles_and_rfc3550_jitter_follow_the_jitter_distribution() {
+    // Uniform jitter of deviation 5 ms is uniform over +-a, a = 5 ms * sqrt(3), around the
+    // fixed delay: the p-th percentile is a * (2p - 1) above it.
+    let a = 0.005 * 3f64.sqrt();
+    let fixed = cbr("wired", "");
+    let j = cbr(
+        "wired",
+        "jitter_ms = 5\njitter_dist = 'uniform'\nreorder = true",
+    );
+    let base = fixed.delay_p50_s;
+    assert!(
+        (fixed.delay_p99_s - base).abs() <= 0.01 * base && fixed.jitter_s < 1e-6,
+        "{fixed:?}"
+    );
+    for (p, got) in [
+        (0.50, j.delay_p50_s),
+        (0.95, j.delay_p95_s),
+        (0.99, j.delay_p99_s),
+    ] {
+        let expect = base + a * (2.0 * p - 1.0);
+        // The sketch is within 1% of the order statistic; 5,000 packets add about 0.2 ms.
+        assert!((got - expect).abs() < 0.0006, "p{p}: {got} vs {expect}");
+    }
+    // RFC 3550's jitter estimates E|D1 - D2| of consecutive arrivals. Packets 40 ms apart
+    // (more than 2a) arrive in order, with independent delays: 2a/3. The EWMA of gain 1/16
+    // over |D| (deviation a * sqrt(2) / 3) wanders by about a fifth of that.
+    let sparse = cbr_at(
+        "wired",
+        "jitter_ms = 5\njitter_dist = 'uniform'\nreorder = true",
+        40_000,
+    );
+    assert!(
+        (sparse.jitter_s - 2.0 * a / 3.0).abs() < 0.0015,
+        "jitter {} vs {}",
+        sparse.jitter_s,
+        2.0 * a / 3.0
+    );
+    // 2 ms apart, many are reordered: consecutive arrivals have closer delays.
+    assert!(
+        j.jitter_s < sparse.jitter_s,
+        "{} {}",
+        j.jitter_s,
+        sparse.jitter_s
+    );
+}
+
+#[test]
+fn outages_put_a_tail_on_the_delay() {
+    // Off 100 ms in every 500: a fifth of the packets wait up to 100 ms, the rest none.
+    let on = cbr("wired", "");
+    let off = cbr(
+        "wired",
+        "onoff = { on_ms = 400, off_ms = 100, dist = 'fixed' }",
+    );
+    assert!((off.delay_p50_s - on.delay_p50_s).abs() < 0.001, "{off:?}");
+    assert!(off.delay_p95_s > on.delay_p95_s + 0.05, "{off:?}");
+    assert!(off.delay_p99_s > off.delay_p95_s, "{off:?}");
 }
 
 #[test]

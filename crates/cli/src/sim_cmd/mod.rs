@@ -19,6 +19,7 @@ use crate::TraceFiles;
 mod output;
 mod parquet_out;
 mod resources;
+mod stats_table;
 
 pub use resources::mem_available;
 

@@ -1,6 +1,6 @@
 //! The results folder of `mslink sim`: flows.csv, timeseries.csv (or, with `--format parquet`,
-//! flows.parquet and timeseries.parquet: the same columns and values), summary.json,
-//! timing.json and the plots.
+//! flows.parquet and timeseries.parquet: the same columns and values), stats.csv (each flow's
+//! metrics over the repetitions, `stats_table.rs`), summary.json, timing.json and the plots.
 //!
 //! Contract: every file is a pure function of the runs (timing.json excepted) and is written
 //! as it is produced, through a buffer, never assembled whole in memory: a moving-window
@@ -72,6 +72,9 @@ pub(super) fn write_results(
             })?;
         }
     }
+    write_file(out, "stats.csv", |w| {
+        super::stats_table::write_stats(w, name, &labels, keys, jobs, results)
+    })?;
     write_file(out, "summary.json", |w| {
         write_summary(w, name, provenance, events, points, jobs, results)
     })?;
@@ -118,6 +121,7 @@ pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
         "flows.parquet",
         "timeseries.csv",
         "timeseries.parquet",
+        "stats.csv",
         "summary.json",
         "timing.json",
     ] {
@@ -175,7 +179,7 @@ fn write_flows(
     for k in keys {
         write!(w, "{},", csv_field(k))?;
     }
-    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,playback_miss_rate,transactions\n")?;
+    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
     for (job, r) in jobs.iter().zip(results) {
         for f in &r.flows {
             write!(w, "{},{},", csv_field(name), job.point)?;
@@ -184,7 +188,7 @@ fn write_flows(
             }
             writeln!(
                 w,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.rep,
                 r.seed,
                 csv_field(&f.flow),
@@ -200,7 +204,13 @@ fn write_flows(
                 f.loss_rate,
                 f.delay_mean_s,
                 f.delay_std_s,
+                f.delay_p50_s,
+                f.delay_p95_s,
+                f.delay_p99_s,
+                f.jitter_s,
                 f.playback_miss_rate,
+                f.retransmits,
+                f.timeouts,
                 f.transactions
             )?;
         }
@@ -234,7 +244,7 @@ fn write_timeseries(
 }
 
 /// The columns of flows.csv after the sweep keys, with their Parquet types.
-const FLOW_COLUMNS: [(&str, Kind); 17] = [
+const FLOW_COLUMNS: [(&str, Kind); 23] = [
     ("rep", Kind::Int),
     ("seed", Kind::UInt),
     ("flow", Kind::Str),
@@ -250,7 +260,13 @@ const FLOW_COLUMNS: [(&str, Kind); 17] = [
     ("loss_rate", Kind::F64),
     ("delay_mean_s", Kind::F64),
     ("delay_std_s", Kind::F64),
+    ("delay_p50_s", Kind::F64),
+    ("delay_p95_s", Kind::F64),
+    ("delay_p99_s", Kind::F64),
+    ("jitter_s", Kind::F64),
     ("playback_miss_rate", Kind::F64),
+    ("retransmits", Kind::UInt),
+    ("timeouts", Kind::UInt),
     ("transactions", Kind::UInt),
 ];
 
@@ -304,7 +320,13 @@ fn write_flows_parquet(
                 Val::F64(f.loss_rate),
                 Val::F64(f.delay_mean_s),
                 Val::F64(f.delay_std_s),
+                Val::F64(f.delay_p50_s),
+                Val::F64(f.delay_p95_s),
+                Val::F64(f.delay_p99_s),
+                Val::F64(f.jitter_s),
                 Val::F64(f.playback_miss_rate),
+                Val::UInt(f.retransmits),
+                Val::UInt(f.timeouts),
                 Val::UInt(f.transactions),
             ]);
             t.row(&row)?;

@@ -6,7 +6,12 @@
 //! `std::mem::size_of` of the very types the world stores), the heap its name owns, its
 //! pending event, and what only some kinds hold: a datagram flow's duplicate window at its
 //! largest ([`super::arrivals::MAX_HEAP_BYTES`], 512 bytes; a flow whose packets arrive in
-//! order holds 32), a `cbr` flow's talk-spurt state and random stream, and a TCP flow's
+//! order holds 32) and its delays: a flow that sends at most [`super::delays::EXACT`] packets
+//! in the run (at its rate, from its start to its stop) keeps them, 256 bytes; a longer one a
+//! sketch of one 128-bin block, 1 KiB, which holds delays within a factor of 13 of each other
+//! (each further factor of 13 adds a block, up to [`super::delays::MAX_HEAP_BYTES`], 4 KiB;
+//! counting that for every flow would put a million-flow estimate five times over the run), a
+//! `cbr` flow's talk-spurt state and random stream, and a TCP flow's
 //! connection state and window of packets in flight.
 //! [`SERIES_POINT_BYTES`] is what each moving-window point of a flow costs while the run goes
 //! (the sink's byte counter) and [`result_point_bytes`] what it costs in the results. Heap
@@ -16,7 +21,7 @@ use std::mem::size_of;
 
 use super::ftp::TcpFlow;
 use super::www::WwwFlow;
-use super::{arrivals, Ev, FlowResult, Sink, Source, Talk, TimePoint};
+use super::{arrivals, delays, Ev, FlowResult, Sink, Source, Talk, TimePoint};
 use crate::scenario::{AppKind, Flow};
 
 /// Bytes glibc's malloc takes for a request of `n` bytes: the request and an 8-byte header,
@@ -39,8 +44,8 @@ pub(crate) const SERIES_POINT_BYTES: u64 = size_of::<u64>() as u64;
 /// Bytes of IPv4 and TCP headers on every TCP segment (options not counted).
 const TCP_HEADERS: u64 = crate::tcp::HEADERS as u64;
 
-/// Memory flow `f`, named with `name_len` bytes, keeps for the whole run.
-pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize) -> u64 {
+/// Memory flow `f`, named with `name_len` bytes, keeps for a run of `duration_s` seconds.
+pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize, duration_s: f64) -> u64 {
     // World::flows, sent, sources, sinks, frozen, tcp, www: one slot each, whatever the app.
     let tables = size_of::<(String, &Flow)>()
         + size_of::<u64>()
@@ -53,10 +58,30 @@ pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize) -> u64 {
         AppKind::Ftp => heap_block(size_of::<TcpFlow>()) + tcp_connection_bytes(f),
         // A request and a reply connection (`www.rs`).
         AppKind::Www => heap_block(size_of::<WwwFlow>()) + 2 * tcp_connection_bytes(f),
-        AppKind::Cbr => heap_block(size_of::<Talk>()) + heap_block(arrivals::MAX_HEAP_BYTES),
-        AppKind::Constant | AppKind::Spray | AppKind::Ping => heap_block(arrivals::MAX_HEAP_BYTES),
+        AppKind::Cbr => heap_block(size_of::<Talk>()) + datagram_sink_bytes(f, duration_s),
+        AppKind::Constant | AppKind::Spray | AppKind::Ping => datagram_sink_bytes(f, duration_s),
     };
     tables as u64 + heap_block(name_len) + EVENT_BYTES + own
+}
+
+/// The heap of a datagram flow's sink: its duplicate window at its largest and its delays.
+fn datagram_sink_bytes(f: &Flow, duration_s: f64) -> u64 {
+    let stop = if f.stop_s > 0.0 {
+        f.stop_s.min(duration_s)
+    } else {
+        duration_s
+    };
+    let packets = if f.app == AppKind::Spray || f.packet_bytes == 0 {
+        f64::INFINITY // as fast as the link takes them
+    } else {
+        f.rate_bps * (stop - f.start_s).max(0.0) / (8 * f.packet_bytes) as f64
+    };
+    let delays = if packets <= delays::EXACT as f64 {
+        heap_block(delays::EXACT * size_of::<f64>())
+    } else {
+        heap_block(delays::MAX_HEAP_BYTES[0]) + heap_block(delays::BLOCK_BYTES)
+    };
+    heap_block(arrivals::MAX_HEAP_BYTES) + delays
 }
 
 /// The heap of one TCP connection at its largest: a full window of segments in flight (each
@@ -78,11 +103,11 @@ fn tcp_connection_bytes(f: &Flow) -> u64 {
 
 /// What `mslink sim` holds while it writes summary.json (crates/cli/src/sim_cmd/output.rs,
 /// `write_run`): the flows and the series are written one item at a time, so one flow's
-/// `serde_json::Value` (2,213 bytes requested, `cargo bench -p mslink-sim --bench
-/// flow_memory`; about 3.2 KiB with the allocator's rounding) and its text twice, whatever the
-/// number of flows. (When the run was one `Value` tree, a 1,000,000-flow run peaked at 4.4 GiB
-/// while writing, 0.7 GiB while running.)
-pub(crate) const SUMMARY_JSON_FLOW_BYTES: u64 = 4608;
+/// `serde_json::Value` (2,886 bytes requested with the delay percentiles and jitter, `cargo
+/// bench -p mslink-sim --bench flow_memory`; about 4.1 KiB with the allocator's rounding) and
+/// its text twice, whatever the number of flows. (When the run was one `Value` tree, a
+/// 1,000,000-flow run peaked at 4.4 GiB while writing, 0.7 GiB while running.)
+pub(crate) const SUMMARY_JSON_FLOW_BYTES: u64 = 5888;
 
 /// One moving-window point of one flow in a run's results: a [`TimePoint`] and its copy of
 /// the flow's name.
@@ -103,27 +128,30 @@ mod tests {
 
     #[test]
     fn flows_hold_what_their_kind_needs() {
-        let cbr = flow_state_bytes(&Flow::default(), 8);
-        // Issue 18: a 16 KiB duplicate table per flow made 10^5 flows 1.6 GB.
-        assert!(cbr < 2 * 1024, "{cbr}");
+        let cbr = flow_state_bytes(&Flow::default(), 8, 100.0);
+        // Issue 18: a 16 KiB duplicate table per flow made 10^5 flows 1.6 GB; now the
+        // duplicate window at its largest and a 1 KiB delay sketch.
+        assert!(cbr < 3 * 1024, "{cbr}");
+        // A flow of a few packets keeps their delays instead of a sketch.
+        assert!(flow_state_bytes(&Flow::default(), 8, 0.1) < cbr - 512);
         let constant = Flow {
             app: AppKind::Constant,
             ..Flow::default()
         };
         // No talk spurts, no random stream.
-        assert!(flow_state_bytes(&constant, 8) < cbr);
+        assert!(flow_state_bytes(&constant, 8, 100.0) < cbr);
         let ftp = Flow {
             app: AppKind::Ftp,
             size_bytes: 10_000_000,
             ..Flow::default()
         };
-        assert!(flow_state_bytes(&ftp, 8) > cbr);
+        assert!(flow_state_bytes(&ftp, 8, 100.0) > cbr);
         // A 20 kB transfer never has a 64 KiB window in flight.
         let small = Flow {
             size_bytes: 20_000,
             ..ftp.clone()
         };
-        assert!(flow_state_bytes(&small, 8) < flow_state_bytes(&ftp, 8) / 2);
+        assert!(flow_state_bytes(&small, 8, 100.0) < flow_state_bytes(&ftp, 8, 100.0) / 2);
         assert_eq!(heap_block(0), 0);
         assert_eq!(heap_block(1), 32);
         assert_eq!(heap_block(16384), 16400);

@@ -133,6 +133,9 @@ impl TcpFlow {
             completed: self.done_at.is_some(),
             malformed: self.malformed,
             transactions: 0,
+            // Delay percentiles and jitter are of datagram flows' one-way delays; a TCP flow
+            // reports its sender's SRTT and RTTVAR above.
+            ..FlowResult::default()
         }
     }
 }

@@ -40,6 +40,14 @@ pub struct FlowResult {
     pub delay_mean_s: f64,
     /// Standard deviation of the delay, seconds.
     pub delay_std_s: f64,
+    /// Median one-way delay, seconds (UDP; within 1%: `world/delays.rs`; TCP: 0).
+    pub delay_p50_s: f64,
+    /// 95th percentile of the one-way delay, seconds (UDP; TCP: 0).
+    pub delay_p95_s: f64,
+    /// 99th percentile of the one-way delay, seconds (UDP; TCP: 0).
+    pub delay_p99_s: f64,
+    /// Interarrival jitter of RFC 3550 §6.4.1 at the end of the run, seconds (UDP; TCP: 0).
+    pub jitter_s: f64,
     /// Share of sent packets that were lost or arrived after the playback point.
     pub playback_miss_rate: f64,
     /// TCP: segments retransmitted.
@@ -53,6 +61,25 @@ pub struct FlowResult {
     /// WWW: transactions completed within the run (0 for other applications).
     pub transactions: u64,
 }
+
+/// How a summarised metric is read from a flow's row.
+pub type FlowMetric = fn(&FlowResult) -> f64;
+
+/// The metrics of a flow that `mslink sim`'s stats.csv and the Python `Result.stats()`
+/// summarise over repetitions (mean and Student-t 95% interval, `crate::stats`), in order.
+pub const SUMMARISED: [(&str, FlowMetric); 11] = [
+    ("throughput_bps", |f| f.throughput_bps),
+    ("loss_rate", |f| f.loss_rate),
+    ("delay_mean_s", |f| f.delay_mean_s),
+    ("delay_p50_s", |f| f.delay_p50_s),
+    ("delay_p95_s", |f| f.delay_p95_s),
+    ("delay_p99_s", |f| f.delay_p99_s),
+    ("jitter_s", |f| f.jitter_s),
+    ("playback_miss_rate", |f| f.playback_miss_rate),
+    ("retransmits", |f| f.retransmits as f64),
+    ("timeouts", |f| f.timeouts as f64),
+    ("transactions", |f| f.transactions as f64),
+];
 
 /// Counters of one direction of one segment.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -218,9 +245,7 @@ impl World<'_, '_> {
                 continue;
             }
             let sent = self.sent[i];
-            let n = s.received.max(1) as f64;
-            let mean = s.sum / n;
-            let var = (s.sumsq / n - mean * mean).max(0.0);
+            let d = s.delays.summary();
             // A run that ended early (its transfers done, 004 §V) ends every flow with it.
             let cap = self.sc.sim.duration_s.min(end.as_secs_f64());
             let stop = if f.stop_s > 0.0 {
@@ -260,8 +285,12 @@ impl World<'_, '_> {
                     0.0
                 },
                 loss_rate: 1.0 - ratio(s.received),
-                delay_mean_s: if s.received > 0 { mean } else { 0.0 },
-                delay_std_s: if s.received > 0 { var.sqrt() } else { 0.0 },
+                delay_mean_s: d.mean_s,
+                delay_std_s: d.std_s,
+                delay_p50_s: d.p50_s,
+                delay_p95_s: d.p95_s,
+                delay_p99_s: d.p99_s,
+                jitter_s: d.jitter_s,
                 playback_miss_rate: 1.0 - ratio(s.received - s.late),
                 completed: true,
                 ..FlowResult::default()

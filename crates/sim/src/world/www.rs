@@ -306,6 +306,9 @@ impl WwwFlow {
             completed: self.transactions > 0,
             malformed: self.malformed,
             transactions: self.transactions,
+            // Delay percentiles and jitter are of datagram flows' one-way delays; a TCP flow
+            // reports its sender's SRTT and RTTVAR above.
+            ..FlowResult::default()
         }
     }
 }
