@@ -589,8 +589,8 @@ fn seq_figure(
         index,
         caption: f.title.clone(),
         note: format!(
-            "each data segment of {flow} as its sender put it on the hop (the packets of \
-             `mslink sim --pcap`), repetition {}{at}{window}; first byte in KB (1024 bytes), \
+            "each data segment of {flow} as its sender put it on the hop (the packets that \
+             mslink sim --pcap writes), repetition {}{at}{window}; first byte in KB (1024 bytes), \
              retransmissions by TCP marked apart",
             f.rep
         ),
