@@ -306,3 +306,130 @@ fn the_published_results_are_the_full_run_of_this_ledger() {
         assert!(text.contains(&sentence), "{f} does not say \"{sentence}\"");
     }
 }
+
+/// A sequence figure and the sequence-trace metrics (003 Figs. 2, 4, 7): the numbers a ledger
+/// judges are those of the pcap `mslink sim --pcap` writes for the same run, read here on
+/// their own; the figure is drawn; a malformed sequence figure is refused.
+#[test]
+fn sequence_traces_are_those_of_the_pcap() {
+    let dir = tmp("reproduce-seq");
+    let claims = dir.join("claims");
+    std::fs::create_dir_all(&claims).unwrap();
+    let scenario = repo().join("scenarios/003/fig1_tcp_bursts.toml");
+    let ledger = |figure: &str| {
+        format!(
+            "paper = \"003\"\ntitle = \"test\"\n[run.t]\nscenario = {:?}\nreps = 1\nflow = \"ftp\"\n{figure}\n\
+             [run.t.axis.burst]\nkey = \"segment.0.error\"\nlabel = \"burst\"\nvalues = [0, 1, 2, 3, 4, 5, 6, 7, 8]\n\
+             [[claim]]\nid = \"retx\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nrun = \"t\"\nmetric = \"retransmitted_segments\"\nvalue = {{ burst = 2 }}\nwithin = [0, 1000]\n\
+             [[claim]]\nid = \"stall\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nrun = \"t\"\nmetric = \"longest_stall_s\"\nvalue = {{ burst = 2 }}\nwithin = [1, 3]\n",
+            scenario.display().to_string()
+        )
+    };
+    std::fs::write(
+        claims.join("003.toml"),
+        ledger("figures = [{ kind = \"seq\", title = \"Fig. 2\", at = { burst = 2 } }]"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let r = mslink()
+        .args(["reproduce", "-q", "--claims"])
+        .arg(&claims)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(out.join("figures/003-t.png").is_file());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap()).unwrap();
+    let mean = |id: &str| {
+        json["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()["checks"][0]["cells"][0]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(json["runs"][0]["command"]
+        .as_str()
+        .unwrap()
+        .contains("--pcap"));
+
+    // The same run through `mslink sim --pcap`, its data segments read from the file.
+    let sim = dir.join("sim");
+    let r = mslink()
+        .args(["sim", "-q", "--no-plots", "--pcap", "--reps", "1", "--out"])
+        .arg(&sim)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let file = std::fs::File::open(sim.join("pcap/p2_r0_seg0_ltr.pcap")).unwrap();
+    let mut rd = pcap_file::pcap::PcapReader::new(file).unwrap();
+    let (mut high, mut retx, mut last_new, mut longest) = (0u32, 0, None::<f64>, 0.0f64);
+    while let Some(p) = rd.next_packet() {
+        let p = p.unwrap();
+        let ip = &p.data;
+        let tcp = &ip[20..];
+        let hlen = usize::from(tcp[12] >> 4) * 4;
+        let len = (u16::from_be_bytes([ip[2], ip[3]]) as usize - 20 - hlen) as u32;
+        if len == 0 {
+            continue;
+        }
+        let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
+        let t = p.timestamp.as_secs_f64();
+        if seq + len <= high {
+            retx += 1;
+        } else {
+            high = seq + len;
+            if let Some(l) = last_new {
+                longest = longest.max(t - l);
+            }
+            last_new = Some(t);
+        }
+    }
+    assert!(retx > 0);
+    assert_eq!(mean("retx"), f64::from(retx));
+    // The pcap keeps microseconds.
+    assert!(
+        (mean("stall") - longest).abs() < 2e-6,
+        "{} {longest}",
+        mean("stall")
+    );
+
+    for (figure, want) in [
+        (
+            "figures = [{ kind = \"seq\", title = \"s\" }]",
+            "the cell does not say which burst",
+        ),
+        (
+            "figures = [{ kind = \"seq\", title = \"s\", at = { burst = 2 }, metric = \"stalls\" }]",
+            "a kind = \"seq\" figure has fixed axes",
+        ),
+        (
+            "figures = [{ kind = \"seq\", title = \"s\", at = { burst = 2 }, rep = 1 }]",
+            "rep = 1: the run has 1 repetitions",
+        ),
+        (
+            "figures = [{ title = \"s\", x = \"burst\", metric = \"stalls\", y_label = \"n\", at = { burst = 2 } }]",
+            "at, from_s and to_s are for kind = \"seq\" figures",
+        ),
+    ] {
+        std::fs::write(claims.join("003.toml"), ledger(figure)).unwrap();
+        let r = mslink()
+            .args(["reproduce", "-q", "--claims"])
+            .arg(&claims)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            err.contains("003.toml") && err.contains("figure \"s\"") && err.contains(want),
+            "want {want:?} in: {err}"
+        );
+    }
+}

@@ -7,7 +7,8 @@
 //! of the chart: no timestamps, no system fonts (text uses the DejaVu Sans subset of `assets/`),
 //! so the same data gives byte-identical files. Axes may be logarithmic: x in powers of two
 //! (message sizes, labelled 1, 4, 16, .., 1K, .., 1M) and y in powers of ten; points that a
-//! log axis cannot show (zero or negative) are left out.
+//! log axis cannot show (zero or negative) are left out. A chart may also be a scatter of points
+//! (`scatter`: a packet trace such as 003 Figs. 2, 4 and 7), each line a shape and a colour.
 
 use std::path::{Path, PathBuf};
 
@@ -94,6 +95,10 @@ pub struct Chart {
     /// Mark each point with a dot (lines without error bars only).
     #[serde(default)]
     pub markers: bool,
+    /// Points only, no lines between them (a packet trace: one mark per packet, each line's
+    /// own shape and colour).
+    #[serde(default)]
+    pub scatter: bool,
 }
 
 fn register_font() -> Result<()> {
@@ -140,6 +145,7 @@ pub fn line_chart(
         error_bars: false,
         scale,
         markers: true,
+        scatter: false,
     };
     std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     save(dir, &stem, &chart)
@@ -287,6 +293,10 @@ where
             let (a, b) = (y0.floor(), y1.ceil());
             (a, if b > a { b } else { a + 1.0 })
         }
+    } else if chart.scatter && y0.is_finite() {
+        // A trace zoomed in far from zero: its own range, with a margin.
+        let pad = ((y1 - y0) * 0.05).max(1e-9);
+        ((y0 - pad).max(0.0), y1 + pad)
     } else {
         (0.0, if y1 > 0.0 { y1 * 1.1 } else { 1.0 })
     };
@@ -315,8 +325,11 @@ where
         .y_desc(chart.y_label.as_str())
         .x_label_formatter(&x_fmt)
         .label_style(("sans-serif", 13));
+    let y_num = |y: &f64| number_label(*y);
     if scale.log10_y {
         mesh.y_label_formatter(&y_fmt);
+    } else if chart.scatter {
+        mesh.y_label_formatter(&y_num);
     }
     if n_cats > 0 {
         mesh.x_labels(n_cats + 2);
@@ -330,11 +343,13 @@ where
         let color = RGBColor(r, g, b).to_rgba();
         let style = ShapeStyle::from(color).stroke_width(2);
         let xy = pts.iter().map(|&(x, m, _)| (x, m));
-        if dashed(i) {
-            cc.draw_series(DashedLineSeries::new(xy, 8, 5, style))
-                .map_err(e)?;
-        } else {
-            cc.draw_series(LineSeries::new(xy, style)).map_err(e)?;
+        if !chart.scatter {
+            if dashed(i) {
+                cc.draw_series(DashedLineSeries::new(xy, 8, 5, style))
+                    .map_err(e)?;
+            } else {
+                cc.draw_series(LineSeries::new(xy, style)).map_err(e)?;
+            }
         }
         if error_bars {
             cc.draw_series(pts.iter().map(|&(x, m, s)| {
@@ -342,7 +357,7 @@ where
             }))
             .map_err(e)?;
         }
-        if chart.markers || error_bars {
+        if chart.markers || error_bars || chart.scatter {
             // A shape per line, so curves that coincide stay visible.
             for &(x, m, _) in pts {
                 cc.plotting_area()
@@ -400,13 +415,15 @@ fn legend<DB: DrawingBackend>(
         let color = RGBColor(r, g, b).to_rgba();
         let style = ShapeStyle::from(color).stroke_width(2);
         let y = top + 22 * i as i32;
-        if dashed(i) {
+        if chart.scatter {
+            // No line to show: the marker alone.
+        } else if dashed(i) {
             area.draw(&PathElement::new(vec![(8, y), (16, y)], style))?;
             area.draw(&PathElement::new(vec![(22, y), (30, y)], style))?;
         } else {
             area.draw(&PathElement::new(vec![(8, y), (30, y)], style))?;
         }
-        if chart.markers || chart.error_bars {
+        if chart.markers || chart.error_bars || chart.scatter {
             area.draw(&marker((19, y), i, color))?;
         }
         let label: String = if line.label.chars().count() > LEGEND_CHARS {

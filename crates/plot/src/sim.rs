@@ -252,6 +252,7 @@ fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
                 error_bars: false,
                 scale: Scale::default(),
                 markers: false,
+                scatter: false,
             },
         ));
     }
@@ -445,6 +446,7 @@ fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
                 error_bars: reps > 1,
                 scale: Scale::default(),
                 markers: true,
+                scatter: false,
             },
         ));
     }

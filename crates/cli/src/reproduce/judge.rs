@@ -17,6 +17,7 @@ use mslink_sim::stats::{self, Estimate};
 use mslink_sim::world::FlowResult;
 
 use super::ledger::{Cell, Claim, Expect};
+use super::seqtrace::{self, SeqTrace};
 
 /// How a derived metric is computed from a flow's results.
 type Derive = fn(&FlowResult) -> f64;
@@ -41,6 +42,7 @@ pub fn metrics() -> Vec<String> {
         })
         .unwrap_or_default();
     m.extend(DERIVED.iter().map(|(k, _)| k.to_string()));
+    m.extend(seqtrace::METRICS.iter().map(|(k, _)| k.to_string()));
     m
 }
 
@@ -64,8 +66,28 @@ pub fn metric_of(f: &FlowResult, m: &str) -> Option<f64> {
         .or_else(|| x.as_bool().map(|b| f64::from(u8::from(b))))
 }
 
-/// The flows of every repetition of every point of every run: (run id, point) -> reps.
-pub type Observations = BTreeMap<(String, usize), Vec<Vec<FlowResult>>>;
+/// One repetition of one point: its flows' results and, for a run that captures them, the
+/// sequence traces of its TCP flows by flow name ([`seqtrace`]).
+#[derive(Debug, Default)]
+pub struct Rep {
+    /// Flow results.
+    pub flows: Vec<FlowResult>,
+    /// Sequence traces by flow name (empty unless the run captures them).
+    pub seq: BTreeMap<String, SeqTrace>,
+}
+
+/// Metric `m` of flow `flow` in repetition `rep`: a field of its results, a derived metric, or
+/// a metric of its sequence trace.
+pub fn rep_metric(rep: &Rep, flow: &str, m: &str) -> Option<f64> {
+    if seqtrace::is_metric(m) {
+        return rep.seq.get(flow)?.metric(m);
+    }
+    let f = rep.flows.iter().find(|f| f.flow == flow)?;
+    metric_of(f, m)
+}
+
+/// Every repetition of every point of every run: (run id, point) -> reps.
+pub type Observations = BTreeMap<(String, usize), Vec<Rep>>;
 
 /// The estimate of `cell` from the observations (missing ones are a bug in the planner).
 pub fn estimate(obs: &Observations, cell: &Cell) -> Estimate {
@@ -73,10 +95,7 @@ pub fn estimate(obs: &Observations, cell: &Cell) -> Estimate {
         .get(&(cell.run.clone(), cell.point))
         .map(|reps| {
             reps.iter()
-                .filter_map(|flows| {
-                    let f = flows.iter().find(|f| f.flow == cell.flow)?;
-                    metric_of(f, &cell.metric)
-                })
+                .filter_map(|rep| rep_metric(rep, &cell.flow, &cell.metric))
                 .collect()
         })
         .unwrap_or_default();
@@ -241,6 +260,25 @@ fn interval(d: f64, h: f64) -> String {
     }
 }
 
+/// How cell `c` is named beside `other`: its label, with its metric when the two differ.
+fn named(c: &Cell, other: &Cell) -> String {
+    if c.metric == other.metric {
+        c.label.clone()
+    } else {
+        format!("{} {}", c.label, c.metric)
+    }
+}
+
+/// Two cells joined by `op`: "loss 1.5 / loss 0.8 of throughput_bps", or each with its metric
+/// when they differ: "ftp probe_segments / ftp stalls".
+fn pair(a: &Cell, op: &str, b: &Cell) -> String {
+    if a.metric == b.metric {
+        format!("{} {op} {} of {}", a.label, b.label, a.metric)
+    } else {
+        format!("{} {op} {}", named(a, b), named(b, a))
+    }
+}
+
 /// Judges one expectation.
 pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
     let (mark, text, cells) = match e {
@@ -255,6 +293,7 @@ pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
                 (-d, h)
             };
             let rel = if above { "≥" } else { "≤" };
+            let b_label = named(b, a);
             let k_text = if *k == 1.0 {
                 String::new()
             } else {
@@ -267,7 +306,7 @@ pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
                     a.label,
                     a.metric,
                     pm(&ea),
-                    b.label,
+                    b_label,
                     pm(&eb),
                     interval(d, h)
                 ),
@@ -281,10 +320,8 @@ pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
             (
                 mark_range(r, h, *range),
                 format!(
-                    "{} / {} of {} = {} (expected {} to {})",
-                    a.label,
-                    b.label,
-                    a.metric,
+                    "{} = {} (expected {} to {})",
+                    pair(a, "/", b),
                     interval(r, h),
                     sig(range[0]),
                     sig(range[1])
@@ -299,10 +336,8 @@ pub fn judge(obs: &Observations, at: &str, e: &Expect) -> CheckResult {
             (
                 mark_range(d, h, *range),
                 format!(
-                    "{} - {} of {} = {} (expected {} to {})",
-                    a.label,
-                    b.label,
-                    a.metric,
+                    "{} = {} (expected {} to {})",
+                    pair(a, "-", b),
                     interval(d, h),
                     sig(range[0]),
                     sig(range[1])
@@ -439,12 +474,13 @@ mod tests {
         for (point, xs) in cells {
             let reps = xs
                 .iter()
-                .map(|x| {
-                    vec![FlowResult {
+                .map(|x| Rep {
+                    flows: vec![FlowResult {
                         flow: "f".into(),
                         throughput_bps: *x,
                         ..Default::default()
-                    }]
+                    }],
+                    ..Rep::default()
                 })
                 .collect();
             o.insert(("p/r".into(), *point), reps);
@@ -593,5 +629,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("throughput_bps"));
+    }
+
+    #[test]
+    fn sequence_metrics_come_from_the_flow_trace() {
+        let mut t = SeqTrace::default();
+        t.push(0.0, 0, 100);
+        t.push(2.0, 0, 100); // the timer resends it: a probe
+        t.push(2.1, 100, 100);
+        let rep = Rep {
+            flows: vec![FlowResult {
+                flow: "f".into(),
+                ..Default::default()
+            }],
+            seq: BTreeMap::from([("f".to_string(), t)]),
+        };
+        assert_eq!(rep_metric(&rep, "f", "probe_segments"), Some(1.0));
+        assert_eq!(rep_metric(&rep, "f", "stalls"), Some(1.0));
+        assert_eq!(rep_metric(&rep, "g", "stalls"), None);
+        assert!(check_metric("longest_stall_s").is_ok());
+        assert!(check_metric("retransmitted_share").is_ok());
     }
 }

@@ -69,21 +69,37 @@ pub struct AxisSpec {
     pub values: Vec<toml::Value>,
 }
 
+/// What a figure shows.
+#[derive(serde::Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureKind {
+    /// A metric against a sweep axis: mean and 95% interval per point.
+    #[default]
+    Metric,
+    /// The TCP sequence-number trace of one repetition of one point (003 Figs. 2, 4, 7):
+    /// every data segment the flow's sender put on its hop, new data and retransmissions
+    /// marked apart ([`super::seqtrace`]).
+    Seq,
+}
+
 /// `[run.NAME.figure]` (or each of `[[run.NAME.figures]]`): a paper's figure drawn from this
 /// run.
 #[derive(serde::Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct FigureSpec {
+    /// `"metric"` (the default) or `"seq"`.
+    #[serde(default)]
+    pub kind: FigureKind,
     /// Caption, e.g. "004 Fig. 2: FTP over one WLAN link".
     pub title: String,
-    /// Axis alias on x.
-    pub x: String,
+    /// Axis alias on x (metric figures).
+    pub x: Option<String>,
     /// Axis alias giving one line per value (none: one line).
     pub series: Option<String>,
-    /// Metric on y.
-    pub metric: String,
-    /// y label with unit.
-    pub y_label: String,
+    /// Metric on y (metric figures).
+    pub metric: Option<String>,
+    /// y label with unit (metric figures; a sequence figure's is fixed).
+    pub y_label: Option<String>,
     /// Factor from the metric's unit to the label's (1e-6: bit/s to Mbit/s).
     #[serde(default = "one")]
     pub y_scale: f64,
@@ -98,6 +114,70 @@ pub struct FigureSpec {
     /// The paper's own numbers where it prints them: series value -> y per x, in x order.
     #[serde(default)]
     pub paper: BTreeMap<String, Vec<f64>>,
+    /// Sequence figures: the point drawn, a value for every axis of the run.
+    #[serde(default)]
+    pub at: BTreeMap<String, toml::Value>,
+    /// Sequence figures: the repetition drawn (default 0).
+    #[serde(default)]
+    pub rep: u32,
+    /// Sequence figures: the time window drawn, seconds (default: the whole transfer).
+    pub from_s: Option<f64>,
+    /// End of that window.
+    pub to_s: Option<f64>,
+}
+
+impl FigureSpec {
+    /// Checks the keys of its kind against the run's axes; `select` resolves a point.
+    fn check(
+        &self,
+        axes: &BTreeMap<String, (usize, AxisSpec)>,
+        reps: u32,
+        select: impl Fn(&BTreeMap<String, toml::Value>) -> Result<(usize, String)>,
+    ) -> Result<()> {
+        match self.kind {
+            FigureKind::Metric => {
+                let x = self.x.as_ref().context("needs x = AXIS")?;
+                self.metric.as_ref().context("needs metric")?;
+                self.y_label.as_ref().context("needs y_label")?;
+                if !self.at.is_empty() || self.from_s.is_some() || self.to_s.is_some() {
+                    bail!("at, from_s and to_s are for kind = \"seq\" figures");
+                }
+                for a in std::iter::once(x)
+                    .chain(self.series.iter())
+                    .chain(self.fixed.keys())
+                {
+                    if !axes.contains_key(a) {
+                        bail!("{a} is not an axis of the run");
+                    }
+                }
+            }
+            FigureKind::Seq => {
+                if self.x.is_some()
+                    || self.series.is_some()
+                    || self.metric.is_some()
+                    || self.y_label.is_some()
+                    || !self.fixed.is_empty()
+                    || self.log_y
+                    || !self.paper.is_empty()
+                {
+                    bail!(
+                        "a kind = \"seq\" figure has fixed axes (time, sequence number): no x, \
+                         series, metric, y_label, fixed, log_y or paper; it takes at, rep, from_s, to_s"
+                    );
+                }
+                select(&self.at).context("at")?;
+                if self.rep >= reps {
+                    bail!("rep = {}: the run has {reps} repetitions", self.rep);
+                }
+                if let (Some(a), Some(b)) = (self.from_s, self.to_s) {
+                    if a.partial_cmp(&b) != Some(std::cmp::Ordering::Less) {
+                        bail!("from_s = {a} is not before to_s = {b}");
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn one() -> f64 {
@@ -371,16 +451,8 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
                 bail!("figure {:?}: no flow {flow:?} in the scenario", f.title);
             }
         }
-        for a in std::iter::once(&f.x)
-            .chain(f.series.iter())
-            .chain(f.fixed.keys())
-        {
-            if !axes.contains_key(a) {
-                bail!("figure: {a} is not an axis of the run");
-            }
-        }
     }
-    Ok(Run {
+    let run = Run {
         id: format!("{paper}/{name}"),
         scenario_file: r.scenario.clone(),
         scenario_path,
@@ -395,7 +467,12 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         axes,
         flow: r.flow.clone(),
         figures,
-    })
+    };
+    for f in &run.figures {
+        f.check(&run.axes, run.reps, |sel| run.select(sel))
+            .with_context(|| format!("figure {:?}", f.title))?;
+    }
+    Ok(run)
 }
 
 /// Whether reader-facing value `v` is the one written in a selector, `w`.

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 pub mod judge;
 pub mod ledger;
 mod report;
+pub mod seqtrace;
 
 /// Options of `mslink reproduce`.
 #[derive(clap::Args, Debug)]
@@ -140,6 +141,8 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             )
         })
         .collect();
+    // Runs whose figures or claims read sequence traces capture their TCP flows' packets.
+    let capture: Vec<bool> = runs.iter().map(|r| captures(&ledger, r)).collect();
     let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
     let results = crate::sim_cmd::parallel_ordered(jobs.len(), threads, &bar, |i| {
@@ -149,15 +152,31 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             .position(|r| std::ptr::eq(*r, j.run))
             .unwrap_or(0);
         let mut t = &traces[ri];
-        mslink_sim::run_with(&j.run.point_scenarios[j.point], j.rep, &mut t, None)
-            .map(|r| r.flows)
-            .map_err(anyhow::Error::from)
+        let sc = &j.run.point_scenarios[j.point];
+        if !capture[ri] {
+            return mslink_sim::run_with(sc, j.rep, &mut t, None)
+                .map(|r| judge::Rep {
+                    flows: r.flows,
+                    ..judge::Rep::default()
+                })
+                .map_err(anyhow::Error::from);
+        }
+        // The packets `mslink sim --pcap` would write, read as they are captured.
+        let mut seq = seqtrace::Capture::new(sc);
+        let mut hook = |seg: usize, dir: usize, at: mslink_link::Instant, p: &[u8]| {
+            seq.packet(seg, dir, at.as_secs_f64(), p);
+        };
+        let r = mslink_sim::run_with(sc, j.rep, &mut t, Some(&mut hook))?;
+        Ok(judge::Rep {
+            flows: r.flows,
+            seq: seq.traces,
+        })
     });
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     let mut obs = judge::Observations::new();
     for (j, r) in jobs.iter().zip(results) {
-        let flows = r.with_context(|| {
+        let rep = r.with_context(|| {
             format!(
                 "run {}, sweep point {}, repetition {}",
                 j.run.id, j.point, j.rep
@@ -165,7 +184,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         })?;
         obs.entry((j.run.id.clone(), j.point))
             .or_default()
-            .push(flows);
+            .push(rep);
     }
     let judged: Vec<judge::Judged> = ledger
         .claims
@@ -222,4 +241,18 @@ fn cells(e: &ledger::Expect) -> Vec<&ledger::Cell> {
         Value(a, _) => vec![a],
         Monotone(cs, _) => cs.iter().collect(),
     }
+}
+
+/// Whether `run` captures its TCP flows' sequence traces: a figure or a chosen claim reads them.
+fn captures(ledger: &ledger::Ledger, run: &ledger::Run) -> bool {
+    run.figures
+        .iter()
+        .any(|f| f.kind == ledger::FigureKind::Seq)
+        || ledger.claims.iter().any(|c| {
+            c.checks.iter().any(|(_, e)| {
+                cells(e)
+                    .iter()
+                    .any(|x| x.run == run.id && seqtrace::is_metric(&x.metric))
+            })
+        })
 }

@@ -17,7 +17,7 @@ use anyhow::{Context as _, Result};
 use mslink_plot::chart::{Chart, Line, Scale};
 
 use super::judge::{self, Judged, Mark, Observations, Verdict};
-use super::ledger::{Ledger, Run};
+use super::ledger::{FigureKind, Ledger, Run};
 use super::ReproduceArgs;
 
 /// What the report is made from.
@@ -51,17 +51,19 @@ fn command(args: &ReproduceArgs) -> String {
 }
 
 /// `mslink sim` command that reruns `run` alone (None when the ledger replaces its sweep,
-/// which `--set` cannot express).
-fn sim_command(run: &Run, claims_dir: &Path) -> Option<String> {
+/// which `--set` cannot express); with `--pcap` when the run's sequence traces are read (the
+/// pcap files hold the same packets).
+fn sim_command(run: &Run, claims_dir: &Path, pcap: bool) -> Option<String> {
     if run.sweep_replaced {
         return None;
     }
     let path = lexical(&claims_dir.join(&run.scenario_file));
     let mut c = format!(
-        "mslink sim {} --out results/{} --reps {}",
+        "mslink sim {} --out results/{} --reps {}{}",
         path.display(),
         run.id.replace('/', "-"),
-        run.reps
+        run.reps,
+        if pcap { " --pcap" } else { "" }
     );
     for (k, v) in &run.sets {
         let _ = write!(c, " --set '{k}={v}'");
@@ -134,7 +136,7 @@ pub fn write(out: &Path, ctx: &Context) -> Result<()> {
         std::fs::write(&p, png).with_context(|| format!("writing {}", p.display()))?;
         let svg = mslink_plot::chart::to_svg(&f.chart)
             .with_context(|| format!("drawing the figure of run {}", f.run))?;
-        svgs.push((f.run.clone(), f.caption.clone(), svg));
+        svgs.push((f.run.clone(), format!("{} — {}", f.caption, f.note), svg));
     }
     put(
         out,
@@ -163,7 +165,7 @@ fn claims_json(ctx: &Context, commit: Option<&str>) -> serde_json::Value {
                 "sweep_points": r.points.len(),
                 "reps": r.reps,
                 "seed": r.scenario.sim.seed,
-                "command": sim_command(r, &ctx.args.claims),
+                "command": sim_command(r, &ctx.args.claims, super::captures(ctx.ledger, r)),
             })
         })
         .collect();
@@ -243,8 +245,9 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
                 let cmd = rerun(ctx, run);
                 let _ = writeln!(
                     s,
-                    "![{c}](figures/{})\n\n*{c}: mean and 95% interval per point.* Rerun: `{cmd}`\n",
+                    "![{c}](figures/{})\n\n*{c}: {}.* Rerun: `{cmd}`\n",
                     f.file(),
+                    f.note,
                     c = f.caption
                 );
             }
@@ -337,7 +340,10 @@ fn rerun(ctx: &Context, id: &str) -> String {
     ctx.runs
         .iter()
         .find(|r| r.id == id)
-        .map(|r| sim_command(r, &ctx.args.claims).unwrap_or_else(|| rerun_claims(ctx, r)))
+        .map(|r| {
+            sim_command(r, &ctx.args.claims, super::captures(ctx.ledger, r))
+                .unwrap_or_else(|| rerun_claims(ctx, r))
+        })
         .unwrap_or_default()
 }
 
@@ -369,12 +375,14 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A run's figure: run id, caption, chart.
+/// A run's figure: run id, caption, what its marks are, chart.
 struct Figure {
     run: String,
     /// Which of the run's figures.
     index: usize,
     caption: String,
+    /// What the marks show ("mean and 95% interval per point").
+    note: String,
     chart: Chart,
 }
 
@@ -400,7 +408,13 @@ fn figures(ctx: &Context) -> Result<Vec<Figure>> {
                 .clone()
                 .or_else(|| r.flow.clone())
                 .unwrap_or_default();
-            let (xpos, xaxis) = &r.axes[&f.x];
+            if f.kind == FigureKind::Seq {
+                out.push(seq_figure(ctx, r, fi, f, &flow)?);
+                continue;
+            }
+            let x = f.x.as_deref().unwrap_or_default();
+            let metric = f.metric.clone().unwrap_or_default();
+            let (xpos, xaxis) = &r.axes[x];
             let numeric = xaxis
                 .values
                 .iter()
@@ -454,7 +468,7 @@ fn figures(ctx: &Context) -> Result<Vec<Figure>> {
                         run: r.id.clone(),
                         point: pi,
                         flow: flow.clone(),
-                        metric: f.metric.clone(),
+                        metric: metric.clone(),
                         label: String::new(),
                     };
                     let e = judge::estimate(ctx.obs, &cell);
@@ -480,7 +494,7 @@ fn figures(ctx: &Context) -> Result<Vec<Figure>> {
             let chart = Chart {
                 title: f.title.clone(),
                 x_label: xaxis.label.clone(),
-                y_label: f.y_label.clone(),
+                y_label: f.y_label.clone().unwrap_or_default(),
                 lines,
                 categories: (!numeric).then(|| xaxis.values.iter().map(label).collect()),
                 error_bars: true,
@@ -489,16 +503,99 @@ fn figures(ctx: &Context) -> Result<Vec<Figure>> {
                     ..Scale::default()
                 },
                 markers: true,
+                scatter: false,
             };
             out.push(Figure {
                 run: r.id.clone(),
                 index: fi,
                 caption: f.title.clone(),
+                note: "mean and 95% interval per point".into(),
                 chart,
             });
         }
     }
     Ok(out)
+}
+
+/// A sequence figure (003 Figs. 2, 4, 7): every data segment of `flow` that its sender put on
+/// its hop in one repetition of one point, time against sequence number, new data and
+/// retransmissions as two marks.
+fn seq_figure(
+    ctx: &Context,
+    r: &Run,
+    index: usize,
+    f: &super::ledger::FigureSpec,
+    flow: &str,
+) -> Result<Figure> {
+    let (point, at) = r.select(&f.at)?;
+    let trace = ctx
+        .obs
+        .get(&(r.id.clone(), point))
+        .and_then(|reps| reps.get(f.rep as usize))
+        .and_then(|rep| rep.seq.get(flow))
+        .with_context(|| format!("run {}: no sequence trace of flow {flow}", r.id))?;
+    let from = f.from_s.unwrap_or(f64::NEG_INFINITY);
+    let to = f.to_s.unwrap_or(f64::INFINITY);
+    let mut new = Vec::new();
+    let mut resent = Vec::new();
+    for p in trace
+        .packets
+        .iter()
+        .filter(|p| (from..=to).contains(&p.t_s))
+    {
+        let y = p.seq as f64 / 1024.0;
+        if p.retransmit {
+            resent.push((p.t_s, y, 0.0));
+        } else {
+            new.push((p.t_s, y, 0.0));
+        }
+    }
+    let n = |v: &Vec<(f64, f64, f64)>| v.len();
+    let chart = Chart {
+        title: f.title.clone(),
+        x_label: "time (s)".into(),
+        y_label: "sequence number (KB)".into(),
+        lines: vec![
+            Line {
+                label: format!("new data ({})", n(&new)),
+                points: new,
+            },
+            Line {
+                label: format!("retransmitted ({})", n(&resent)),
+                points: resent,
+            },
+        ],
+        categories: None,
+        error_bars: false,
+        scale: Scale::default(),
+        markers: true,
+        scatter: true,
+    };
+    let window = match (f.from_s, f.to_s) {
+        (None, None) => String::new(),
+        (a, b) => format!(
+            ", {} s to {} s",
+            a.map_or("start".into(), judge::sig),
+            b.map_or("end".into(), judge::sig)
+        ),
+    };
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {at}")
+    };
+    Ok(Figure {
+        run: r.id.clone(),
+        index,
+        caption: f.title.clone(),
+        note: format!(
+            "each data segment of {flow} as its sender put it on the hop (the packets that \
+             mslink sim --pcap writes), repetition {}{at}{window}; first byte in KB (1024 bytes), \
+             retransmissions by TCP marked apart",
+            f.rep
+        ),
+        chart,
+    })
 }
 
 fn label(v: &toml::Value) -> String {
@@ -566,7 +663,7 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
                         let cmd = rerun(ctx, id);
                         let _ = write!(
                             s,
-                            "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{} — mean and 95% interval per point. Rerun: <code>{}</code></figcaption></figure>",
+                            "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{}. Rerun: <code>{}</code></figcaption></figure>",
                             esc(&id.replace('/', "-")),
                             esc(caption),
                             esc(&cmd)

@@ -591,6 +591,23 @@ impl Scheduler for Elf {
         };
         self.reweigh(q, e);
     }
+    /// 003 §6.2's `T_i = A_i / sum A_j * B * (1 - E_i)` makes `1 - E_i` the share of a flow's
+    /// air time that delivers payload, so the capacity a frame's coding and headers cost
+    /// counts as error, as its loss does: the EWMA estimator averages `1 - share`; the window
+    /// estimator counts whole outcomes (lost when less than half the air time delivered).
+    /// Lag accounting counts a frame with any delivered payload as delivered.
+    fn report_share(&mut self, _now: Instant, q: QueueId, share: f64) {
+        let share = share.clamp(0.0, 1.0);
+        if let Some(lags) = &mut self.lags {
+            lags.report(q, share > 0.0);
+        }
+        let e = if self.weights.flows[q].fixed {
+            self.weights.flows[q].error
+        } else {
+            self.estimates.record_share(q, 1.0 - share)
+        };
+        self.reweigh(q, e);
+    }
 }
 
 #[cfg(test)]

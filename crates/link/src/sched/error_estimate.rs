@@ -165,6 +165,23 @@ impl Estimates {
         }
     }
 
+    /// Records an outcome of queue `q` that lost the share `lost` (in `[0, 1]`) of its air
+    /// time, and returns the new estimate: the EWMA averages it as it is; the window, which
+    /// keeps one bit per outcome, records a loss when `lost > 0.5`.
+    #[inline]
+    pub(crate) fn record_share(&mut self, q: usize, lost: f64) -> f64 {
+        match self {
+            Estimates::Ewma { alpha, e, seen } => {
+                seen[q] = seen[q].saturating_add(1);
+                let gain = alpha.max(1.0 / f64::from(seen[q]));
+                e[q] += gain * (lost.clamp(0.0, 1.0) - e[q]);
+                e[q] = e[q].clamp(0.0, 1.0);
+                e[q]
+            }
+            Estimates::Window { .. } => self.record(q, lost <= 0.5),
+        }
+    }
+
     /// Current estimate `E_q` (the scheduler keeps its own copy; tests read it here).
     #[cfg(test)]
     pub(crate) fn get(&self, q: usize) -> f64 {
@@ -220,6 +237,33 @@ mod tests {
                 prop_assert!((got - e).abs() < 1e-12);
             }
         }
+    }
+
+    #[test]
+    fn shares_of_air_time_average_as_they_are() {
+        // 003 §6.2: 1 - E is the share of air time that delivers payload. Frames that spend a
+        // fifth of their air on coding and never fail: E = 0.2, as for one frame lost in five.
+        let mut coded = Estimates::new(&ErrorEstimator::Ewma { alpha: 0.01 }, 1);
+        let mut lossy = Estimates::new(&ErrorEstimator::Ewma { alpha: 0.01 }, 1);
+        let (mut a, mut b) = (0.0, 0.0);
+        for i in 0..5000 {
+            a = coded.record_share(0, 0.2);
+            b = lossy.record(0, i % 5 != 0);
+        }
+        assert!((a - 0.2).abs() < 1e-9, "{a}");
+        assert!((b - 0.2).abs() < 0.02, "{b}");
+        // Whole outcomes agree with `record`.
+        let mut x = Estimates::new(&ErrorEstimator::default(), 1);
+        let mut y = Estimates::new(&ErrorEstimator::default(), 1);
+        for d in [true, false, false, true] {
+            assert_eq!(x.record_share(0, if d { 0.0 } else { 1.0 }), y.record(0, d));
+        }
+        // The window keeps one bit per outcome.
+        let mut w = Estimates::new(&ErrorEstimator::Window { outcomes: 4 }, 1);
+        for lost in [0.2, 0.9, 0.4, 0.6] {
+            w.record_share(0, lost);
+        }
+        assert_eq!(w.get(0), 0.5);
     }
 
     #[test]

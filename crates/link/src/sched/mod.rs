@@ -61,6 +61,15 @@ pub trait Scheduler: Send {
     fn observe_input(&mut self, _now: Instant, _q: QueueId, _bytes: u32) {}
     /// MAC outcome of a transmission from queue `q`. Default: ignored.
     fn report(&mut self, _now: Instant, _q: QueueId, _delivered: bool) {}
+    /// MAC outcome of a transmission from queue `q` as the share of its air time that carried
+    /// delivered payload: 1 for a frame delivered with no overhead, 0 for a lost one, and in
+    /// between for a frame delivered with coding (003 §5: "the air time costs of error coding
+    /// and packet shrinking are fractional packets rather than multiple packets, but these
+    /// defensive measures still reduce link throughput"). Default: [`Scheduler::report`], the
+    /// frame delivered when any of it was.
+    fn report_share(&mut self, now: Instant, q: QueueId, share: f64) {
+        self.report(now, q, share > 0.0);
+    }
 }
 
 /// Which scheduling policy a link uses, with that policy's own settings.
