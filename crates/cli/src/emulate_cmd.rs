@@ -40,11 +40,18 @@ const EXAMPLES: &str = "Examples:
   mslink emulate --pair --set delay_ms=40 --jitter 10 --jitter-dist normal --no-reorder \\
       --onoff 1000,300 --left 'iperf3 -s -1 >/dev/null' \\
       --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 1M -t 2 | tail -3'
-  # a link file, a Mahimahi capacity trace, live counters, the summary as JSON on standard
-  # output (the commands share it: send theirs elsewhere) and in out/summary.json, a pcap
-  mslink emulate --pair --link link.toml --set capacity_trace=traces/12mbps.mahi \\
+  # 004's WLAN link (links/ has its HSCSD link, 003's cell and a cellular link, each citing
+  # its source), live counters, the summary as JSON on standard output (the commands share
+  # it: send theirs elsewhere) and in out/summary.json, a pcap
+  mslink emulate --pair --link links/wlan.toml \\
       --stats-interval 1 --json --out out --pcap-left out/l.pcap \\
       --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2 >out/iperf3.txt'
+  # a Mahimahi capacity trace (traces/README.md) and per-packet logs in Mahimahi's format (the
+  # uplink is left to right), then their throughput and delay as a figure
+  mslink emulate --pair --set capacity_trace=traces/12mbps.mahi \\
+      --uplink-log up.log --downlink-log down.log \\
+      --right 'iperf3 -s -1 >/dev/null' --left 'sleep 0.5; iperf3 -c $MSLINK_RIGHT -t 2 >/dev/null' \\
+      && mslink graph up.log -o up.png
 
 Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two addresses).
 See docs/emulator.md.";
