@@ -41,6 +41,16 @@ impl TraceCursor {
         }
     }
 
+    /// The trace followed.
+    pub fn trace(&self) -> &Arc<MahimahiTrace> {
+        &self.trace
+    }
+
+    /// The instant of the trace's millisecond 0.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
     fn time(&self, k: u64) -> Instant {
         self.epoch + Duration::from_millis(self.trace.at_ms(k))
     }

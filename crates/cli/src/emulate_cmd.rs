@@ -40,11 +40,18 @@ const EXAMPLES: &str = "Examples:
   mslink emulate --pair --set delay_ms=40 --jitter 10 --jitter-dist normal --no-reorder \\
       --onoff 1000,300 --left 'iperf3 -s -1 >/dev/null' \\
       --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 1M -t 2 | tail -3'
-  # a link file, a Mahimahi capacity trace, live counters, the summary as JSON on standard
-  # output (the commands share it: send theirs elsewhere) and in out/summary.json, a pcap
-  mslink emulate --pair --link link.toml --set capacity_trace=traces/12mbps.mahi \\
+  # 004's WLAN link (links/ has its HSCSD link, 003's cell and a cellular link, each citing
+  # its source), live counters, the summary as JSON on standard output (the commands share
+  # it: send theirs elsewhere) and in out/summary.json, a pcap
+  mslink emulate --pair --link links/wlan.toml \\
       --stats-interval 1 --json --out out --pcap-left out/l.pcap \\
       --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2 >out/iperf3.txt'
+  # a Mahimahi capacity trace (traces/README.md) and per-packet logs in Mahimahi's format (the
+  # uplink is left to right), then their throughput and delay as a figure
+  mslink emulate --pair --set capacity_trace=traces/12mbps.mahi \\
+      --uplink-log up.log --downlink-log down.log \\
+      --right 'iperf3 -s -1 >/dev/null' --left 'sleep 0.5; iperf3 -c $MSLINK_RIGHT -t 2 >/dev/null' \\
+      && mslink graph up.log -o up.png
 
 Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two addresses).
 See docs/emulator.md.";
@@ -149,6 +156,16 @@ pub struct EmulateArgs {
     /// Capture the right device's packets (both ways) to a pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap_right: Option<PathBuf>,
+    /// Per-packet log of the uplink, left to right (out of the namespace of a single-mode
+    /// command; from the left command in --pair), in Mahimahi's format: `T + BYTES` arrivals,
+    /// `T - BYTES DELAY` departures, `T # BYTES` capacity, `T d PACKETS BYTES` queue drops
+    /// (`mslink graph FILE`, mm-throughput-graph, mm-delay-graph read it).
+    #[arg(long, value_name = "FILE")]
+    pub uplink_log: Option<PathBuf>,
+    /// Per-packet log of the downlink, right to left (into the namespace of a single-mode
+    /// command; to the left command in --pair), in Mahimahi's format.
+    #[arg(long, value_name = "FILE")]
+    pub downlink_log: Option<PathBuf>,
     /// Baseline for benchmarks (`--pair`): join the namespaces with a plain veth pair instead
     /// of the emulator.
     #[arg(long, requires = "pair")]
@@ -310,6 +327,19 @@ fn load_relative(
     }
 }
 
+fn log_json(t: mslink_emu::linklog::LogTotals) -> serde_json::Value {
+    serde_json::json!({
+        "arrivals": t.arrivals,
+        "arrival_bytes": t.arrival_bytes,
+        "departures": t.departures,
+        "departure_bytes": t.departure_bytes,
+        "drops": t.drops,
+        "drop_bytes": t.drop_bytes,
+        "capacity_bytes": t.capacity_bytes,
+        "unmatched_departures": t.unmatched,
+    })
+}
+
 fn line(s: &Summary) -> String {
     let d = |i: usize| {
         let p = &s.directions[i].packets;
@@ -342,9 +372,14 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     if let Some(dir) = &args.out {
         crate::convention::out_dir(dir, "--out")?;
     }
+    if args.direct && (args.uplink_log.is_some() || args.downlink_log.is_some()) {
+        bail!("--uplink-log and --downlink-log log the emulated hop; --direct has none");
+    }
     for (file, option) in [
         (&args.pcap_left, "--pcap-left"),
         (&args.pcap_right, "--pcap-right"),
+        (&args.uplink_log, "--uplink-log"),
+        (&args.downlink_log, "--downlink-log"),
     ] {
         if let Some(f) = file {
             crate::convention::parent_dir(f, option)?;
@@ -377,6 +412,11 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         stats_interval: args.stats_interval.map(Duration::from_secs_f64),
         pcap: [args.pcap_left.clone(), args.pcap_right.clone()],
         direct: args.direct,
+        link_logs: [args.uplink_log.clone(), args.downlink_log.clone()],
+        command_line: std::env::args()
+            .map(|a| session::shell_join(&[a]))
+            .collect::<Vec<_>>()
+            .join(" "),
     };
     let mut load = load_relative(args.link.as_deref());
     let end = Session::new(config, &mut load)?.run(&mut |event| match event {
@@ -426,6 +466,10 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             "right": offload[1],
         },
         "config": cfg,
+        "link_logs": {
+            "uplink": end.logs[0].map(log_json),
+            "downlink": end.logs[1].map(log_json),
+        },
     });
     let text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(path) = &args.json {
@@ -498,6 +542,8 @@ mod tests {
             out: None,
             pcap_left: None,
             pcap_right: None,
+            uplink_log: None,
+            downlink_log: None,
             direct: false,
             quiet: true,
             command: vec![],

@@ -12,6 +12,7 @@ mod bench_cmd;
 mod convention;
 mod demo;
 mod emulate_cmd;
+mod graph_cmd;
 mod log;
 mod meta_cmd;
 mod reproduce;
@@ -55,6 +56,10 @@ enum Command {
     /// Run programs across an emulated lossy wireless link between network namespaces, with a
     /// multi-service link at both ends (docs/emulator.md). Needs root.
     Emulate(Box<emulate_cmd::EmulateArgs>),
+    /// Draw the throughput and per-packet delay of a link log in Mahimahi's format (`mslink
+    /// emulate --uplink-log`, or mm-link's own) as PNG or SVG: mm-throughput-graph and
+    /// mm-delay-graph in one figure (docs/emulator.md).
+    Graph(graph_cmd::GraphArgs),
     /// Carry the multi-service link layer to a peer over an encrypted UDP tunnel (TUN device,
     /// Noise handshake, ChaCha20-Poly1305); `genkey` / `pubkey` / `genpsk` make keys
     /// (docs/tunnel.md).
@@ -109,6 +114,7 @@ where
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),
+        Command::Graph(args) => graph_cmd::run(&args),
         Command::Tunnel(args) => tunnel_cmd::run(&args),
         Command::Completions(args) => meta_cmd::completions(&args),
         Command::Man(args) => meta_cmd::man(&args),

@@ -2,7 +2,8 @@
 //!
 //! Contract: `gen` writes a trace with given 003 Table 1 figures (or a named environment of that
 //! table) from a seed; `stats` prints a trace's figures for a frame length; `convert` rewrites a
-//! trace compactly (run-length) or expanded (one line per frame). Errors name the file and line.
+//! trace compactly (run-length) or expanded (one line per frame); `capacity` writes a Mahimahi
+//! packet-delivery trace (capacity over time) of a constant or wandering rate. Errors name the file and line.
 //! `stats` and `convert` stream the file into a packed trace (`mslink_cli::read_error_trace`)
 //! and write their output as they go, so a trace of any size costs no more than its packed
 //! form.
@@ -31,6 +32,13 @@ enum TraceCmd {
         after_help = "Examples:\n  mslink trace gen --env walls --frames 100000 --out walls.trace\n  mslink trace gen --loss 0.05 --corruption 0.2 --ber 1e-4 --out traces/my.trace --json\n  mslink trace gen --env table --frames 1000 > table.trace"
     )]
     Gen(GenArgs),
+    /// Generate a Mahimahi packet-delivery trace (link capacity over time, one line per
+    /// 1504-byte delivery opportunity), for `capacity_trace` in `mslink emulate` or Mahimahi's
+    /// mm-link: a constant rate, or a rate that wanders between two bounds.
+    #[command(
+        after_help = "Examples:\n  # 12 Mbit/s for a 1 s period (the trace loops)\n  mslink trace capacity --mbps 12 --seconds 1 --out my-12mbps.mahi\n  # a cellular-like link: every 500 ms a new rate between 1 and 20 Mbit/s, 30 s period\n  mslink trace capacity --min-mbps 1 --max-mbps 20 --step-ms 500 --seconds 30 --seed 7 --out my-cell.mahi --json\n  # as root: the trace as the link's capacity, with a per-packet log of the uplink\n  mslink emulate --pair --set capacity_trace=my-12mbps.mahi --uplink-log up.log --right 'iperf3 -s -1 >/dev/null' --left 'sleep 0.5; iperf3 -c $MSLINK_RIGHT -t 1 >/dev/null'"
+    )]
+    Capacity(CapacityArgs),
     /// Print a trace's figures (003 Table 1's columns).
     #[command(
         after_help = "Examples:\n  mslink trace gen --env walls --out walls.trace && mslink trace stats walls.trace\n  mslink trace stats walls.trace --frame-len 500 --json"
@@ -108,6 +116,125 @@ struct GenArgs {
     /// Accepted for the convention; `gen` prints nothing but its result.
     #[arg(short, long)]
     quiet: bool,
+}
+
+#[derive(clap::Args, Debug)]
+struct CapacityArgs {
+    /// A constant rate in Mbit/s (or give --min-mbps and --max-mbps).
+    #[arg(long, conflicts_with_all = ["min_mbps", "max_mbps"])]
+    mbps: Option<f64>,
+    /// Lowest rate of a wandering link, Mbit/s.
+    #[arg(long, requires = "max_mbps")]
+    min_mbps: Option<f64>,
+    /// Highest rate of a wandering link, Mbit/s.
+    #[arg(long, requires = "min_mbps")]
+    max_mbps: Option<f64>,
+    /// A wandering link draws a new rate this often: the last one plus a uniform step of up to
+    /// a quarter of the range either way, kept within the bounds.
+    #[arg(long, default_value_t = 500)]
+    step_ms: u64,
+    /// Length of the trace (its period: emulators loop it), in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Seed of a wandering link.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output file, its folder created if missing (default: standard output).
+    #[arg(short, long)]
+    out: Option<String>,
+    /// With --out: print the trace's figures (opportunities, mean, min and max rate per step) as
+    /// one JSON document on standard output.
+    #[arg(long, requires = "out")]
+    json: bool,
+    /// Accepted for the convention; `capacity` prints nothing but its result.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// The opportunity times (ms) of a trace whose rate in millisecond `m` is `rate_bps(m)`:
+/// credit accrues each millisecond and every 1504 bytes of it is one opportunity at the end of
+/// that millisecond (so the first line is at 1 ms or later, and the last one is the period).
+fn opportunities(ms: u64, rate_bps: impl Fn(u64) -> f64) -> Vec<u64> {
+    let per = (mslink_channel::mahimahi::OPPORTUNITY_BYTES * 8) as f64;
+    let mut credit = 0.0;
+    let mut out = Vec::new();
+    for m in 0..ms {
+        credit += rate_bps(m) / 1000.0;
+        while credit >= per {
+            credit -= per;
+            out.push(m + 1);
+        }
+    }
+    // A Mahimahi trace's last line is its period.
+    if out.last() != Some(&ms) {
+        out.push(ms);
+    }
+    out
+}
+
+fn capacity(c: &CapacityArgs) -> Result<()> {
+    use rand::Rng;
+    let positive = |v: f64, flag: &str| -> Result<f64> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            bail!("{flag} must be a positive number of Mbit/s, got {v}")
+        }
+    };
+    if !(c.seconds.is_finite() && c.seconds >= 0.001 && c.seconds <= 86_400.0) {
+        bail!(
+            "--seconds must be between 0.001 and 86400, got {}",
+            c.seconds
+        );
+    }
+    if c.step_ms == 0 {
+        bail!("--step-ms must be at least 1");
+    }
+    let ms = (c.seconds * 1000.0).round() as u64;
+    let steps: Vec<f64> = match (c.mbps, c.min_mbps, c.max_mbps) {
+        (Some(r), _, _) => vec![positive(r, "--mbps")?],
+        (None, Some(lo), Some(hi)) => {
+            let (lo, hi) = (positive(lo, "--min-mbps")?, positive(hi, "--max-mbps")?);
+            if hi < lo {
+                bail!("--max-mbps {hi} is below --min-mbps {lo}");
+            }
+            let mut rng = ChaCha8Rng::seed_from_u64(c.seed);
+            let spread = (hi - lo) / 4.0;
+            let mut r = (lo + hi) / 2.0;
+            (0..ms.div_ceil(c.step_ms))
+                .map(|_| {
+                    let v = r;
+                    r = (r + rng.gen_range(-spread..=spread)).clamp(lo, hi);
+                    v
+                })
+                .collect()
+        }
+        _ => bail!("give --mbps RATE, or --min-mbps and --max-mbps"),
+    };
+    let step = c.step_ms;
+    let times = opportunities(ms, |m| {
+        steps[((m / step) as usize).min(steps.len() - 1)] * 1e6
+    });
+    write_with(&c.out, |w| {
+        for t in &times {
+            writeln!(w, "{t}")?;
+        }
+        Ok(())
+    })?;
+    if c.json {
+        let mean = times.len() as f64 * (mslink_channel::mahimahi::OPPORTUNITY_BYTES * 8) as f64
+            / c.seconds
+            / 1e6;
+        let v = serde_json::json!({
+            "opportunities": times.len(),
+            "period_ms": ms,
+            "mean_mbps": mean,
+            "min_step_mbps": steps.iter().copied().fold(f64::INFINITY, f64::min),
+            "max_step_mbps": steps.iter().copied().fold(0.0, f64::max),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(())
 }
 
 /// 003 Table 1 (loss, truncation, corruption, bit error rate); "trivial" entries are zero.
@@ -189,6 +316,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             }
             Ok(())
         }
+        TraceCmd::Capacity(c) => capacity(c),
         TraceCmd::Stats {
             file,
             frame_len,

@@ -315,20 +315,27 @@ fn is_daemon(verb: &str, line: &str) -> bool {
     verb == "tunnel" && line.contains(".toml")
 }
 
-/// The files the examples name: the repository's scenarios, a link file, a Mahimahi trace,
+/// The files the examples name: the repository's scenarios, sample link files and traces,
 /// and a tunnel configuration with its pre-shared key.
 fn scratch() -> PathBuf {
     let d = std::env::temp_dir().join(format!("mslink-convention-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(d.join("traces")).unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for shared in ["scenarios", "claims"] {
+    for shared in ["scenarios", "claims", "links"] {
         std::os::unix::fs::symlink(repo.join(shared).canonicalize().unwrap(), d.join(shared))
             .unwrap();
     }
-    std::fs::write(d.join("link.toml"), "rate_bps = 20e6\ndelay_ms = 5\n").unwrap();
-    let mahi: String = (1..=100).map(|ms| format!("{ms}\n")).collect();
-    std::fs::write(d.join("traces/12mbps.mahi"), mahi).unwrap();
+    // The shipped traces, each linked into a folder of the scratch's own, so that examples
+    // writing into traces/ write there and not into the repository.
+    for e in std::fs::read_dir(repo.join("traces")).unwrap() {
+        let e = e.unwrap();
+        std::os::unix::fs::symlink(
+            e.path().canonicalize().unwrap(),
+            d.join("traces").join(e.file_name()),
+        )
+        .unwrap();
+    }
     let psk = Command::new(env!("CARGO_BIN_EXE_mslink"))
         .args(["tunnel", "genpsk"])
         .output()

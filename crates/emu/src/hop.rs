@@ -256,6 +256,22 @@ impl EmulatedHop {
         }
     }
 
+    /// The capacity model of direction `dir` (for logs of its delivery opportunities).
+    pub fn capacity(&self, dir: usize) -> &Capacity {
+        &self.dirs[dir].capacity
+    }
+
+    /// The outage process of direction `dir`, if it has one (a clone replays its periods).
+    pub fn onoff(&self, dir: usize) -> Option<&OnOff> {
+        self.dirs[dir].onoff.as_ref()
+    }
+
+    /// Packets and bytes the queue of direction `dir` has dropped so far, every cause.
+    pub fn queue_drops(&self, dir: usize) -> (u64, u64) {
+        let s = self.dirs[dir].queue.stats();
+        (s.dropped, s.dropped_bytes)
+    }
+
     /// Packets waiting to be written on `side`.
     pub fn pending_deliver(&self, side: usize) -> usize {
         self.dirs[1 - side].out.len()

@@ -16,6 +16,8 @@
 //! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
 //!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
 //!   come out together are written back as one super-packet.
+//! * [`linklog`] writes per-packet logs in Mahimahi's format (the driver feeds it) and
+//!   [`linklog_read`] reads them back (ours or Mahimahi's) for `mslink graph`.
 //! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
 //!   to their end, with every packet accounted for (what `mslink emulate` runs).
 //!
@@ -29,6 +31,8 @@ pub mod coalesce;
 pub mod config;
 pub mod gso;
 pub mod hop;
+pub mod linklog;
+pub mod linklog_read;
 pub mod runtime;
 pub mod session;
 pub mod tun;

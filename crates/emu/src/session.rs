@@ -32,6 +32,7 @@ use mslink_netns::{dev_counters, sweep_stale, LinkChange, Netns};
 use crate::clock::Clock;
 use crate::config::{EmuConfig, EmuConfigError};
 use crate::hop::{EmulatedHop, Summary};
+use crate::linklog::{LinkLog, LogHeader, LogTotals};
 use crate::runtime::{self, Control, OffloadCounts};
 use crate::tun::Tun;
 
@@ -86,6 +87,11 @@ pub struct SessionConfig {
     /// Baseline for benchmarks (pair mode): join the namespaces with a plain veth pair instead
     /// of the emulated hop.
     pub direct: bool,
+    /// Per-packet logs in Mahimahi's format ([`crate::linklog`]) of the uplink (left to right)
+    /// and the downlink (right to left).
+    pub link_logs: [Option<PathBuf>; 2],
+    /// The command line the logs' headers quote.
+    pub command_line: String,
 }
 
 /// Why a session could not run.
@@ -111,6 +117,124 @@ pub enum SessionError {
     /// A packet could not be written to a pcap file.
     #[error("writing a pcap file")]
     PcapWrite(#[source] pcap_file::PcapError),
+}
+
+type Log = LinkLog<std::io::BufWriter<std::fs::File>>;
+
+/// The link logs of a run, by direction.
+struct Logs {
+    logs: [Option<(Log, PathBuf)>; 2],
+}
+
+impl Logs {
+    fn open(
+        config: &SessionConfig,
+        hop: &EmulatedHop,
+        clock: &Clock,
+    ) -> Result<Logs, SessionError> {
+        let emu = &config.emu;
+        let q = emu.queue_config();
+        let queue = match (q.discipline, q.packets, q.bytes) {
+            (mslink_channel::queue::Discipline::Droptail, None, None) => "infinite".to_string(),
+            (d, p, b) => {
+                use mslink_channel::queue::Discipline as D;
+                let name = match d {
+                    D::Droptail => "droptail",
+                    D::Drophead => "drophead",
+                    D::Codel => "codel",
+                    D::Pie => "pie",
+                    D::FqCodel => "fq_codel",
+                };
+                let mut limits = Vec::new();
+                if let Some(p) = p {
+                    limits.push(format!("packets={p}"));
+                }
+                if let Some(b) = b {
+                    limits.push(format!("bytes={b}"));
+                }
+                format!("{name} [{}]", limits.join(", "))
+            }
+        };
+        let unix_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let init_unix_ms =
+            (unix_now.as_nanos() as u64).saturating_sub(clock.now().as_nanos()) / 1_000_000;
+        let mut logs = [None, None];
+        for (dir, (slot, path)) in logs.iter_mut().zip(&config.link_logs).enumerate() {
+            let Some(path) = path else { continue };
+            let trace = if dir == 1 {
+                emu.capacity_trace_reverse
+                    .as_ref()
+                    .or(emu.capacity_trace.as_ref())
+            } else {
+                emu.capacity_trace.as_ref()
+            };
+            let capacity = match (trace, emu.rate_bps) {
+                (Some(t), _) => t.clone(),
+                (None, r) if r > 0.0 => format!("{} bit/s", r.round() as u64),
+                (None, _) => "unlimited".to_string(),
+            };
+            let header = LogHeader {
+                direction: dir,
+                capacity,
+                path: path.display().to_string(),
+                command_line: config.command_line.clone(),
+                queue: queue.clone(),
+                init_unix_ms,
+            };
+            let what = format!("creating the link log {}", path.display());
+            let f = std::fs::File::create(path).map_err(os(what.clone()))?;
+            // A large buffer: the event loop writes a line per packet.
+            let w = std::io::BufWriter::with_capacity(1 << 20, f);
+            let log =
+                LinkLog::new(w, &header, hop.capacity(dir), hop.onoff(dir)).map_err(os(what))?;
+            *slot = Some((log, path.clone()));
+        }
+        Ok(Logs { logs })
+    }
+
+    fn any(&self) -> bool {
+        self.logs.iter().any(Option::is_some)
+    }
+
+    /// A packet read on `side` (`inbound`) enters direction `side`; one written on `side`
+    /// leaves direction `1 - side`.
+    fn packet(&mut self, side: usize, inbound: bool, t: Instant, p: &[u8]) {
+        let dir = if inbound { side } else { 1 - side };
+        if let Some((log, _)) = self.logs[dir].as_mut() {
+            if inbound {
+                log.arrival(t, p);
+            } else {
+                log.departure(t, p);
+            }
+        }
+    }
+
+    fn tick(&mut self, now: Instant, hop: &EmulatedHop) {
+        for (dir, l) in self.logs.iter_mut().enumerate() {
+            if let Some((log, _)) = l.as_mut() {
+                log.tick(now, hop.queue_drops(dir));
+            }
+        }
+    }
+
+    fn finish(
+        self,
+        now: Instant,
+        hop: &EmulatedHop,
+    ) -> Result<[Option<LogTotals>; 2], SessionError> {
+        let mut totals = [None, None];
+        for (dir, l) in self.logs.into_iter().enumerate() {
+            if let Some((log, path)) = l {
+                let (_, t) = log
+                    .finish(now, hop.queue_drops(dir))
+                    .map_err(os(format!("writing the link log {}", path.display())))?;
+                totals[dir] = Some(t);
+            }
+        }
+        Ok(totals)
+    }
 }
 
 fn os(what: impl Into<String>) -> impl FnOnce(io::Error) -> SessionError {
@@ -178,6 +302,8 @@ pub struct SessionEnd {
     pub offload_enabled: bool,
     /// The devices also take UDP segmentation offload.
     pub udp_segmentation: bool,
+    /// What the link logs hold (uplink, downlink), for those written.
+    pub logs: [Option<LogTotals>; 2],
 }
 
 impl SessionEnd {
@@ -564,6 +690,7 @@ impl Session {
         tuns: &[Tun; 2],
         children: &mut Children,
         captures: &mut Captures,
+        logs: &mut Logs,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<(bool, [OffloadCounts; 2]), SessionError> {
         let stats_every = self.config.stats_interval;
@@ -574,10 +701,15 @@ impl Session {
             stats_every,
             next_stats: stats_every.map(|d| self.clock.now() + d),
         };
-        let mut tick = |now: Instant, hop: &EmulatedHop| watch.tick(now, hop);
-        let has_pcap = captures.any();
-        let mut capture = |side: usize, _inbound: bool, _t: Instant, p: &[u8]| {
+        let has_capture = captures.any() || logs.any();
+        let logs = std::cell::RefCell::new(logs);
+        let mut tick = |now: Instant, hop: &EmulatedHop| {
+            logs.borrow_mut().tick(now, hop);
+            watch.tick(now, hop)
+        };
+        let mut capture = |side: usize, inbound: bool, t: Instant, p: &[u8]| {
             captures.write(side, p);
+            logs.borrow_mut().packet(side, inbound, t, p);
         };
         let cfg = &self.config.emu;
         let end = runtime::run(
@@ -587,7 +719,11 @@ impl Session {
             cfg.tun_coalesce,
             cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
             &mut tick,
-            if has_pcap { Some(&mut capture) } else { None },
+            if has_capture {
+                Some(&mut capture)
+            } else {
+                None
+            },
         )?;
         Ok((end.drained, end.offload))
     }
@@ -618,8 +754,13 @@ impl Session {
         let mut children = self.spawn(&sides)?;
         let started = std::time::Instant::now();
         let mut captures = Captures::open(&self.config.pcap)?;
+        let mut logs = if tuns.is_some() {
+            Logs::open(&self.config, &self.hop, &self.clock)?
+        } else {
+            Logs { logs: [None, None] }
+        };
         let (drained, offload) = match &tuns {
-            Some(tuns) => self.carry(tuns, &mut children, &mut captures, on_event)?,
+            Some(tuns) => self.carry(tuns, &mut children, &mut captures, &mut logs, on_event)?,
             None => {
                 while !children.finished() && !STOP.load(Ordering::SeqCst) {
                     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -630,6 +771,7 @@ impl Session {
         };
         children.stop();
         captures.finish()?;
+        let logs = logs.finish(self.clock.now(), &self.hop)?;
         let summary = self.hop.summary();
         let side_end = |i: usize| {
             let s = &sides[i];
@@ -657,6 +799,7 @@ impl Session {
             offload,
             offload_enabled: tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()),
             udp_segmentation: tuns.as_ref().is_some_and(|t| t[0].has_uso()),
+            logs,
         })
     }
 }

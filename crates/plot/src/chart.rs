@@ -3,7 +3,9 @@
 //!
 //! Contract. [`save`] draws one [`Chart`] to `DIR/STEM.png` and `DIR/STEM.svg` and returns both
 //! paths ([`to_png`] and [`to_svg`] return the bytes; the Python package's `mslink.plot` draws
-//! through them too, from a chart given as JSON, so every figure of mslink comes from here); [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
+//! through them too, from a chart given as JSON, so every figure of mslink comes from here;
+//! [`stacked_to_png`] and [`stacked_to_svg`] put several charts one above the other in one
+//! image); [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
 //! of the chart: no timestamps, no system fonts (text uses the DejaVu Sans subset of `assets/`),
 //! so the same data gives byte-identical files. Axes may be logarithmic: x in powers of two
 //! (message sizes, labelled 1, 4, 16, .., 1K, .., 1M) and y in powers of ten; points that a
@@ -194,6 +196,55 @@ pub fn to_svg(chart: &Chart) -> Result<String> {
         draw(&root, chart)?;
         root.present()
             .map_err(|e| PlotError::Draw(format!("drawing {} as SVG: {e}", chart.title)))?;
+    }
+    Ok(svg)
+}
+
+/// Charts stacked top to bottom in one PNG image (960 wide, 600 high per chart).
+pub fn stacked_to_png(charts: &[Chart]) -> Result<Vec<u8>> {
+    register_font()?;
+    let (w, h) = (SIZE.0, SIZE.1 * charts.len().max(1) as u32);
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        for (area, chart) in root
+            .split_evenly((charts.len().max(1), 1))
+            .iter()
+            .zip(charts)
+        {
+            draw(area, chart)?;
+        }
+        root.present()
+            .map_err(|e| PlotError::Draw(format!("drawing a PNG: {e}")))?;
+    }
+    let mut png_bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Best);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&rgb)?;
+    }
+    Ok(png_bytes)
+}
+
+/// Charts stacked top to bottom in one SVG image.
+pub fn stacked_to_svg(charts: &[Chart]) -> Result<String> {
+    register_font()?;
+    let size = (SIZE.0, SIZE.1 * charts.len().max(1) as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        for (area, chart) in root
+            .split_evenly((charts.len().max(1), 1))
+            .iter()
+            .zip(charts)
+        {
+            draw(area, chart)?;
+        }
+        root.present()
+            .map_err(|e| PlotError::Draw(format!("drawing an SVG: {e}")))?;
     }
     Ok(svg)
 }

@@ -4,7 +4,8 @@
 //! Contract: [`chart`] is the drawing engine (line charts, optional log axes and error bars,
 //! an embedded font); [`sim`] draws the plots of `mslink sim` results (003 Figs. 11-12, 004
 //! Figs. 2, 7-10), [`bench`] the figures of the end-system benchmark (000 Figs. 4-7) and
-//! [`stack`] those of the protocol-stack benchmark (002 Tables 1-3, Fig. 4). Every figure is a
+//! [`stack`] those of the protocol-stack benchmark (002 Tables 1-3, Fig. 4), [`linklog`] the
+//! throughput and delay of a per-packet link log (`mslink graph`). Every figure is a
 //! pure function of its data: the same data give byte-identical files. Errors are
 //! [`PlotError`]s; nothing here prints.
 
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 pub mod bench;
 pub mod chart;
+pub mod linklog;
 pub mod sim;
 pub mod stack;
 
@@ -23,6 +25,9 @@ pub enum PlotError {
     /// The embedded font does not parse (a broken build).
     #[error("the embedded plot font does not parse")]
     Font,
+    /// A figure's file has neither a `.png` nor an `.svg` extension.
+    #[error("{}: the figure's file must end in .png or .svg", .0.display())]
+    Format(PathBuf),
     /// A figure's path has no file name.
     #[error("no file name in {}", .0.display())]
     NoFileName(PathBuf),
