@@ -110,6 +110,7 @@ pub fn charts(fig: &LinkLogFigure) -> [Chart; 2] {
             ..Scale::default()
         },
         markers: false,
+        scatter: false,
     };
     let delay = Chart {
         title: match fig.delay_p95_ms {
@@ -123,6 +124,7 @@ pub fn charts(fig: &LinkLogFigure) -> [Chart; 2] {
         error_bars: false,
         scale: Scale::default(),
         markers: false,
+        scatter: false,
     };
     [throughput, delay]
 }
