@@ -139,7 +139,9 @@ class Result:
                 one = at[at["flow"] == flow]
                 for m in metrics:
                     n, mean, sd, lo, hi = _core.estimate([float(x) for x in one[m]])
-                    rows.append([at["scenario"].iloc[0], point, *sweep, flow, m, n, mean, sd, lo, hi])
+                    rows.append(
+                        [at["scenario"].iloc[0], point, *sweep, flow, m, n, mean, sd, lo, hi]
+                    )
         cols = ["scenario", "point", *keys, "flow", "metric", "n", "mean", "sd"]
         return pd.DataFrame(rows, columns=[*cols, "ci95_low", "ci95_high"])
 

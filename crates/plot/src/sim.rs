@@ -1,8 +1,9 @@
 //! Plots of `mslink sim` results as PNG and SVG, drawn with plotters so the CLI needs no
 //! Python.
 //!
-//! Contract. [`write_plots`] turns the results of one `mslink sim` invocation into files under
-//! `DIR/plots/` and returns their paths:
+//! Contract. [`SimPlots`] gathers the results of one `mslink sim` invocation run by run, as
+//! the runs finish, and writes files under `DIR/plots/`, returning their paths ([`write_plots`]
+//! does it for runs held all at once):
 //!
 //! * `timeseries_p<point>.png|svg`, for each sweep point whose runs have a moving-window series:
 //!   throughput of every flow against time, averaged over the repetitions (003 Figs. 11-12);
@@ -33,7 +34,7 @@ pub const MAX_LINES: usize = 12;
 /// Most sweep points that get a time-series chart each.
 pub const MAX_TIMESERIES_CHARTS: usize = 64;
 
-/// What the plots are drawn from.
+/// What the plots are drawn from, all at once (see [`SimPlots`] to feed runs as they finish).
 pub struct PlotInput<'a> {
     /// Scenario name (chart titles).
     pub scenario: &'a str,
@@ -50,20 +51,177 @@ type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
 /// A flow metric for the sweep charts.
 type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
 
+/// The sweep charts' metrics: file stem, y label, value. The last one is drawn only when some
+/// datagram flow has delay percentiles (TCP flows report zeros).
+const SWEEP_METRICS: [(&str, &str, Metric); 4] = [
+    ("throughput", "throughput", |f| f.throughput_bps),
+    ("loss_rate", "residual loss (%)", |f| f.loss_rate * 100.0),
+    ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
+    ("delay_p95", "95th percentile delay (ms)", |f| {
+        f.delay_p95_s * 1e3
+    }),
+];
+
 /// Writes every plot of `input` under `dir/plots`; returns the files written.
 pub fn write_plots(dir: &Path, input: &PlotInput) -> Result<Vec<PathBuf>, PlotError> {
-    let out = dir.join("plots");
-    std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
-    let mut files = Vec::new();
-    for (point, chart) in timeseries_charts(input) {
-        files.extend(save(&out, &format!("timeseries_p{point}"), &chart)?);
+    let mut plots = SimPlots::new(input.scenario, input.keys, input.points);
+    for (point, r) in &input.runs {
+        plots.add(*point, r);
     }
-    if input.points.len() > 1 {
-        for (stem, chart) in sweep_charts(input) {
-            files.extend(save(&out, &stem, &chart)?);
+    plots.write(dir)
+}
+
+/// The plots of one `mslink sim` invocation, gathered run by run as the runs finish (in job
+/// order), holding what the charts draw and nothing that grows with the repetitions beyond
+/// their values: the drawn flows' series, each drawn sweep line's metrics per point and
+/// repetition, and counts of the rest.
+pub struct SimPlots<'a> {
+    scenario: &'a str,
+    keys: &'a [String],
+    points: &'a [Vec<(String, String)>],
+    timeseries: BTreeMap<usize, PointSeries>,
+    sweep: Option<SweepAcc>,
+}
+
+/// What the sweep charts gather.
+struct SweepAcc {
+    /// The x key.
+    xi: usize,
+    categorical: bool,
+    /// Wireless segments whose error model the x key sets (none: not a loss axis).
+    loss_segments: Vec<usize>,
+    /// x value -> segment -> per direction: frames damaged, sent, bytes sent.
+    frames: BTreeMap<String, BTreeMap<usize, [Frames; 2]>>,
+    /// Series labels in first-seen order, the first [`MAX_LINES`] only.
+    order: Vec<String>,
+    /// Every label seen (for the title's count).
+    seen: std::collections::HashSet<String>,
+    /// Drawn label -> point -> per repetition, each metric of [`SWEEP_METRICS`].
+    values: BTreeMap<String, BTreeMap<usize, Vec<[f64; 4]>>>,
+    /// Largest throughput of any flow, drawn or not (the unit of the y axis).
+    max_throughput: f64,
+    /// Some flow has delay percentiles.
+    any_p95: bool,
+    /// Runs of point 0 (the repetitions).
+    reps: usize,
+}
+
+impl<'a> SimPlots<'a> {
+    /// Plots of scenario `scenario` swept over `keys` at `points`.
+    pub fn new(scenario: &'a str, keys: &'a [String], points: &'a [Vec<(String, String)>]) -> Self {
+        let sweep = (points.len() > 1)
+            .then(|| sweep_axis(keys, points))
+            .flatten()
+            .map(|(xi, categorical)| SweepAcc {
+                xi,
+                categorical,
+                loss_segments: if categorical {
+                    Vec::new()
+                } else {
+                    error_segments(&keys[xi])
+                },
+                frames: BTreeMap::new(),
+                order: Vec::new(),
+                seen: Default::default(),
+                values: BTreeMap::new(),
+                max_throughput: 0.0,
+                any_p95: false,
+                reps: 0,
+            });
+        SimPlots {
+            scenario,
+            keys,
+            points,
+            timeseries: BTreeMap::new(),
+            sweep,
         }
     }
-    Ok(files)
+
+    /// Adds one run of sweep point `point`.
+    pub fn add(&mut self, point: usize, r: &RunResult) {
+        if point < MAX_TIMESERIES_CHARTS {
+            let ps = self.timeseries.entry(point).or_default();
+            for p in &r.timeseries {
+                ps.max = ps.max.max(p.throughput_bps);
+                if !ps.seen.contains(&p.flow) {
+                    ps.seen.insert(p.flow.clone());
+                    if ps.drawn.len() < MAX_LINES {
+                        ps.drawn.push(p.flow.clone());
+                    }
+                }
+                if !ps.drawn.contains(&p.flow) {
+                    continue;
+                }
+                ps.values
+                    .entry(p.flow.clone())
+                    .or_default()
+                    .entry(p.time_s.to_bits())
+                    .or_default()
+                    .push(p.throughput_bps);
+            }
+        }
+        let Some(sw) = &mut self.sweep else { return };
+        if point == 0 {
+            sw.reps += 1;
+        }
+        let value = &self.points[point][sw.xi].1;
+        if !sw.loss_segments.is_empty() {
+            let at = sw.frames.entry(value.clone()).or_default();
+            for &i in &sw.loss_segments {
+                let Some(s) = r.segments.get(i) else { continue };
+                let e = at.entry(i).or_default();
+                for (acc, d) in e.iter_mut().zip(&s.directions) {
+                    acc.0 += d.lost + d.truncated + d.corrupted;
+                    acc.1 += d.sent;
+                    acc.2 += d.bytes;
+                }
+            }
+        }
+        let others: Vec<String> = self.points[point]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != sw.xi)
+            .map(|(_, (_, v))| short_value(v))
+            .collect();
+        for f in &r.flows {
+            sw.max_throughput = sw.max_throughput.max(f.throughput_bps);
+            sw.any_p95 |= f.delay_p95_s > 0.0;
+            let mut label = f.flow.clone();
+            if !others.is_empty() {
+                label = format!("{label} {}", others.join(" "));
+            }
+            if !sw.seen.contains(&label) {
+                sw.seen.insert(label.clone());
+                if sw.order.len() < MAX_LINES {
+                    sw.order.push(label.clone());
+                }
+            }
+            if let Some(per_point) = sw.values.get_mut(&label) {
+                per_point
+                    .entry(point)
+                    .or_default()
+                    .push(SWEEP_METRICS.map(|(_, _, m)| m(f)));
+            } else if sw.order.contains(&label) {
+                let mut per_point = BTreeMap::new();
+                per_point.insert(point, vec![SWEEP_METRICS.map(|(_, _, m)| m(f))]);
+                sw.values.insert(label, per_point);
+            }
+        }
+    }
+
+    /// Writes every plot under `dir/plots`; returns the files written.
+    pub fn write(self, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+        let out = dir.join("plots");
+        std::fs::create_dir_all(&out).map_err(io(format!("creating {}", out.display())))?;
+        let mut files = Vec::new();
+        for (point, chart) in self.timeseries_charts() {
+            files.extend(save(&out, &format!("timeseries_p{point}"), &chart)?);
+        }
+        for (stem, chart) in self.sweep_charts() {
+            files.extend(save(&out, &stem, &chart)?);
+        }
+        Ok(files)
+    }
 }
 
 /// A chart line `label`: per x (its f64 bits), the mean of the values over repetitions and
@@ -194,85 +352,32 @@ struct PointSeries {
     max: f64,
 }
 
-fn timeseries_charts(input: &PlotInput) -> Vec<(usize, Chart)> {
-    let mut per_point: BTreeMap<usize, PointSeries> = BTreeMap::new();
-    for (point, r) in &input.runs {
-        if *point >= MAX_TIMESERIES_CHARTS {
-            continue;
-        }
-        let ps = per_point.entry(*point).or_default();
-        for p in &r.timeseries {
-            ps.max = ps.max.max(p.throughput_bps);
-            if !ps.seen.contains(&p.flow) {
-                ps.seen.insert(p.flow.clone());
-                if ps.drawn.len() < MAX_LINES {
-                    ps.drawn.push(p.flow.clone());
-                }
-            }
-            if !ps.drawn.contains(&p.flow) {
-                continue;
-            }
-            ps.values
-                .entry(p.flow.clone())
-                .or_default()
-                .entry(p.time_s.to_bits())
-                .or_default()
-                .push(p.throughput_bps);
-        }
-    }
-    let mut charts = Vec::new();
-    for (point, ps) in per_point {
-        let PointSeries {
-            drawn: order,
-            seen,
-            values: flows,
-            max,
-        } = ps;
-        if order.is_empty() {
-            continue;
-        }
-        let (unit, scale) = rate_unit(max);
-        let shown = order.len();
-        let lines = order.iter().map(|f| line(f, &flows[f], scale)).collect();
-        let mut title = format!("{}: moving-window throughput", input.scenario);
-        if input.points.len() > 1 {
-            title.push_str(&format!(" ({})", describe_point(&input.points[point])));
-        }
-        if shown < seen.len() {
-            title.push_str(&format!(" [first {shown} of {} flows]", seen.len()));
-        }
-        charts.push((
-            point,
-            Chart {
-                title,
-                x_label: "time (s)".into(),
-                y_label: format!("throughput ({unit})"),
-                lines,
-                categories: None,
-                error_bars: false,
-                scale: Scale::default(),
-                markers: false,
-                scatter: false,
-            },
-        ));
-    }
-    charts
+/// The x axis of the sweep charts: the first key whose values are all numbers and differ,
+/// else the first that varies (categorical); none when nothing varies.
+fn sweep_axis(keys: &[String], points: &[Vec<(String, String)>]) -> Option<(usize, bool)> {
+    let varies = |i: usize| {
+        let first = &points[0][i].1;
+        points.iter().any(|p| &p[i].1 != first)
+    };
+    let numeric = |i: usize| points.iter().all(|p| number(&p[i].1).is_some());
+    let xi = (0..keys.len())
+        .find(|&i| varies(i) && numeric(i))
+        .or_else(|| (0..keys.len()).find(|&i| varies(i)))?;
+    Some((xi, !numeric(xi)))
 }
 
-/// Frames damaged, frames sent and bytes sent in one direction of a segment.
-type Frames = (u64, u64, u64);
+/// A sweep value as a finite number, if it is one.
+fn number(v: &str) -> Option<f64> {
+    match mslink_sim::labels::label(v) {
+        mslink_sim::labels::Label::Number(x) if x.is_finite() => Some(x),
+        _ => None,
+    }
+}
 
-/// When sweep key `xi` sets the error model of wireless segments (`segment.N.error.*`, every
-/// alternative of an `a|b` key), the frame loss those segments showed at each of the key's
-/// values, in percent: frames lost, truncated or corrupted over frames sent in the segment's
-/// data direction, summed over every run at that value (004 Table I's measure). So an error
-/// model's parameter (a mean error interval in bytes, say) is drawn as the loss it gave, in
-/// the papers' axes.
-/// None when the key sets something else, a value saw no frames, or two values gave the same
-/// loss (they would fall on one x); the axis label names the segments.
-fn measured_frame_loss(input: &PlotInput, xi: usize) -> Option<(String, BTreeMap<String, f64>)> {
-    let segs: Vec<usize> = input.keys[xi]
-        .split('|')
+/// The wireless segments whose error model sweep key `k` sets (`segment.N.error.*`, every
+/// alternative of an `a|b` key); empty when it sets anything else.
+fn error_segments(k: &str) -> Vec<usize> {
+    k.split('|')
         .map(|k| {
             let p: Vec<&str> = k.split('.').collect();
             match p[..] {
@@ -280,177 +385,174 @@ fn measured_frame_loss(input: &PlotInput, xi: usize) -> Option<(String, BTreeMap
                 _ => None,
             }
         })
-        .collect::<Option<_>>()?;
-    // value -> segment -> per direction.
-    let mut frames: BTreeMap<&str, BTreeMap<usize, [Frames; 2]>> = BTreeMap::new();
-    for (point, r) in &input.runs {
-        let at = frames.entry(&input.points[*point][xi].1).or_default();
-        for &i in &segs {
-            let Some(s) = r.segments.get(i) else { continue };
-            let e = at.entry(i).or_default();
-            for (acc, d) in e.iter_mut().zip(&s.directions) {
-                acc.0 += d.lost + d.truncated + d.corrupted;
-                acc.1 += d.sent;
-                acc.2 += d.bytes;
-            }
-        }
-    }
-    // Each segment's data direction (the one that carried more bytes): the other carries
-    // acknowledgements and control frames, short and rarely hit, which would dilute the rate.
-    let by_value: BTreeMap<String, f64> = frames
-        .iter()
-        .map(|(v, per_seg)| {
-            let (bad, sent) = per_seg
-                .values()
-                .map(|d| if d[1].2 > d[0].2 { d[1] } else { d[0] })
-                .fold((0, 0), |a, d| (a.0 + d.0, a.1 + d.1));
-            (sent > 0).then(|| (v.to_string(), bad as f64 / sent as f64 * 100.0))
-        })
-        .collect::<Option<_>>()?;
-    let mut xs: Vec<u64> = by_value.values().map(|x| x.to_bits()).collect();
-    xs.sort_unstable();
-    xs.dedup();
-    if xs.len() < by_value.len() {
-        return None;
-    }
-    let names: Vec<String> = segs.iter().map(|s| s.to_string()).collect();
-    let label = format!(
-        "frame loss (%, measured on segment{} {})",
-        if segs.len() > 1 { "s" } else { "" },
-        names.join(" and ")
-    );
-    Some((label, by_value))
+        .collect::<Option<Vec<usize>>>()
+        .unwrap_or_default()
 }
 
-fn sweep_charts(input: &PlotInput) -> Vec<(String, Chart)> {
-    let varies = |i: usize| {
-        let first = &input.points[0][i].1;
-        input.points.iter().any(|p| &p[i].1 != first)
-    };
-    let number = |v: &str| match mslink_sim::labels::label(v) {
-        mslink_sim::labels::Label::Number(x) if x.is_finite() => Some(x),
-        _ => None,
-    };
-    let numeric = |i: usize| input.points.iter().all(|p| number(&p[i].1).is_some());
-    let Some(xi) = (0..input.keys.len())
-        .find(|&i| varies(i) && numeric(i))
-        .or_else(|| (0..input.keys.len()).find(|&i| varies(i)))
-    else {
-        return Vec::new();
-    };
-    let categorical = !numeric(xi);
-    let mut categories: Vec<String> = Vec::new();
-    if categorical {
-        for p in input.points {
-            if !categories.contains(&p[xi].1) {
-                categories.push(p[xi].1.clone());
-            }
+/// Frames damaged, frames sent and bytes sent in one direction of a segment.
+type Frames = (u64, u64, u64);
+
+impl SweepAcc {
+    /// When the x key sets the error model of wireless segments, the frame loss those
+    /// segments showed at each of the key's values, in percent: frames lost, truncated or
+    /// corrupted over frames sent in the segment's data direction (the one that carried more
+    /// bytes: the other carries acknowledgements and control frames, short and rarely hit),
+    /// summed over every run at that value (004 Table I's measure). So an error model's
+    /// parameter (a mean error interval in bytes, say) is drawn as the loss it gave, in the
+    /// papers' axes. None when the key sets something else, a value saw no frames, or two
+    /// values gave the same loss (they would fall on one x); the label names the segments.
+    fn measured_frame_loss(&self) -> Option<(String, BTreeMap<String, f64>)> {
+        if self.loss_segments.is_empty() {
+            return None;
         }
-    }
-    let loss_axis = (!categorical)
-        .then(|| measured_frame_loss(input, xi))
-        .flatten();
-    let x_of = |point: usize| -> f64 {
-        let v = &input.points[point][xi].1;
-        if let Some((_, by_value)) = &loss_axis {
-            by_value[v]
-        } else if categorical {
-            categories.iter().position(|c| c == v).unwrap_or(0) as f64
-        } else {
-            number(v).unwrap_or(0.0)
-        }
-    };
-    let x_label = match &loss_axis {
-        Some((label, _)) => label.clone(),
-        None => axis_title(&input.keys[xi]),
-    };
-    let mut metrics: Vec<(&str, &str, Metric)> = vec![
-        ("throughput", "throughput", |f| f.throughput_bps),
-        ("loss_rate", "residual loss (%)", |f| f.loss_rate * 100.0),
-        ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
-    ];
-    // Datagram flows have one-way delay percentiles (TCP flows report zeros).
-    if input
-        .runs
-        .iter()
-        .any(|(_, r)| r.flows.iter().any(|f| f.delay_p95_s > 0.0))
-    {
-        metrics.push(("delay_p95", "95th percentile delay (ms)", |f| {
-            f.delay_p95_s * 1e3
-        }));
-    }
-    let mut charts = Vec::new();
-    for (stem, y_name, metric) in metrics {
-        // Series (flow, other keys) in first-seen order -> x -> values over repetitions.
-        let mut order: Vec<String> = Vec::new();
-        let mut series = Series::new();
-        for (point, r) in &input.runs {
-            let others: Vec<String> = input.points[*point]
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != xi)
-                .map(|(_, (_, v))| short_value(v))
-                .collect();
-            for f in &r.flows {
-                let mut label = f.flow.clone();
-                if !others.is_empty() {
-                    label = format!("{label} {}", others.join(" "));
-                }
-                if !series.contains_key(&label) {
-                    order.push(label.clone());
-                }
-                series
-                    .entry(label)
-                    .or_default()
-                    .entry(x_of(*point).to_bits())
-                    .or_default()
-                    .push(metric(f));
-            }
-        }
-        let (y_label, scale) = if stem == "throughput" {
-            let max = series
-                .values()
-                .flat_map(|s| s.values().flatten())
-                .fold(0.0f64, |a, &b| a.max(b));
-            let (unit, scale) = rate_unit(max);
-            (format!("{y_name} ({unit})"), scale)
-        } else {
-            (y_name.to_string(), 1.0)
-        };
-        let shown = order.len().min(MAX_LINES);
-        let lines = order
+        let by_value: BTreeMap<String, f64> = self
+            .frames
             .iter()
-            .take(shown)
-            .map(|l| line(l, &series[l], scale))
-            .collect();
-        let reps = input.runs.iter().filter(|(p, _)| *p == 0).count();
-        let mut title = if reps > 1 {
-            format!(
-                "{}: {y_name} (mean and 95% CI, {reps} repetitions)",
-                input.scenario
-            )
-        } else {
-            format!("{}: {y_name} (one repetition)", input.scenario)
-        };
-        if shown < order.len() {
-            title.push_str(&format!(" [first {shown} of {}]", order.len()));
+            .map(|(v, per_seg)| {
+                let (bad, sent) = per_seg
+                    .values()
+                    .map(|d| if d[1].2 > d[0].2 { d[1] } else { d[0] })
+                    .fold((0, 0), |a, d| (a.0 + d.0, a.1 + d.1));
+                (sent > 0).then(|| (v.clone(), bad as f64 / sent as f64 * 100.0))
+            })
+            .collect::<Option<_>>()?;
+        let mut xs: Vec<u64> = by_value.values().map(|x| x.to_bits()).collect();
+        xs.sort_unstable();
+        xs.dedup();
+        if xs.len() < by_value.len() {
+            return None;
         }
-        charts.push((
-            format!("sweep_{stem}"),
-            Chart {
-                title,
-                x_label: x_label.clone(),
-                y_label,
-                lines,
-                categories: categorical.then(|| category_labels(&categories)),
-                error_bars: reps > 1,
-                scale: Scale::default(),
-                markers: true,
-                scatter: false,
-            },
-        ));
+        let names: Vec<String> = self.loss_segments.iter().map(|s| s.to_string()).collect();
+        let label = format!(
+            "frame loss (%, measured on segment{} {})",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(" and ")
+        );
+        Some((label, by_value))
     }
-    charts
+}
+
+impl SimPlots<'_> {
+    fn timeseries_charts(&self) -> Vec<(usize, Chart)> {
+        let mut charts = Vec::new();
+        for (point, ps) in &self.timeseries {
+            let order = &ps.drawn;
+            if order.is_empty() {
+                continue;
+            }
+            let (unit, scale) = rate_unit(ps.max);
+            let shown = order.len();
+            let lines = order
+                .iter()
+                .map(|f| line(f, &ps.values[f], scale))
+                .collect();
+            let mut title = format!("{}: moving-window throughput", self.scenario);
+            if self.points.len() > 1 {
+                title.push_str(&format!(" ({})", describe_point(&self.points[*point])));
+            }
+            if shown < ps.seen.len() {
+                title.push_str(&format!(" [first {shown} of {} flows]", ps.seen.len()));
+            }
+            charts.push((
+                *point,
+                Chart {
+                    title,
+                    x_label: "time (s)".into(),
+                    y_label: format!("throughput ({unit})"),
+                    lines,
+                    categories: None,
+                    error_bars: false,
+                    scale: Scale::default(),
+                    markers: false,
+                    scatter: false,
+                },
+            ));
+        }
+        charts
+    }
+
+    fn sweep_charts(&self) -> Vec<(String, Chart)> {
+        let Some(sw) = &self.sweep else {
+            return Vec::new();
+        };
+        let xi = sw.xi;
+        let mut categories: Vec<String> = Vec::new();
+        if sw.categorical {
+            for p in self.points {
+                if !categories.contains(&p[xi].1) {
+                    categories.push(p[xi].1.clone());
+                }
+            }
+        }
+        let loss_axis = sw.measured_frame_loss();
+        let x_of = |point: usize| -> f64 {
+            let v = &self.points[point][xi].1;
+            if let Some((_, by_value)) = &loss_axis {
+                by_value.get(v).copied().unwrap_or(f64::NAN)
+            } else if sw.categorical {
+                categories.iter().position(|c| c == v).unwrap_or(0) as f64
+            } else {
+                number(v).unwrap_or(0.0)
+            }
+        };
+        let x_label = match &loss_axis {
+            Some((label, _)) => label.clone(),
+            None => axis_title(&self.keys[xi]),
+        };
+        let drawn = if sw.any_p95 { 4 } else { 3 };
+        let mut charts = Vec::new();
+        for (m, (stem, y_name, _)) in SWEEP_METRICS.iter().enumerate().take(drawn) {
+            // Drawn series -> x -> values over repetitions.
+            let mut series = Series::new();
+            for label in &sw.order {
+                let by_x = series.entry(label.clone()).or_default();
+                for (point, reps) in sw.values.get(label).into_iter().flatten() {
+                    by_x.entry(x_of(*point).to_bits())
+                        .or_default()
+                        .extend(reps.iter().map(|r| r[m]));
+                }
+            }
+            let (y_label, scale) = if *stem == "throughput" {
+                let (unit, scale) = rate_unit(sw.max_throughput);
+                (format!("{y_name} ({unit})"), scale)
+            } else {
+                (y_name.to_string(), 1.0)
+            };
+            let shown = sw.order.len();
+            let lines = sw
+                .order
+                .iter()
+                .map(|l| line(l, &series[l], scale))
+                .collect();
+            let reps = sw.reps;
+            let mut title = if reps > 1 {
+                format!(
+                    "{}: {y_name} (mean and 95% CI, {reps} repetitions)",
+                    self.scenario
+                )
+            } else {
+                format!("{}: {y_name} (one repetition)", self.scenario)
+            };
+            if shown < sw.seen.len() {
+                title.push_str(&format!(" [first {shown} of {}]", sw.seen.len()));
+            }
+            charts.push((
+                format!("sweep_{stem}"),
+                Chart {
+                    title,
+                    x_label: x_label.clone(),
+                    y_label,
+                    lines,
+                    categories: sw.categorical.then(|| category_labels(&categories)),
+                    error_bars: reps > 1,
+                    scale: Scale::default(),
+                    markers: true,
+                    scatter: false,
+                },
+            ));
+        }
+        charts
+    }
 }
 
 #[cfg(test)]

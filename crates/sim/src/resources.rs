@@ -14,10 +14,11 @@
 //! * per run executing at once, every flow's state for the whole run (`world/footprint.rs`:
 //!   `size_of` of the world's per-flow types, a datagram flow's duplicate window at its
 //!   largest, TCP windows in flight) and the moving-window byte counters of every flow;
-//! * for every run (all are kept until the result files are written), one result row per flow
-//!   and one time-series point per flow and window;
-//! * while summary.json is written (the runs' flow state is gone by then, so the larger of the
-//!   two counts): one flow's JSON tree and text at a time, `footprint::SUMMARY_JSON_FLOW_BYTES`.
+//! * per run executing or waiting to be written (runs are written in order as they finish and
+//!   dropped, with at most two per thread waiting: at most three per thread in all), one result
+//!   row per flow and one time-series point per flow and window;
+//! * while a run is written into summary.json: one flow's JSON tree and text at a time,
+//!   `footprint::SUMMARY_JSON_FLOW_BYTES`.
 //!
 //! Queues are bounded by their limits and not counted. Events per simulated second follow the
 //! offered load: per packet one event at the source and, per segment it crosses, two on a
@@ -79,22 +80,22 @@ pub struct Memory {
     /// Flow state of the runs executing at once.
     pub flows: u64,
     /// Moving-window series: the counters of the runs executing at once, and the points of
-    /// every run's results.
+    /// the results of the runs executing or waiting to be written.
     pub series: u64,
-    /// Every run's per-flow result rows.
+    /// The per-flow result rows of the runs executing or waiting to be written.
     pub results: u64,
-    /// Writing summary.json: one flow's JSON tree and text at a time
-    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`]). The runs' flow state is gone by then, so the
-    /// peak holds the larger of the two.
+    /// Writing a run into summary.json: one flow's JSON tree and text at a time
+    /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`]), while other runs execute.
     pub writing: u64,
 }
 
 impl Memory {
-    /// The peak: everything kept, and the larger of the runs' flow state and the writing.
+    /// The peak: everything kept; runs are written while others execute.
     pub fn total(&self) -> u64 {
         self.base
             .saturating_add(self.traces)
-            .saturating_add(self.flows.max(self.writing))
+            .saturating_add(self.flows)
+            .saturating_add(self.writing)
             .saturating_add(self.series)
             .saturating_add(self.results)
     }
@@ -178,14 +179,11 @@ pub fn estimate(
                 .saturating_mul(footprint::SUMMARY_JSON_FLOW_BYTES),
         );
         run_counters = run_counters.max(p.counters);
-        e.memory.series = e
-            .memory
-            .series
-            .saturating_add(p.result_points.saturating_mul(reps));
-        e.memory.results = e
-            .memory
-            .results
-            .saturating_add(p.result_rows.saturating_mul(reps));
+        // Runs are written as they finish and dropped: the results held at once are those of
+        // the runs executing and of at most `2 * at_once` waiting to be written in order.
+        let held = runs.min(3 * at_once);
+        e.memory.series = e.memory.series.max(p.result_points.saturating_mul(held));
+        e.memory.results = e.memory.results.max(p.result_rows.saturating_mul(held));
         for f in sc.trace_files() {
             if !files.contains(&f) {
                 files.push(f);
@@ -227,7 +225,7 @@ impl Estimate {
             } else {
                 ""
             };
-            shares.push((m.flows.max(m.writing), format!("{entry}{jobs}")));
+            shares.push((m.flows, format!("{entry}{jobs}")));
         }
         shares.push((
             m.series,
@@ -615,10 +613,10 @@ impl fmt::Display for Estimate {
         )?;
         writeln!(
             f,
-            "    results       {:>10}  a row per flow of {} run{}",
+            "    results       {:>10}  a row per flow of {} run{} at a time (written as they finish)",
             bytes(m.results),
-            self.runs,
-            if self.runs == 1 { "" } else { "s" }
+            self.runs.min(3 * self.at_once),
+            if self.runs.min(3 * self.at_once) == 1 { "" } else { "s" }
         )?;
         writeln!(
             f,

@@ -2,114 +2,228 @@
 //! flows.parquet and timeseries.parquet: the same columns and values), stats.csv (each flow's
 //! metrics over the repetitions, `stats_table.rs`), summary.json, timing.json and the plots.
 //!
-//! Contract: every file is a pure function of the runs (timing.json excepted) and is written
-//! as it is produced, through a buffer, never assembled whole in memory: a moving-window
-//! series of a million points costs its `TimePoint`s and nothing more (summary.json used to
-//! be built as one `serde_json::Value` tree, about 1.8 KB per point: 1,000 flows for 400 s
-//! peaked at 749 MB). summary.json is byte for byte what `serde_json::to_string_pretty` gives
-//! for `{"events", "provenance", "runs": [{"point", "run", "sweep"}], "scenario"}` with keys
-//! sorted (a
-//! `Value` sorts its keys): each run is turned into a `Value` without its series, and the
-//! series is written point by point in the same layout.
+//! Contract: every file is a pure function of the runs (timing.json excepted), written as the
+//! runs finish, in job order, through a buffer ([`ResultWriter`]): a run's rows go to the
+//! tables and its summary entry to `summary.json.part` as soon as it is handed over, and the
+//! run is dropped, so a sweep's memory does not grow with its number of runs (what stays is
+//! one sweep point's metrics for stats.csv and what the plots draw, `mslink_plot::sim::SimPlots`).
+//! summary.json is byte for byte what `serde_json::to_string_pretty` gives for
+//! `{"events", "provenance", "runs": [{"point", "run", "sweep"}], "scenario"}` with keys sorted
+//! (a `Value` sorts its keys): each run is turned into a `Value` without its flows and series,
+//! which are written item by item in the same layout (as one `Value` tree, a run of 1,000
+//! flows for 400 s peaked at 749 MB); the runs go to the part file, and at the end the total
+//! of events, which sorts first, is written and the part copied after it.
 
+use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use mslink_sim::labels::Label;
 use mslink_sim::RunResult;
 
 use super::parquet_out::{Kind, Table, Val};
+use super::stats_table::StatsTable;
 use super::{csv_field, Format, Job, SimArgs};
 
-/// Writes every result file of scenario `name` into `out` (`provenance` goes into
-/// summary.json). The runs' series are taken out and put back
-/// while summary.json is written (hence `&mut`); the results are unchanged on return.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn write_results(
-    args: &SimArgs,
-    out: &Path,
-    provenance: &serde_json::Value,
-    name: &str,
-    points: &[Vec<(String, String)>],
-    jobs: &[Job],
-    results: &mut [RunResult],
-    wall: f64,
-) -> Result<()> {
-    // Every point sets the same keys, in the same order.
-    let keys: Vec<String> = points
-        .first()
-        .map(|p| p.iter().map(|(k, _)| k.clone()).collect())
-        .unwrap_or_default();
-    let keys = &keys[..];
-    // Sweep columns hold readable, typed labels ("SR (OOS RLP)", 131072); summary.json keeps
-    // each point's exact TOML values.
-    let labels: Vec<Vec<Label>> = points
-        .iter()
-        .map(|p| {
-            p.iter()
-                .map(|(_, v)| mslink_sim::labels::label(v))
-                .collect()
-        })
-        .collect();
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let events: u64 = results.iter().map(|r| r.events).sum();
-    match args.format {
-        Format::Csv => {
-            write_file(out, "flows.csv", |w| {
-                write_flows(w, name, &labels, keys, jobs, results)
-            })?;
-            write_file(out, "timeseries.csv", |w| {
-                write_timeseries(w, name, jobs, results)
-            })?;
-        }
-        Format::Parquet => {
-            write_file(out, "flows.parquet", |w| {
-                write_flows_parquet(w, name, &labels, keys, jobs, results)
-            })?;
-            write_file(out, "timeseries.parquet", |w| {
-                write_timeseries_parquet(w, name, jobs, results)
-            })?;
-        }
-    }
-    write_file(out, "stats.csv", |w| {
-        super::stats_table::write_stats(w, name, &labels, keys, jobs, results)
-    })?;
-    write_file(out, "summary.json", |w| {
-        write_summary(w, name, provenance, events, points, jobs, results)
-    })?;
-    write_file(out, "timing.json", |w| {
-        let timing = serde_json::json!({
-            "wall_s": wall,
-            "events": events,
-            "events_per_s": events as f64 / wall.max(1e-9),
-            "runs": results.len(),
-        });
-        w.write_all(serde_json::to_string_pretty(&timing)?.as_bytes())?;
-        Ok(())
-    })?;
-    if !args.no_plots {
-        mslink_plot::sim::write_plots(
+/// Where a table's rows go.
+enum TableOut {
+    Csv(BufWriter<File>),
+    Parquet(Box<Table<BufWriter<File>>>),
+}
+
+/// The result files of one `mslink sim` invocation, filled run by run (see the contract).
+pub(super) struct ResultWriter<'a> {
+    args: &'a SimArgs,
+    out: &'a Path,
+    name: &'a str,
+    points: &'a [Vec<(String, String)>],
+    /// Each point's readable, typed sweep labels ("SR (OOS RLP)", 131072).
+    labels: Vec<Vec<Label>>,
+    flows: TableOut,
+    series: TableOut,
+    stats: StatsTable<BufWriter<File>>,
+    summary_part: BufWriter<File>,
+    part_path: PathBuf,
+    plots: Option<mslink_plot::sim::SimPlots<'a>>,
+    runs: usize,
+    events: u64,
+}
+
+/// Creates `dir/file` behind a buffer.
+fn create(dir: &Path, file: &str) -> Result<BufWriter<File>> {
+    let p = dir.join(file);
+    let f = File::create(&p).with_context(|| format!("writing {}", p.display()))?;
+    Ok(BufWriter::new(f))
+}
+
+impl<'a> ResultWriter<'a> {
+    /// Opens every result file of scenario `name` swept over `keys` at `points` in `out`.
+    pub(super) fn new(
+        args: &'a SimArgs,
+        out: &'a Path,
+        name: &'a str,
+        keys: &'a [String],
+        points: &'a [Vec<(String, String)>],
+    ) -> Result<Self> {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        // Sweep columns hold readable, typed labels; summary.json keeps each point's exact
+        // TOML values.
+        let labels: Vec<Vec<Label>> = points
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|(_, v)| mslink_sim::labels::label(v))
+                    .collect()
+            })
+            .collect();
+        let (flows, series) = match args.format {
+            Format::Csv => {
+                let mut f = create(out, "flows.csv")?;
+                flows_csv_header(&mut f, keys).context("writing flows.csv")?;
+                let mut t = create(out, "timeseries.csv")?;
+                t.write_all(b"scenario,point,rep,flow,time_s,throughput_bps\n")
+                    .context("writing timeseries.csv")?;
+                (TableOut::Csv(f), TableOut::Csv(t))
+            }
+            Format::Parquet => (
+                TableOut::Parquet(Box::new(
+                    Table::new(create(out, "flows.parquet")?, &flow_columns(&labels, keys))
+                        .context("writing flows.parquet")?,
+                )),
+                TableOut::Parquet(Box::new(
+                    Table::new(create(out, "timeseries.parquet")?, &series_columns())
+                        .context("writing timeseries.parquet")?,
+                )),
+            ),
+        };
+        let stats =
+            StatsTable::new(create(out, "stats.csv")?, name, keys).context("writing stats.csv")?;
+        let part_path = out.join("summary.json.part");
+        let summary_part = create(out, "summary.json.part")?;
+        Ok(ResultWriter {
+            args,
             out,
-            &mslink_plot::sim::PlotInput {
-                scenario: name,
-                keys,
-                points,
-                runs: jobs.iter().map(|j| j.point).zip(results.iter()).collect(),
-            },
-        )?;
+            name,
+            points,
+            labels,
+            flows,
+            series,
+            stats,
+            summary_part,
+            part_path,
+            plots: (!args.no_plots).then(|| mslink_plot::sim::SimPlots::new(name, keys, points)),
+            runs: 0,
+            events: 0,
+        })
     }
-    if !args.quiet {
-        eprintln!(
-            "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",
-            results.len(),
+
+    /// Writes run `r` of `job` (jobs come in job order) and lets it go.
+    pub(super) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<()> {
+        let labels = &self.labels[job.point];
+        match &mut self.flows {
+            TableOut::Csv(w) => flows_csv_run(w, self.name, job.point, labels, &r),
+            TableOut::Parquet(t) => flows_parquet_run(t, self.name, job.point, labels, &r),
+        }
+        .context("writing the flows table")?;
+        match &mut self.series {
+            TableOut::Csv(w) => series_csv_run(w, self.name, job.point, &r),
+            TableOut::Parquet(t) => series_parquet_run(t, self.name, job.point, &r),
+        }
+        .context("writing the time series table")?;
+        self.stats
+            .push(job.point, labels, &r)
+            .context("writing stats.csv")?;
+        write_summary_run(
+            &mut self.summary_part,
+            self.runs == 0,
+            job,
+            &self.points[job.point],
+            &mut r,
+        )
+        .with_context(|| format!("writing {}", self.part_path.display()))?;
+        if let Some(p) = &mut self.plots {
+            p.add(job.point, &r);
+        }
+        self.runs += 1;
+        self.events += r.events;
+        Ok(())
+    }
+
+    /// Completes every file: the tables, stats.csv, summary.json (with `provenance`),
+    /// timing.json (`wall` seconds of running) and the plots.
+    pub(super) fn finish(self, provenance: &serde_json::Value, wall: f64) -> Result<()> {
+        let ResultWriter {
+            args,
+            out,
+            name,
+            flows,
+            series,
+            stats,
+            summary_part,
+            part_path,
+            plots,
+            runs,
             events,
-            wall,
-            events as f64 / wall.max(1e-9) / 1e6,
-            out.display()
-        );
+            ..
+        } = self;
+        for (t, what) in [
+            (flows, "the flows table"),
+            (series, "the time series table"),
+        ] {
+            match t {
+                TableOut::Csv(mut w) => w.flush().map_err(anyhow::Error::from),
+                TableOut::Parquet(t) => t.finish(),
+            }
+            .with_context(|| format!("writing {what} in {}", out.display()))?;
+        }
+        stats.finish().context("writing stats.csv")?;
+        let mut part = summary_part
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing {}", part_path.display()))?;
+        part.flush()?;
+        drop(part);
+        let mut w = create(out, "summary.json")?;
+        write!(
+            w,
+            "{{\n  \"events\": {events},\n  \"provenance\": {},\n  \"runs\": [",
+            pretty_at(provenance, 2)?
+        )
+        .context("writing summary.json")?;
+        let mut part =
+            File::open(&part_path).with_context(|| format!("reading {}", part_path.display()))?;
+        std::io::copy(&mut part, &mut w).context("writing summary.json")?;
+        w.write_all(if runs == 0 { b"]" } else { b"\n  ]" })?;
+        write!(w, ",\n  \"scenario\": {}\n}}", serde_json::to_string(name)?)?;
+        w.flush().context("writing summary.json")?;
+        std::fs::remove_file(&part_path)
+            .with_context(|| format!("removing {}", part_path.display()))?;
+        write_file(out, "timing.json", |w| {
+            let timing = serde_json::json!({
+                "wall_s": wall,
+                "events": events,
+                "events_per_s": events as f64 / wall.max(1e-9),
+                "runs": runs,
+            });
+            w.write_all(serde_json::to_string_pretty(&timing)?.as_bytes())?;
+            Ok(())
+        })?;
+        if let Some(p) = plots {
+            p.write(out)?;
+        }
+        if !args.quiet {
+            eprintln!(
+                "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",
+                runs,
+                events,
+                wall,
+                events as f64 / wall.max(1e-9) / 1e6,
+                out.display()
+            );
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The files an earlier `mslink sim` left in `out` (and only those), removed so that results
@@ -123,6 +237,7 @@ pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
         "timeseries.parquet",
         "stats.csv",
         "summary.json",
+        "summary.json.part",
         "timing.json",
     ] {
         let p = out.join(f);
@@ -167,78 +282,75 @@ fn write_file(
         .with_context(|| format!("writing {}", p.display()))
 }
 
-fn write_flows(
-    w: &mut impl Write,
-    name: &str,
-    labels: &[Vec<Label>],
-    keys: &[String],
-    jobs: &[Job],
-    results: &[RunResult],
-) -> Result<()> {
+fn flows_csv_header(w: &mut impl Write, keys: &[String]) -> Result<()> {
     w.write_all(b"scenario,point,")?;
     for k in keys {
         write!(w, "{},", csv_field(k))?;
     }
     w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
-    for (job, r) in jobs.iter().zip(results) {
-        for f in &r.flows {
-            write!(w, "{},{},", csv_field(name), job.point)?;
-            for v in &labels[job.point] {
-                write!(w, "{},", csv_field(&v.text()))?;
-            }
-            writeln!(
-                w,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                r.rep,
-                r.seed,
-                csv_field(&f.flow),
-                f.app,
-                f.transport,
-                csv_field(&f.service),
-                f.sent,
-                f.received,
-                f.duplicates,
-                f.bytes,
-                f.duration_s,
-                f.throughput_bps,
-                f.loss_rate,
-                f.delay_mean_s,
-                f.delay_std_s,
-                f.delay_p50_s,
-                f.delay_p95_s,
-                f.delay_p99_s,
-                f.jitter_s,
-                f.playback_miss_rate,
-                f.retransmits,
-                f.timeouts,
-                f.transactions
-            )?;
-        }
+    Ok(())
+}
+
+/// The flows.csv rows of one run at a point with sweep `labels`.
+fn flows_csv_run(
+    w: &mut impl Write,
+    name: &str,
+    point: usize,
+    labels: &[Label],
+    r: &RunResult,
+) -> Result<()> {
+    let mut prefix = format!("{},{},", csv_field(name), point);
+    for v in labels {
+        prefix.push_str(&csv_field(&v.text()));
+        prefix.push(',');
+    }
+    for f in &r.flows {
+        w.write_all(prefix.as_bytes())?;
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.rep,
+            r.seed,
+            csv_field(&f.flow),
+            f.app,
+            f.transport,
+            csv_field(&f.service),
+            f.sent,
+            f.received,
+            f.duplicates,
+            f.bytes,
+            f.duration_s,
+            f.throughput_bps,
+            f.loss_rate,
+            f.delay_mean_s,
+            f.delay_std_s,
+            f.delay_p50_s,
+            f.delay_p95_s,
+            f.delay_p99_s,
+            f.jitter_s,
+            f.playback_miss_rate,
+            f.retransmits,
+            f.timeouts,
+            f.transactions
+        )?;
     }
     Ok(())
 }
 
-fn write_timeseries(
-    w: &mut impl Write,
-    name: &str,
-    jobs: &[Job],
-    results: &[RunResult],
-) -> Result<()> {
-    w.write_all(b"scenario,point,rep,flow,time_s,throughput_bps\n")?;
+/// The timeseries.csv rows of one run of `point`.
+fn series_csv_run(w: &mut impl Write, name: &str, point: usize, r: &RunResult) -> Result<()> {
     let name = csv_field(name);
-    for (job, r) in jobs.iter().zip(results) {
-        for p in &r.timeseries {
-            writeln!(
-                w,
-                "{},{},{},{},{},{}",
-                name,
-                job.point,
-                r.rep,
-                csv_field(&p.flow),
-                p.time_s,
-                p.throughput_bps
-            )?;
-        }
+    for p in &r.timeseries {
+        writeln!(
+            w,
+            "{},{},{},{},{},{}",
+            name,
+            point,
+            r.rep,
+            csv_field(&p.flow),
+            p.time_s,
+            p.throughput_bps
+        )?;
     }
     Ok(())
 }
@@ -270,79 +382,71 @@ const FLOW_COLUMNS: [(&str, Kind); 23] = [
     ("transactions", Kind::UInt),
 ];
 
-/// flows.parquet: the rows and columns of flows.csv (a sweep key whose values are all numbers
+/// The columns of flows.parquet: those of flows.csv (a sweep key whose values are all numbers
 /// is a float column, any other a text column of labels).
-fn write_flows_parquet(
-    w: &mut (impl Write + Send),
-    name: &str,
-    labels: &[Vec<Label>],
-    keys: &[String],
-    jobs: &[Job],
-    results: &[RunResult],
-) -> Result<()> {
+fn flow_columns(labels: &[Vec<Label>], keys: &[String]) -> Vec<(String, Kind)> {
     let mut cols = vec![
         ("scenario".to_string(), Kind::Str),
         ("point".to_string(), Kind::Int),
     ];
-    let numeric: Vec<bool> = (0..keys.len())
-        .map(|i| labels.iter().all(|p| matches!(p[i], Label::Number(_))))
-        .collect();
-    cols.extend(
-        keys.iter()
-            .zip(&numeric)
-            .map(|(k, n)| (k.clone(), if *n { Kind::F64 } else { Kind::Str })),
-    );
+    cols.extend(keys.iter().enumerate().map(|(i, k)| {
+        let numeric = labels.iter().all(|p| matches!(p[i], Label::Number(_)));
+        (k.clone(), if numeric { Kind::F64 } else { Kind::Str })
+    }));
     cols.extend(FLOW_COLUMNS.iter().map(|(n, k)| (n.to_string(), *k)));
-    let mut t = Table::new(w, &cols)?;
-    let mut row = Vec::with_capacity(cols.len());
-    for (job, r) in jobs.iter().zip(results) {
-        for f in &r.flows {
-            row.clear();
-            row.push(Val::Str(name));
-            row.push(Val::Int(job.point as i64));
-            row.extend(labels[job.point].iter().map(|v| match v {
-                Label::Number(x) => Val::F64(*x),
-                Label::Text(t) => Val::Str(t),
-            }));
-            row.extend([
-                Val::Int(i64::from(r.rep)),
-                Val::UInt(r.seed),
-                Val::Str(&f.flow),
-                Val::Str(&f.app),
-                Val::Str(&f.transport),
-                Val::Str(&f.service),
-                Val::UInt(f.sent),
-                Val::UInt(f.received),
-                Val::UInt(f.duplicates),
-                Val::UInt(f.bytes),
-                Val::F64(f.duration_s),
-                Val::F64(f.throughput_bps),
-                Val::F64(f.loss_rate),
-                Val::F64(f.delay_mean_s),
-                Val::F64(f.delay_std_s),
-                Val::F64(f.delay_p50_s),
-                Val::F64(f.delay_p95_s),
-                Val::F64(f.delay_p99_s),
-                Val::F64(f.jitter_s),
-                Val::F64(f.playback_miss_rate),
-                Val::UInt(f.retransmits),
-                Val::UInt(f.timeouts),
-                Val::UInt(f.transactions),
-            ]);
-            t.row(&row)?;
-        }
-    }
-    t.finish()
+    cols
 }
 
-/// timeseries.parquet: the rows and columns of timeseries.csv.
-fn write_timeseries_parquet(
-    w: &mut (impl Write + Send),
+/// The flows.parquet rows of one run of `point` (sweep `labels`).
+fn flows_parquet_run(
+    t: &mut Table<impl Write + Send>,
     name: &str,
-    jobs: &[Job],
-    results: &[RunResult],
+    point: usize,
+    labels: &[Label],
+    r: &RunResult,
 ) -> Result<()> {
-    let cols: Vec<(String, Kind)> = [
+    let mut row = Vec::with_capacity(2 + labels.len() + FLOW_COLUMNS.len());
+    for f in &r.flows {
+        row.clear();
+        row.push(Val::Str(name));
+        row.push(Val::Int(point as i64));
+        row.extend(labels.iter().map(|v| match v {
+            Label::Number(x) => Val::F64(*x),
+            Label::Text(t) => Val::Str(t),
+        }));
+        row.extend([
+            Val::Int(i64::from(r.rep)),
+            Val::UInt(r.seed),
+            Val::Str(&f.flow),
+            Val::Str(&f.app),
+            Val::Str(&f.transport),
+            Val::Str(&f.service),
+            Val::UInt(f.sent),
+            Val::UInt(f.received),
+            Val::UInt(f.duplicates),
+            Val::UInt(f.bytes),
+            Val::F64(f.duration_s),
+            Val::F64(f.throughput_bps),
+            Val::F64(f.loss_rate),
+            Val::F64(f.delay_mean_s),
+            Val::F64(f.delay_std_s),
+            Val::F64(f.delay_p50_s),
+            Val::F64(f.delay_p95_s),
+            Val::F64(f.delay_p99_s),
+            Val::F64(f.jitter_s),
+            Val::F64(f.playback_miss_rate),
+            Val::UInt(f.retransmits),
+            Val::UInt(f.timeouts),
+            Val::UInt(f.transactions),
+        ]);
+        t.row(&row)?;
+    }
+    Ok(())
+}
+
+/// The columns of timeseries.parquet: those of timeseries.csv.
+fn series_columns() -> Vec<(String, Kind)> {
+    [
         ("scenario", Kind::Str),
         ("point", Kind::Int),
         ("rep", Kind::Int),
@@ -352,21 +456,27 @@ fn write_timeseries_parquet(
     ]
     .iter()
     .map(|(n, k)| (n.to_string(), *k))
-    .collect();
-    let mut t = Table::new(w, &cols)?;
-    for (job, r) in jobs.iter().zip(results) {
-        for p in &r.timeseries {
-            t.row(&[
-                Val::Str(name),
-                Val::Int(job.point as i64),
-                Val::Int(i64::from(r.rep)),
-                Val::Str(&p.flow),
-                Val::F64(p.time_s),
-                Val::F64(p.throughput_bps),
-            ])?;
-        }
+    .collect()
+}
+
+/// The timeseries.parquet rows of one run of `point`.
+fn series_parquet_run(
+    t: &mut Table<impl Write + Send>,
+    name: &str,
+    point: usize,
+    r: &RunResult,
+) -> Result<()> {
+    for p in &r.timeseries {
+        t.row(&[
+            Val::Str(name),
+            Val::Int(point as i64),
+            Val::Int(i64::from(r.rep)),
+            Val::Str(&p.flow),
+            Val::F64(p.time_s),
+            Val::F64(p.throughput_bps),
+        ])?;
     }
-    t.finish()
+    Ok(())
 }
 
 /// `v` as `serde_json::to_string_pretty` prints it, nested `depth` spaces deep.
@@ -375,42 +485,32 @@ fn pretty_at(v: &serde_json::Value, depth: usize) -> Result<String> {
     Ok(text.replace('\n', &format!("\n{:depth$}", "")))
 }
 
-/// summary.json, laid out as the pretty printer lays out the sorted-key document (see the
-/// module contract).
-fn write_summary(
+/// One entry of summary.json's `runs`, laid out as the pretty printer lays out the sorted-key
+/// document (see the module contract), preceded by the separator (`first`: none). The run's
+/// flows and series are taken out and put back while it is written (hence `&mut`).
+fn write_summary_run(
     w: &mut impl Write,
-    name: &str,
-    provenance: &serde_json::Value,
-    events: u64,
-    points: &[Vec<(String, String)>],
-    jobs: &[Job],
-    results: &mut [RunResult],
+    first: bool,
+    job: &Job,
+    point: &[(String, String)],
+    r: &mut RunResult,
 ) -> Result<()> {
+    w.write_all(if first { b"\n" } else { b",\n" })?;
     write!(
         w,
-        "{{\n  \"events\": {events},\n  \"provenance\": {},\n  \"runs\": [",
-        pretty_at(provenance, 2)?
+        "    {{\n      \"point\": {},\n      \"run\": ",
+        job.point
     )?;
-    for (i, (job, r)) in jobs.iter().zip(results.iter_mut()).enumerate() {
-        w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-        write!(
-            w,
-            "    {{\n      \"point\": {},\n      \"run\": ",
-            job.point
-        )?;
-        write_run(w, r, 6)?;
-        let sweep: serde_json::Map<String, serde_json::Value> = points[job.point]
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect();
-        write!(
-            w,
-            ",\n      \"sweep\": {}\n    }}",
-            pretty_at(&serde_json::Value::Object(sweep), 6)?
-        )?;
-    }
-    w.write_all(if results.is_empty() { b"]" } else { b"\n  ]" })?;
-    write!(w, ",\n  \"scenario\": {}\n}}", serde_json::to_string(name)?)?;
+    write_run(w, r, 6)?;
+    let sweep: serde_json::Map<String, serde_json::Value> = point
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    write!(
+        w,
+        ",\n      \"sweep\": {}\n    }}",
+        pretty_at(&serde_json::Value::Object(sweep), 6)?
+    )?;
     Ok(())
 }
 

@@ -9,57 +9,81 @@
 //! repetitions is summarised over those it appears in (`n` says how many). The sweep columns
 //! hold the readable labels flows.csv has.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
 
 use anyhow::Result;
 use mslink_sim::labels::Label;
-use mslink_sim::world::{FlowResult, SUMMARISED};
+use mslink_sim::world::SUMMARISED;
 use mslink_sim::RunResult;
 
-use super::{csv_field, Job};
+use super::csv_field;
 
-/// One point's flows: where each is in the list, and the list (first-seen order) of each
-/// flow's rows over the repetitions.
-type PointFlows<'a> = (HashMap<&'a str, usize>, Vec<(&'a str, Vec<&'a FlowResult>)>);
+/// stats.csv being written: the rows of each sweep point go out when the runs move on to the
+/// next point (jobs come point by point, each point's repetitions together), so what is held
+/// is one point's metrics, whatever the number of points.
+pub(super) struct StatsTable<W: Write> {
+    w: W,
+    name: String,
+    /// The point being gathered, its sweep columns, and its flows in first-seen order with
+    /// each one's metrics per repetition (and where each flow is in that list).
+    point: Option<(usize, String)>,
+    flows: Vec<(String, Vec<[f64; SUMMARISED.len()]>)>,
+    index: HashMap<String, usize>,
+}
 
-/// Writes stats.csv of scenario `name`.
-pub(super) fn write_stats(
-    w: &mut impl Write,
-    name: &str,
-    labels: &[Vec<Label>],
-    keys: &[String],
-    jobs: &[Job],
-    results: &[RunResult],
-) -> Result<()> {
-    w.write_all(b"scenario,point,")?;
-    for k in keys {
-        write!(w, "{},", csv_field(k))?;
-    }
-    w.write_all(b"flow,metric,n,mean,sd,ci95_low,ci95_high\n")?;
-    // point -> flows in first-seen order, each with its rows over the repetitions (and where
-    // each flow's entry is, so a million flows cost a million lookups, not 10^12 compares).
-    let mut per_point: BTreeMap<usize, PointFlows> = BTreeMap::new();
-    for (job, r) in jobs.iter().zip(results) {
-        let (index, flows) = per_point.entry(job.point).or_default();
-        for f in &r.flows {
-            let i = *index.entry(&f.flow).or_insert_with(|| {
-                flows.push((&f.flow, Vec::new()));
-                flows.len() - 1
-            });
-            flows[i].1.push(f);
+impl<W: Write> StatsTable<W> {
+    /// Starts stats.csv of scenario `name` with sweep `keys` on `w`.
+    pub(super) fn new(mut w: W, name: &str, keys: &[String]) -> Result<Self> {
+        w.write_all(b"scenario,point,")?;
+        for k in keys {
+            write!(w, "{},", csv_field(k))?;
         }
+        w.write_all(b"flow,metric,n,mean,sd,ci95_low,ci95_high\n")?;
+        Ok(StatsTable {
+            w,
+            name: csv_field(name),
+            point: None,
+            flows: Vec::new(),
+            index: HashMap::new(),
+        })
     }
-    let name = csv_field(name);
-    for (point, (_, flows)) in per_point {
-        let sweep: String = labels[point]
-            .iter()
-            .map(|v| format!("{},", csv_field(&v.text())))
-            .collect();
-        for (flow, rows) in flows {
-            let flow = csv_field(flow);
-            for (metric, of) in SUMMARISED {
-                let xs: Vec<f64> = rows.iter().map(|f| of(f)).collect();
+
+    /// Adds run `r` of `point` (sweep `labels`).
+    pub(super) fn push(&mut self, point: usize, labels: &[Label], r: &RunResult) -> Result<()> {
+        if self.point.as_ref().is_some_and(|(p, _)| *p != point) {
+            self.flush()?;
+        }
+        if self.point.is_none() {
+            let sweep = labels
+                .iter()
+                .map(|v| format!("{},", csv_field(&v.text())))
+                .collect();
+            self.point = Some((point, sweep));
+        }
+        for f in &r.flows {
+            let values = SUMMARISED.map(|(_, of)| of(f));
+            match self.index.get(&f.flow) {
+                Some(&i) => self.flows[i].1.push(values),
+                None => {
+                    self.index.insert(f.flow.clone(), self.flows.len());
+                    self.flows.push((f.flow.clone(), vec![values]));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the gathered point's rows.
+    fn flush(&mut self) -> Result<()> {
+        let Some((point, sweep)) = self.point.take() else {
+            return Ok(());
+        };
+        let name = &self.name;
+        for (flow, reps) in self.flows.drain(..) {
+            let flow = csv_field(&flow);
+            for (m, (metric, _)) in SUMMARISED.iter().enumerate() {
+                let xs: Vec<f64> = reps.iter().map(|r| r[m]).collect();
                 let e = mslink_sim::stats::estimate(&xs);
                 let (lo, hi) = if e.half.is_finite() {
                     (e.lo().to_string(), e.hi().to_string())
@@ -67,19 +91,28 @@ pub(super) fn write_stats(
                     (String::new(), String::new())
                 };
                 writeln!(
-                    w,
+                    self.w,
                     "{name},{point},{sweep}{flow},{metric},{},{},{},{lo},{hi}",
                     e.n, e.mean, e.sd
                 )?;
             }
         }
+        self.index.clear();
+        Ok(())
     }
-    Ok(())
+
+    /// Writes the last point's rows and flushes.
+    pub(super) fn finish(mut self) -> Result<()> {
+        self.flush()?;
+        self.w.flush()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mslink_sim::world::FlowResult;
 
     fn run(rep: u32, throughputs: &[(&str, f64)]) -> RunResult {
         RunResult {
@@ -98,24 +131,19 @@ mod tests {
 
     #[test]
     fn rows_carry_student_t_intervals_per_point_and_flow() {
-        let sc = mslink_sim::Scenario::parse("").unwrap();
-        let jobs: Vec<Job> = [(0, 0), (0, 1), (0, 2), (1, 0)]
-            .iter()
-            .map(|&(point, rep)| Job {
-                point,
-                rep,
-                scenario: &sc,
-            })
-            .collect();
-        let results = vec![
-            run(0, &[("a", 1.0), ("b", 10.0)]),
-            run(1, &[("a", 2.0), ("b", 10.0)]),
-            run(2, &[("a", 3.0), ("b", 10.0)]),
-            run(0, &[("a", 5.0)]),
+        let results = [
+            (0, run(0, &[("a", 1.0), ("b", 10.0)])),
+            (0, run(1, &[("a", 2.0), ("b", 10.0)])),
+            (0, run(2, &[("a", 3.0), ("b", 10.0)])),
+            (1, run(0, &[("a", 5.0)])),
         ];
-        let labels = vec![vec![Label::Number(1.0)], vec![Label::Text("SR".into())]];
+        let labels = [vec![Label::Number(1.0)], vec![Label::Text("SR".into())]];
         let mut out = Vec::new();
-        write_stats(&mut out, "s", &labels, &["k".into()], &jobs, &results).unwrap();
+        let mut t = StatsTable::new(&mut out, "s", &["k".into()]).unwrap();
+        for (point, r) in &results {
+            t.push(*point, &labels[*point], r).unwrap();
+        }
+        t.finish().unwrap();
         let text = String::from_utf8(out).unwrap();
         let rows: Vec<&str> = text.lines().collect();
         assert_eq!(
