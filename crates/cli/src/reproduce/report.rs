@@ -694,7 +694,19 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
         b = if ctx.benches.is_empty() {
             String::new()
         } else {
-            format!("<p id=\"bench-note\">{}</p>", esc(&bench_note(ctx)))
+            // The note's `code` spans as <code>.
+            let html: String = esc(&bench_note(ctx))
+                .split('`')
+                .enumerate()
+                .map(|(i, part)| {
+                    if i % 2 == 1 {
+                        format!("<code>{part}</code>")
+                    } else {
+                        part.to_string()
+                    }
+                })
+                .collect();
+            format!("<p id=\"bench-note\">{html}</p>")
         },
         h = c["holds"],
         f = c["fails"],
