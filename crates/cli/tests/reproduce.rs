@@ -2,7 +2,9 @@
 //! claim fails this test), its report renders in a real browser (headless Chromium: every claim
 //! row and figure drawn, no script error, verdict counts equal to claims.json's; a screenshot is
 //! saved), a failing claim makes the command fail and is reported, and a bad ledger is refused
-//! with the file and the claim named.
+//! with the file and the claim named. With `--bench`, the benchmark claims of 000 and 002 are
+//! judged from `mslink bench` and `mslink stack-bench` on this machine (their verdicts, not
+//! their numbers, are checked), and a bad benchmark run is refused naming file and claim.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +43,13 @@ fn attr(dom: &str, id: &str, name: &str) -> String {
     v.replace("&quot;", "\"").replace("&amp;", "&")
 }
 
+/// Held by the tests that load the machine (simulation runs on every core) and by the one
+/// that measures it, so that no benchmark runs beside a simulation of this binary's tests.
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
@@ -54,6 +63,7 @@ fn chromium() -> Option<&'static str> {
 
 #[test]
 fn quick_run_passes_and_its_report_renders_in_a_browser() {
+    let _machine = machine();
     let out = tmp("reproduce-quick");
     let r = mslink()
         .args(["reproduce", "--quick", "--jobs", "2", "-q", "--out"])
@@ -78,6 +88,19 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
         .filter(|r| r["id"].is_string())
         .count();
     assert!(figures > 0);
+    // Without --bench the benchmark claims (000, 002) are listed, not run.
+    let bench_claims: Vec<&serde_json::Value> = claims
+        .iter()
+        .filter(|c| c["paper"] == "000" || c["paper"] == "002")
+        .collect();
+    assert!(!bench_claims.is_empty());
+    for c in bench_claims {
+        assert_eq!(c["verdict"], "not_checkable", "{c}");
+        assert!(
+            c["reason"].as_str().unwrap().contains("pass --bench"),
+            "{c}"
+        );
+    }
 
     let Some(browser) = chromium() else {
         assert!(
@@ -171,6 +194,7 @@ fn ledger(dir: &Path, claim: &str) {
 
 #[test]
 fn a_failing_claim_fails_the_command_and_is_reported() {
+    let _machine = machine();
     let dir = tmp("reproduce-failing");
     let claims = dir.join("claims");
     std::fs::create_dir_all(&claims).unwrap();
@@ -237,6 +261,7 @@ fn a_bad_ledger_is_refused_naming_the_file_and_the_claim() {
 
 #[test]
 fn results_do_not_depend_on_jobs() {
+    let _machine = machine();
     let a = tmp("reproduce-jobs1");
     let b = tmp("reproduce-jobs2");
     for (out, jobs) in [(&a, "1"), (&b, "2")] {
@@ -312,6 +337,7 @@ fn the_published_results_are_the_full_run_of_this_ledger() {
 /// their own; the figure is drawn; a malformed sequence figure is refused.
 #[test]
 fn sequence_traces_are_those_of_the_pcap() {
+    let _machine = machine();
     let dir = tmp("reproduce-seq");
     let claims = dir.join("claims");
     std::fs::create_dir_all(&claims).unwrap();
@@ -431,5 +457,133 @@ fn sequence_traces_are_those_of_the_pcap() {
             err.contains("003.toml") && err.contains("figure \"s\"") && err.contains(want),
             "want {want:?} in: {err}"
         );
+    }
+}
+
+/// `--bench`: the benchmark claims of 000 and 002 are judged (not "not checkable") from the
+/// commands the ledger names, on this machine, and the report names those commands. No
+/// number is checked here beyond what the claims themselves check (with wide margins).
+#[test]
+fn benchmark_claims_are_judged_with_bench() {
+    let _machine = machine();
+    for (paper, command) in [
+        ("000", "mslink bench local --quick"),
+        ("002", "mslink stack-bench"),
+    ] {
+        let out = tmp(&format!("reproduce-bench-{paper}"));
+        let r = mslink()
+            .args([
+                "reproduce",
+                "--quick",
+                "--bench",
+                "-q",
+                "--paper",
+                paper,
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            r.status.success(),
+            "mslink reproduce --paper {paper} --bench failed:\n{}\n{}",
+            String::from_utf8_lossy(&r.stderr),
+            std::fs::read_to_string(out.join("report.md")).unwrap_or_default()
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap())
+                .unwrap();
+        let claims = json["claims"].as_array().unwrap();
+        assert!(claims.len() >= 3, "{paper}: {} claims", claims.len());
+        for c in claims {
+            assert!(
+                ["holds", "fails", "differs"].contains(&c["verdict"].as_str().unwrap()),
+                "{c}"
+            );
+            assert!(!c["checks"].as_array().unwrap().is_empty(), "{c}");
+        }
+        assert_eq!(json["counts"]["not checkable"], 0);
+        assert!(json["provenance"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--bench"));
+        assert!(json["bench_runs"][0]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with(command));
+        for f in ["report.md", "report.html"] {
+            let text = std::fs::read_to_string(out.join(f)).unwrap();
+            assert!(text.contains(command), "{f} does not name `{command}`");
+            assert!(text.contains("this machine"), "{f}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_benchmark_run_is_refused_naming_the_file_and_the_claim() {
+    let run = "[run.s]\nbench = [\"stack-bench\", \"--transactions\", \"10\", \"--repeat\", \"1\", \"--json\", \"-q\"]\nreps = 1\n";
+    let claim = |cell: &str, metric: &str| {
+        format!("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"s\"\nrows = \"cells\"\nmetric = \"{metric}\"\nvalue = {cell}\nwithin = [0, 1e9]\n")
+    };
+    for (text, want) in [
+        (
+            format!("{run}{}", claim("{ architecture = \"xyz\" }", "rtt_us")),
+            "claim c: bench run 002/s, repetition 0: no row of cells has architecture = \"xyz\"",
+        ),
+        (
+            format!("{run}{}", claim("{ architecture = \"daa\" }", "rtt_us")),
+            "rows of cells have architecture = \"daa\": name more fields",
+        ),
+        (
+            format!(
+                "{run}{}",
+                claim(
+                    "{ architecture = \"daa\", stack = \"ETHDAA\", size = 1 }",
+                    "p50_us"
+                )
+            ),
+            "metric \"p50_us\": the row of cells with",
+        ),
+        (
+            format!(
+                "{}{}",
+                run.replace("\"--json\"", "\"--bogus\""),
+                claim("{ architecture = \"daa\" }", "rtt_us")
+            ),
+            "`mslink stack-bench --transactions 10 --repeat 1 --bogus -q` failed",
+        ),
+        (
+            format!(
+                "{run}{}",
+                claim("{ architecture = \"daa\" }", "rtt_us").replace("rows = \"cells\"\n", "")
+            ),
+            "claim c: run 002/s is a bench: name rows",
+        ),
+    ] {
+        let dir = tmp("reproduce-bad-bench");
+        std::fs::write(
+            dir.join("002.toml"),
+            format!("paper = \"002\"\ntitle = \"test\"\n{text}"),
+        )
+        .unwrap();
+        let r = mslink()
+            .args(["reproduce", "-q", "--bench", "--claims"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .output()
+            .unwrap();
+        assert_eq!(r.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            err.contains("002.toml") && err.contains(want),
+            "want {want:?} in: {err}"
+        );
+        if want.contains("--bogus") {
+            assert!(
+                err.contains("unexpected argument"),
+                "the command's stderr: {err}"
+            );
+        }
     }
 }

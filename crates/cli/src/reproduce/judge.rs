@@ -74,6 +74,8 @@ pub struct Rep {
     pub flows: Vec<FlowResult>,
     /// Sequence traces by flow name (empty unless the run captures them).
     pub seq: BTreeMap<String, SeqTrace>,
+    /// A benchmark run's output, the JSON document its command printed ([`super::bench`]).
+    pub bench: Option<serde_json::Value>,
 }
 
 /// Metric `m` of flow `flow` in repetition `rep`: a field of its results, a derived metric, or
@@ -95,7 +97,11 @@ pub fn estimate(obs: &Observations, cell: &Cell) -> Estimate {
         .get(&(cell.run.clone(), cell.point))
         .map(|reps| {
             reps.iter()
-                .filter_map(|rep| rep_metric(rep, &cell.flow, &cell.metric))
+                .filter_map(|rep| match (&cell.bench, &rep.bench) {
+                    (Some(sel), Some(doc)) => super::bench::check(doc, sel, &cell.metric).ok(),
+                    (Some(_), None) => None,
+                    _ => rep_metric(rep, &cell.flow, &cell.metric),
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -495,6 +501,7 @@ mod tests {
             flow: "f".into(),
             metric: "throughput_bps".into(),
             label: format!("point {point}"),
+            bench: None,
         }
     }
 
@@ -643,6 +650,7 @@ mod tests {
                 ..Default::default()
             }],
             seq: BTreeMap::from([("f".to_string(), t)]),
+            bench: None,
         };
         assert_eq!(rep_metric(&rep, "f", "probe_segments"), Some(1.0));
         assert_eq!(rep_metric(&rep, "f", "stalls"), Some(1.0));

@@ -42,7 +42,9 @@ pub struct ModeSpec {
 #[derive(serde::Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct RunSpec {
-    scenario: String,
+    scenario: Option<String>,
+    /// Arguments to the mslink binary for a benchmark run, instead of a scenario.
+    bench: Option<Vec<String>>,
     reps: u32,
     #[serde(default)]
     set: BTreeMap<String, toml::Value>,
@@ -195,6 +197,7 @@ struct ClaimSpec {
     run: Option<String>,
     metric: Option<String>,
     flow: Option<String>,
+    rows: Option<String>,
     each: Option<String>,
     each_values: Option<Vec<toml::Value>>,
     above: Option<[toml::Table; 2]>,
@@ -245,8 +248,9 @@ pub struct Run {
     pub figures: Vec<FigureSpec>,
 }
 
-/// Where a cell is: a run, a point, a flow, a metric.
-#[derive(Clone, Debug, PartialEq)]
+/// Where a cell is: a run, a point, a flow, a metric (or, for a benchmark run, a row of its
+/// output and a field of it).
+#[derive(Clone, Debug, PartialEq, Default)]
 pub struct Cell {
     /// Run id.
     pub run: String,
@@ -258,6 +262,8 @@ pub struct Cell {
     pub metric: String,
     /// How a reader names it: its axis values, "loss 1.5, scheme Raw".
     pub label: String,
+    /// For a benchmark run: the row of its output (`point` is 0, `flow` the array's name).
+    pub bench: Option<super::bench::Rows>,
 }
 
 /// What a claim expects.
@@ -305,6 +311,8 @@ pub struct Ledger {
     pub papers: BTreeMap<String, String>,
     /// Runs by id.
     pub runs: BTreeMap<String, Run>,
+    /// Benchmark runs by id.
+    pub benches: BTreeMap<String, super::bench::BenchRun>,
     /// Claims in file order.
     pub claims: Vec<Claim>,
 }
@@ -345,6 +353,12 @@ fn load_file(path: &Path, quick: bool, ledger: &mut Ledger) -> Result<()> {
         bail!("paper {} has another claims file", spec.paper);
     }
     for (name, r) in &spec.run {
+        if r.bench.is_some() {
+            let b = resolve_bench(path, &spec.paper, name, r, quick)
+                .with_context(|| format!("run {name}"))?;
+            ledger.benches.insert(b.id.clone(), b);
+            continue;
+        }
         let run =
             resolve_run(dir, &spec.paper, name, r, quick).with_context(|| format!("run {name}"))?;
         ledger.runs.insert(run.id.clone(), run);
@@ -366,8 +380,53 @@ pub fn toml_text(v: &toml::Value) -> String {
     v.to_string()
 }
 
+/// A `[run.NAME]` with `bench = [...]`: only `reps` and `quick = { reps }` go with it.
+fn resolve_bench(
+    file: &Path,
+    paper: &str,
+    name: &str,
+    r: &RunSpec,
+    quick: bool,
+) -> Result<super::bench::BenchRun> {
+    let args = r.bench.clone().unwrap_or_default();
+    if r.scenario.is_some() {
+        bail!("a run has a scenario or a bench, not both");
+    }
+    if r.sweep.is_some()
+        || !r.set.is_empty()
+        || !r.quick.set.is_empty()
+        || !r.axis.is_empty()
+        || r.flow.is_some()
+        || r.figure.is_some()
+        || !r.figures.is_empty()
+    {
+        bail!("a bench run takes bench, reps and quick = {{ reps }} only (no set, sweep, axis, flow or figure)");
+    }
+    if args.is_empty() {
+        bail!("bench = []: name the mslink command, e.g. [\"bench\", \"local\", \"--quick\", \"--json\", \"-q\"]");
+    }
+    let reps = if quick {
+        r.quick.reps.unwrap_or(r.reps)
+    } else {
+        r.reps
+    };
+    if reps == 0 {
+        bail!("reps must be at least 1");
+    }
+    Ok(super::bench::BenchRun {
+        id: format!("{paper}/{name}"),
+        args,
+        reps,
+        file: file.to_path_buf(),
+    })
+}
+
 fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) -> Result<Run> {
-    let scenario_path = dir.join(&r.scenario);
+    let scenario = r
+        .scenario
+        .as_deref()
+        .context("needs scenario = FILE (or bench = [ARGS])")?;
+    let scenario_path = dir.join(scenario);
     let scenario_text = std::fs::read_to_string(&scenario_path)
         .with_context(|| format!("reading scenario {}", scenario_path.display()))?;
     let mut sc = Scenario::parse(&scenario_text)
@@ -454,7 +513,7 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
     }
     let run = Run {
         id: format!("{paper}/{name}"),
-        scenario_file: r.scenario.clone(),
+        scenario_file: scenario.to_string(),
         scenario_path,
         scenario_text,
         scenario: sc,
@@ -544,6 +603,7 @@ struct Defaults<'a> {
     run: Option<&'a str>,
     flow: Option<&'a str>,
     metric: Option<&'a str>,
+    rows: Option<&'a str>,
 }
 
 fn cell(
@@ -557,6 +617,7 @@ fn cell(
     let mut run = d.run.map(str::to_string);
     let mut flow = d.flow.map(str::to_string);
     let mut metric = d.metric.map(str::to_string);
+    let mut rows = d.rows.map(str::to_string);
     for (k, v) in t {
         let text = || {
             v.as_str()
@@ -567,6 +628,7 @@ fn cell(
             "run" => run = Some(text()?),
             "flow" => flow = Some(text()?),
             "metric" => metric = Some(text()?),
+            "rows" => rows = Some(text()?),
             _ => {
                 sel.insert(k.clone(), v.clone());
             }
@@ -578,6 +640,28 @@ fn cell(
     } else {
         format!("{paper}/{run}")
     };
+    if ledger.benches.contains_key(&id) {
+        // A benchmark's rows are known once it has run: super::bench::check reads them.
+        let rows = rows.with_context(|| {
+            format!("run {id} is a bench: name rows = \"ARRAY\" (on the claim or the cell)")
+        })?;
+        let metric = metric.context("no metric named (on the claim or the cell)")?;
+        if sel.is_empty() {
+            bail!("a cell of bench run {id} names the field values that pick its row");
+        }
+        let b = super::bench::Rows { rows, fields: sel };
+        return Ok(Cell {
+            run: id,
+            point: 0,
+            flow: b.rows.clone(),
+            metric,
+            label: b.label(),
+            bench: Some(b),
+        });
+    }
+    if rows.is_some() {
+        bail!("rows = ... is for bench runs; run {id} is a simulation");
+    }
     let r = ledger.runs.get(&id).with_context(|| {
         format!("no run {id} (runs are declared before the claims that use them)")
     })?;
@@ -615,6 +699,7 @@ fn cell(
         flow,
         metric,
         label,
+        bench: None,
     })
 }
 
@@ -661,17 +746,22 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
         run: c.run.as_deref(),
         flow: c.flow.as_deref(),
         metric: c.metric.as_deref(),
+        rows: c.rows.as_deref(),
     };
     let run_id = claim.run.clone().context("no run")?;
-    let run = ledger
-        .runs
-        .get(&run_id)
-        .with_context(|| format!("no run {run_id}"))?;
+    if ledger.benches.contains_key(&run_id) {
+        if c.each.is_some() || c.monotone.is_some() {
+            bail!("each and monotone need a run's axes; run {run_id} is a bench");
+        }
+    } else if !ledger.runs.contains_key(&run_id) {
+        bail!("no run {run_id}");
+    }
+    let run = ledger.runs.get(&run_id);
     let each: Vec<BTreeMap<String, toml::Value>> = match &c.each {
         None => vec![BTreeMap::new()],
         Some(alias) => {
             let all = run
-                .axis_values(alias)
+                .and_then(|r| r.axis_values(alias))
                 .with_context(|| format!("each: {alias} is not an axis of run {run_id}"))?;
             let values = c.each_values.clone().unwrap_or_else(|| all.to_vec());
             values
@@ -716,7 +806,7 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
             };
             let along = c.along.as_deref().context("monotone needs along = AXIS")?;
             let values = run
-                .axis_values(along)
+                .and_then(|r| r.axis_values(along))
                 .with_context(|| format!("along: {along} is not an axis of run {run_id}"))?;
             let at = c.at.clone().unwrap_or_default();
             let cells = values

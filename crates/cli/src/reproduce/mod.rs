@@ -8,11 +8,18 @@
 //! three files are replaced on every run; nothing else in OUT is touched). The command fails
 //! (exit status 1) when a claim fails; claims marked as known differences and claims nothing
 //! here can check are listed apart, with their reasons, and do not fail it.
+//!
+//! Benchmark runs ([`bench`]: `[run.NAME] bench = [ARGS]`) measure this machine, so they run
+//! only with `--bench`, one repetition at a time and before the simulations; without it their
+//! claims are listed as not checkable ([`bench::NOT_RUN`]) and the files stay the same at any
+//! `--jobs`. With it, the report names each bench command and says the numbers are this
+//! machine's.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+pub mod bench;
 pub mod judge;
 pub mod ledger;
 mod report;
@@ -21,7 +28,7 @@ pub mod seqtrace;
 /// Options of `mslink reproduce`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink reproduce --quick --out results/claims-quick\n  mslink reproduce --paper 004 --out results/claims-004\n  mslink reproduce --claim 004-fig2-raw-drop --out results/one --jobs 2\n  mslink reproduce --list\n\nThe claims ledger (claims/*.toml, one file per paper; docs/reproduce.md explains its format)\nsays, for each checkable claim of the five papers, where the paper makes it, what it says,\nthe scenario that checks it and the expected value or relation. mslink reproduce runs the\nscenarios the chosen claims need (each once, shared between claims), judges every claim with\n95% Student-t intervals over the repetitions, and writes OUT/report.html (self-contained:\nfigures, verdicts, commands), OUT/report.md and OUT/claims.json. It exits with status 1 when\na claim fails. --quick runs fewer repetitions and shorter transfers: the intervals widen,\nand so does what counts as holding."
+    after_help = "Examples:\n  mslink reproduce --quick --out results/claims-quick\n  mslink reproduce --paper 004 --out results/claims-004\n  mslink reproduce --claim 004-fig2-raw-drop --out results/one --jobs 2\n  mslink reproduce --list\n  mslink reproduce --paper 000 --bench --out results/claims-000   # benchmark claims: measures this machine\n\nThe claims ledger (claims/*.toml, one file per paper; docs/reproduce.md explains its format)\nsays, for each checkable claim of the five papers, where the paper makes it, what it says,\nthe scenario that checks it and the expected value or relation. mslink reproduce runs the\nscenarios the chosen claims need (each once, shared between claims), judges every claim with\n95% Student-t intervals over the repetitions, and writes OUT/report.html (self-contained:\nfigures, verdicts, commands), OUT/report.md and OUT/claims.json. It exits with status 1 when\na claim fails. --quick runs fewer repetitions and shorter transfers: the intervals widen,\nand so does what counts as holding. Claims about end systems (papers 000, 002) are judged\nfrom benchmarks (mslink bench, mslink stack-bench) only with --bench: their numbers are\nthis machine's, not deterministic, so without --bench they are listed as not run."
 )]
 pub struct ReproduceArgs {
     /// Folder for report.html, report.md and claims.json (created if missing).
@@ -51,6 +58,11 @@ pub struct ReproduceArgs {
     /// Also print claims.json on standard output.
     #[arg(long)]
     pub json: bool,
+    /// Also run the benchmarks the chosen claims name (`mslink bench`, `mslink stack-bench`)
+    /// and judge their claims: a measurement of this machine, not reproducible elsewhere.
+    /// Without it those claims are listed as not run.
+    #[arg(long)]
+    pub bench: bool,
 }
 
 /// A simulation job: one repetition of one point of one run.
@@ -95,6 +107,36 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         return Ok(());
     }
     let out = args.out.as_deref().context("--out is needed")?;
+    // Benchmark claims: judged only with --bench.
+    if !args.bench {
+        for c in &mut ledger.claims {
+            let reads_bench = c
+                .checks
+                .iter()
+                .any(|(_, e)| cells(e).iter().any(|x| x.bench.is_some()));
+            if reads_bench {
+                c.checks.clear();
+                c.differs = None;
+                c.not_checkable = Some(bench::NOT_RUN.to_string());
+            }
+        }
+    }
+    let bench_ids: std::collections::BTreeSet<String> = ledger
+        .claims
+        .iter()
+        .flat_map(|c| {
+            c.checks.iter().flat_map(|(_, e)| {
+                cells(e)
+                    .into_iter()
+                    .filter(|x| x.bench.is_some())
+                    .map(|x| x.run.clone())
+            })
+        })
+        .collect();
+    let benches: Vec<&bench::BenchRun> = bench_ids
+        .iter()
+        .filter_map(|id| ledger.benches.get(id))
+        .collect();
     // The runs the chosen claims need, each once.
     let needed: std::collections::BTreeSet<&str> = ledger
         .claims
@@ -123,11 +165,20 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .max(1);
     if !args.quiet {
         eprintln!(
-            "mslink: {} claims, {} runs of {} scenarios{}",
+            "mslink: {} claims, {} runs of {} scenarios{}{}",
             ledger.claims.len(),
             jobs.len(),
             runs.len(),
-            if args.quick { " (--quick)" } else { "" }
+            if args.quick { " (--quick)" } else { "" },
+            if benches.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} benchmark runs of {} commands (--bench: this machine)",
+                    benches.iter().map(|b| b.reps as usize).sum::<usize>(),
+                    benches.len()
+                )
+            }
         );
     }
     let traces: Vec<crate::TraceFiles> = runs
@@ -143,8 +194,61 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .collect();
     // Runs whose figures or claims read sequence traces capture their TCP flows' packets.
     let capture: Vec<bool> = runs.iter().map(|r| captures(&ledger, r)).collect();
-    let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
+    // Benchmarks first, one at a time: nothing else of ours runs beside a measurement.
+    let mut obs = judge::Observations::new();
+    for b in &benches {
+        for rep in 0..b.reps {
+            if !args.quiet {
+                eprintln!(
+                    "mslink: measuring this machine: `{}` ({} of {})",
+                    b.command(),
+                    rep + 1,
+                    b.reps
+                );
+            }
+            let doc = b.run_once().with_context(|| {
+                format!(
+                    "claims file {}, bench run {}, repetition {rep}",
+                    b.file.display(),
+                    b.id
+                )
+            })?;
+            obs.entry((b.id.clone(), 0)).or_default().push(judge::Rep {
+                bench: Some(doc),
+                ..judge::Rep::default()
+            });
+        }
+    }
+    // Every bench cell must pick one row with a numeric field in every repetition.
+    for c in &ledger.claims {
+        for (_, e) in &c.checks {
+            for x in cells(e) {
+                let Some(sel) = &x.bench else { continue };
+                let file = ledger
+                    .benches
+                    .get(&x.run)
+                    .map(|b| b.file.display().to_string())
+                    .unwrap_or_default();
+                for (i, rep) in obs
+                    .get(&(x.run.clone(), 0))
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if let Some(doc) = &rep.bench {
+                        bench::check(doc, sel, &x.metric).with_context(|| {
+                            format!(
+                                "claims file {file}, claim {}: bench run {}, repetition {i}",
+                                c.id, x.run
+                            )
+                        })?;
+                    }
+                }
+            }
+        }
+    }
+    let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
     let results = crate::sim_cmd::parallel_ordered(jobs.len(), threads, &bar, |i| {
         let j = &jobs[i];
         let ri = runs
@@ -170,11 +274,11 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         Ok(judge::Rep {
             flows: r.flows,
             seq: seq.traces,
+            bench: None,
         })
     });
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
-    let mut obs = judge::Observations::new();
     for (j, r) in jobs.iter().zip(results) {
         let rep = r.with_context(|| {
             format!(
@@ -195,6 +299,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         args,
         ledger: &ledger,
         runs: &runs,
+        benches: &benches,
         obs: &obs,
         judged: &judged,
     };

@@ -16,6 +16,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use mslink_plot::chart::{Chart, Line, Scale};
 
+use super::bench::BenchRun;
 use super::judge::{self, Judged, Mark, Observations, Verdict};
 use super::ledger::{FigureKind, Ledger, Run};
 use super::ReproduceArgs;
@@ -25,6 +26,7 @@ pub struct Context<'a> {
     pub args: &'a ReproduceArgs,
     pub ledger: &'a Ledger,
     pub runs: &'a [&'a Run],
+    pub benches: &'a [&'a BenchRun],
     pub obs: &'a Observations,
     pub judged: &'a [Judged],
 }
@@ -34,6 +36,9 @@ fn command(args: &ReproduceArgs) -> String {
     let mut c = String::from("mslink reproduce");
     if args.quick {
         c.push_str(" --quick");
+    }
+    if args.bench {
+        c.push_str(" --bench");
     }
     for p in &args.paper {
         let _ = write!(c, " --paper {p}");
@@ -182,6 +187,12 @@ fn claims_json(ctx: &Context, commit: Option<&str>) -> serde_json::Value {
         "papers": ctx.ledger.papers,
         "claims": ctx.judged,
         "runs": runs,
+        "bench_runs": ctx.benches.iter().map(|b| serde_json::json!({
+            "id": b.id,
+            "command": b.command(),
+            "reps": b.reps,
+            "measures": "this machine: the numbers are not reproducible elsewhere, nor identical between runs",
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -223,6 +234,9 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
         "**{} hold, {} fail, {} differ (known differences), {} not checkable.**\n",
         c["holds"], c["fails"], c["differs"], c["not checkable"]
     );
+    if !ctx.benches.is_empty() {
+        let _ = writeln!(s, "{}\n", bench_note(ctx));
+    }
     for (paper, title) in &ctx.ledger.papers {
         let rows: Vec<&Judged> = ctx
             .judged
@@ -331,12 +345,45 @@ fn markdown(ctx: &Context, commit: Option<&str>, figures: &[Figure]) -> String {
             rerun(ctx, &r.id)
         );
     }
+    for b in ctx.benches {
+        let _ = writeln!(
+            s,
+            "| `{}` | bench, this machine: `{}` | 1 × {} | `{}` |",
+            b.id,
+            b.command(),
+            b.reps,
+            b.command()
+        );
+    }
     s
+}
+
+/// What a report with benchmark runs says about them.
+fn bench_note(ctx: &Context) -> String {
+    let cmds: Vec<String> = ctx
+        .benches
+        .iter()
+        .map(|b| format!("`{}` ({} runs)", b.command(), b.reps))
+        .collect();
+    format!(
+        "With --bench: the claims of runs {} are measurements of this machine, by {}; each run \
+         of a command is one repetition. Their numbers are this machine's and change between \
+         runs.",
+        ctx.benches
+            .iter()
+            .map(|b| format!("`{}`", b.id))
+            .collect::<Vec<_>>()
+            .join(", "),
+        cmds.join(", ")
+    )
 }
 
 /// The command that reruns run `id`: `mslink sim` when it can, else `mslink reproduce` for
 /// the claims that use it.
 fn rerun(ctx: &Context, id: &str) -> String {
+    if let Some(b) = ctx.benches.iter().find(|b| b.id == id) {
+        return b.command();
+    }
     ctx.runs
         .iter()
         .find(|r| r.id == id)
@@ -470,6 +517,7 @@ fn figures(ctx: &Context) -> Result<Vec<Figure>> {
                         flow: flow.clone(),
                         metric: metric.clone(),
                         label: String::new(),
+                        bench: None,
                     };
                     let e = judge::estimate(ctx.obs, &cell);
                     let half = if e.half.is_finite() { e.half } else { 0.0 };
@@ -642,7 +690,24 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
         "<p id=\"counts\" data-holds=\"{h}\" data-fails=\"{f}\" data-differs=\"{d}\" data-not-checkable=\"{n}\">\
          <span class=\"badge holds\">{h} hold</span> <span class=\"badge fails\">{f} fail</span> \
          <span class=\"badge differs\">{d} differ</span> <span class=\"badge not-checkable\">{n} not checkable</span></p>\
-         <p id=\"selfcheck\">Self-check did not run (scripts off?).</p>",
+         <p id=\"selfcheck\">Self-check did not run (scripts off?).</p>{b}",
+        b = if ctx.benches.is_empty() {
+            String::new()
+        } else {
+            // The note's `code` spans as <code>.
+            let html: String = esc(&bench_note(ctx))
+                .split('`')
+                .enumerate()
+                .map(|(i, part)| {
+                    if i % 2 == 1 {
+                        format!("<code>{part}</code>")
+                    } else {
+                        part.to_string()
+                    }
+                })
+                .collect();
+            format!("<p id=\"bench-note\">{html}</p>")
+        },
         h = c["holds"],
         f = c["fails"],
         d = c["differs"],
@@ -723,6 +788,15 @@ fn html(ctx: &Context, commit: Option<&str>, figures: &[(String, String, String)
             r.reps,
             r.scenario.sim.seed,
             esc(&rerun(ctx, &r.id))
+        );
+    }
+    for b in ctx.benches {
+        let _ = write!(
+            s,
+            "<tr><td><code>{}</code></td><td>bench, this machine: <code>{c}</code></td><td>1 × {}</td><td>-</td><td><code>{c}</code></td></tr>",
+            esc(&b.id),
+            b.reps,
+            c = esc(&b.command())
         );
     }
     s.push_str("</table></body></html>\n");
