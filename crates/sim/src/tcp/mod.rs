@@ -76,6 +76,11 @@ pub struct TcpConfig {
     pub initial_window: u32,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2: 3).
     pub dupack_threshold: u32,
+    /// Limited transmit (RFC 3042): on each of the first two duplicate ACKs outside
+    /// recovery, send one new segment beyond the congestion window (flight up to cwnd +
+    /// 2*SMSS), so a small window still gathers the duplicates fast retransmit needs. Linux
+    /// has it on; ns-2's agents and 004 did not (default off).
+    pub limited_transmit: bool,
     /// Clock granularity G of the retransmission timer, seconds (RFC 6298 §2; 004 used
     /// 500 ms timers). 0 means a perfect clock.
     pub granularity_s: f64,
@@ -109,6 +114,7 @@ impl Default for TcpConfig {
             mss: 1460,
             initial_window: 1,
             dupack_threshold: 3,
+            limited_transmit: false,
             granularity_s: 0.5,
             min_rto_s: 1.0,
             max_rto_s: 64.0,

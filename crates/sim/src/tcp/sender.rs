@@ -40,6 +40,8 @@ pub struct SenderStats {
     pub rtt_samples: u64,
     /// RFC 6675 rescue retransmissions (also counted in `retransmits`).
     pub rescue_retransmits: u64,
+    /// New segments sent by limited transmit (RFC 3042).
+    pub limited_transmits: u64,
 }
 
 /// One TCP sender.
@@ -48,6 +50,10 @@ pub struct Sender {
     variant: Variant,
     mss: u64,
     dupthresh: u32,
+    limited_transmit: bool,
+    /// Bytes sent by limited transmit since the last new ACK (RFC 5681 §3.2 step 2: not part
+    /// of the FlightSize that sets ssthresh).
+    limited_sent: u64,
     snd_buf: u64,
     total: u64,
     snd_una: u64,
@@ -93,6 +99,8 @@ impl Sender {
             variant: cfg.variant,
             mss,
             dupthresh: cfg.dupack_threshold,
+            limited_transmit: cfg.limited_transmit,
+            limited_sent: 0,
             snd_buf: cfg.send_buffer_bytes,
             total,
             snd_una: 0,
@@ -226,6 +234,7 @@ impl Sender {
         self.snd_nxt = self.snd_nxt.max(ack);
         self.sb.advance(ack);
         self.dupacks = 0;
+        self.limited_sent = 0;
         let mut restart = true;
         if self.in_recovery {
             let full = self.recover.is_none_or(|r| ack >= r);
@@ -303,7 +312,8 @@ impl Sender {
             return;
         }
         self.stats.fast_retransmits += 1;
-        let flight = self.flight();
+        // RFC 5681 §3.2 step 2: data sent by limited transmit is not counted.
+        let flight = self.flight().saturating_sub(self.limited_sent);
         self.cc.on_loss(flight, self.mss);
         self.in_recovery = true;
         self.partial_seen = false;
@@ -330,13 +340,29 @@ impl Sender {
         if self.in_recovery && self.variant == Variant::Sack {
             return self.sack_transmit(now);
         }
-        let wnd = self.cc.cwnd().min(self.rwnd).min(self.snd_buf);
         if self.snd_nxt >= self.total {
             return None;
         }
         let len = self.seg_len(self.snd_nxt) as u64;
+        let cwnd = self.cc.cwnd();
+        let mut extra = 0;
+        if self.limited_transmit
+            && !self.in_recovery
+            && self.dupacks > 0
+            && self.dupacks < self.dupthresh
+            && self.snd_nxt >= self.snd_max
+        {
+            // RFC 3042 §2: one new segment per duplicate ACK, on the first two only, the
+            // flight at most cwnd + 2*SMSS, within the receiver's window; cwnd unchanged.
+            extra = u64::from(self.dupacks.min(2)) * self.mss;
+        }
+        let wnd = (cwnd + extra).min(self.rwnd).min(self.snd_buf);
         if self.snd_nxt + len > self.snd_una + wnd {
             return None;
+        }
+        if self.snd_nxt + len > self.snd_una + cwnd {
+            self.limited_sent += len;
+            self.stats.limited_transmits += 1;
         }
         let seq = self.snd_nxt;
         let again = seq < self.snd_max;

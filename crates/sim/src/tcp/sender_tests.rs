@@ -160,6 +160,76 @@ fn fast_retransmit_on_the_third_duplicate_ack() {
     assert_eq!(s.stats().fast_retransmits, 1);
 }
 
+/// RFC 3042 §2: with a window of four segments and the first lost, limited transmit sends one
+/// new segment on each of the first two duplicate ACKs (cwnd unchanged), so the third
+/// duplicate arrives and fast retransmit repairs the loss; ssthresh ignores those two
+/// segments (RFC 5681 §3.2 step 2). Without it, the same window yields only three duplicates.
+#[test]
+fn limited_transmit_sends_a_new_segment_on_each_of_the_first_two_duplicates() {
+    let ack = |n: u64| Segment {
+        ack: n,
+        flags: ACK,
+        window: 1 << 20,
+        ..Segment::default()
+    };
+    let t = Instant::ZERO;
+    for on in [false, true] {
+        let c = TcpConfig {
+            limited_transmit: on,
+            ..cfg(Variant::NewReno, 4)
+        };
+        let mut s = Sender::new(&c, 1_000_000);
+        let mut out = Vec::new();
+        while let Some(x) = s.poll_transmit(t) {
+            out.push(x.seq);
+        }
+        assert_eq!(out.len(), 4);
+        let mut after = Vec::new();
+        for d in 1..=2 {
+            s.handle_ack(t, &ack(0));
+            let sent: Vec<u64> = std::iter::from_fn(|| s.poll_transmit(t).map(|x| x.seq)).collect();
+            assert_eq!(s.cwnd(), 4 * MSS, "cwnd unchanged on duplicate {d}");
+            after.push(sent);
+        }
+        if on {
+            assert_eq!(after, [vec![4 * MSS], vec![5 * MSS]]);
+            assert_eq!(s.stats().limited_transmits, 2);
+        } else {
+            assert_eq!(after, [Vec::<u64>::new(), Vec::new()]);
+        }
+        s.handle_ack(t, &ack(0));
+        assert_eq!(
+            s.poll_transmit(t).map(|x| x.seq),
+            Some(0),
+            "fast retransmit"
+        );
+        // FlightSize without the limited-transmit segments: 4 segments, halved.
+        assert_eq!(s.ssthresh(), 2 * MSS, "limited transmit {on}");
+    }
+}
+
+#[test]
+fn limited_transmit_saves_a_small_window_from_a_timeout() {
+    // A window of three segments and the first lost: two duplicates, and no new ACK to open
+    // the window, without limited transmit, so only the timeout repairs it; with it, the two
+    // new segments bring the third duplicate and fast retransmit does.
+    for (on, timeouts, fast) in [(false, 1, 0), (true, 0, 1)] {
+        let c = TcpConfig {
+            limited_transmit: on,
+            ..cfg(Variant::NewReno, 3)
+        };
+        let mut n = Net::new(&c, 10 * MSS, &[0]);
+        n.run_until(Instant::from_millis(10_000));
+        assert!(n.s.is_done(), "limited transmit {on}");
+        let st = n.s.stats();
+        assert_eq!(
+            (st.timeouts, st.fast_retransmits),
+            (timeouts, fast),
+            "on={on}: {st:?}"
+        );
+    }
+}
+
 #[test]
 fn newreno_repairs_three_losses_in_one_window_without_a_timeout() {
     let lost = [12, 15, 18];
