@@ -175,6 +175,11 @@ pub fn to_png(chart: &Chart) -> Result<Vec<u8>> {
         root.present()
             .map_err(|e| PlotError::Draw(format!("drawing {} as PNG: {e}", chart.title)))?;
     }
+    encode_png(&rgb, w, h)
+}
+
+/// `rgb` (w x h pixels, 8-bit RGB) as PNG bytes.
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>> {
     let mut png_bytes = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut png_bytes, w, h);
@@ -182,7 +187,7 @@ pub fn to_png(chart: &Chart) -> Result<Vec<u8>> {
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Best);
         let mut writer = enc.write_header()?;
-        writer.write_image_data(&rgb)?;
+        writer.write_image_data(rgb)?;
     }
     Ok(png_bytes)
 }
@@ -217,16 +222,7 @@ pub fn stacked_to_png(charts: &[Chart]) -> Result<Vec<u8>> {
         root.present()
             .map_err(|e| PlotError::Draw(format!("drawing a PNG: {e}")))?;
     }
-    let mut png_bytes = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_compression(png::Compression::Best);
-        let mut writer = enc.write_header()?;
-        writer.write_image_data(&rgb)?;
-    }
-    Ok(png_bytes)
+    encode_png(&rgb, w, h)
 }
 
 /// Charts stacked top to bottom in one SVG image.

@@ -178,12 +178,10 @@ impl<'a> ResultWriter<'a> {
             .with_context(|| format!("writing {what} in {}", out.display()))?;
         }
         stats.finish().context("writing stats.csv")?;
-        let mut part = summary_part
+        summary_part
             .into_inner()
             .map_err(|e| e.into_error())
             .with_context(|| format!("writing {}", part_path.display()))?;
-        part.flush()?;
-        drop(part);
         let mut w = create(out, "summary.json")?;
         write!(
             w,
