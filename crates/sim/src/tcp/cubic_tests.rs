@@ -117,6 +117,18 @@ fn window_plateaus_at_w_max() {
     assert!(lo >= w_max - 2.0 && hi <= w_max + 2.0, "{lo}..{hi}");
 }
 
+/// RFC 9438 §4.2: the target is at most 1.5 cwnd, so the window grows at most by half per
+/// round trip even when the curve one RTT ahead is far higher (here a 10 s RTT after a loss
+/// at 100 segments: W_cubic(10 s) = 177 segments against cwnd = 70).
+#[test]
+fn target_is_clamped_to_one_and_a_half_cwnd() {
+    let mut c = after_loss(100);
+    let k = (100.0 * (1.0 - BETA) / C).cbrt();
+    assert!(Cubic::w_cubic(k, 100.0, 10.0) > 170.0);
+    round(&mut c, 0.0, 10.0);
+    assert!((104.0..=105.5).contains(&w(&c)), "{}", w(&c));
+}
+
 /// RFC 9438 §4.3: with a short RTT and a small window, Reno's estimate W_est (growing by
 /// alpha_cubic = 3(1-beta)/(1+beta) per RTT, then by 1 once it passes cwnd_prior) is above
 /// W_cubic, and cwnd follows W_est.
