@@ -6,8 +6,9 @@
 //! retransmission timeout ([`CongestionControl::on_timeout`]). Loss *recovery* (which segment
 //! to send, window inflation during Reno fast recovery) is the sender's business
 //! (`sender.rs`); it adjusts the window through [`CongestionControl::set_cwnd`]. Reno,
-//! NewReno and SACK all use [`Aimd`] (RFC 5681); a window controller fed by routers, such as
-//! XCP's, implements the same trait and reads its feedback from [`AckInfo`].
+//! NewReno and SACK all use [`Aimd`] (RFC 5681) by default, or [`super::cubic::Cubic`]
+//! (RFC 9438) with `congestion_control = "cubic"`; a window controller fed by routers, such
+//! as XCP's, implements the same trait and reads its feedback from [`AckInfo`].
 
 use mslink_link::{Duration, Instant};
 

@@ -11,7 +11,8 @@
 //!
 //! One concern per file: [`sender`] (loss recovery: RFC 5681 §3.2 Reno, RFC 6582 NewReno,
 //! RFC 6675 SACK), [`cc`] (the congestion window: the [`cc::CongestionControl`] trait and its
-//! RFC 5681 AIMD implementation, where XCP plugs in), [`rto`] (RFC 6298 estimator with a clock
+//! RFC 5681 AIMD implementation, where XCP plugs in), [`cubic`] (RFC 9438 CUBIC window
+//! growth, chosen by [`TcpConfig::congestion_control`]), [`rto`] (RFC 6298 estimator with a clock
 //! granularity), [`sack`] (the RFC 6675 scoreboard), [`receiver`] (cumulative and selective
 //! ACKs, RFC 1122/5681 delayed ACKs, the receive buffer) and [`segment`] (wire format).
 //!
@@ -22,6 +23,7 @@
 //! the last byte is acknowledged.
 
 pub mod cc;
+pub mod cubic;
 pub mod receiver;
 /// The RFC 6298 estimator lives in the link crate (one implementation for TCP and the link's
 /// ARQ services).
@@ -63,12 +65,39 @@ impl Variant {
     }
 }
 
+/// How the congestion window grows and how far a loss cuts it; independent of [`Variant`]
+/// (loss recovery), so every pair combines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowGrowth {
+    /// RFC 5681 AIMD ([`cc::Aimd`]): +1 SMSS per RTT, ssthresh = FlightSize / 2. What ns-2
+    /// and the 004/003/001 reproductions use.
+    #[default]
+    Reno,
+    /// RFC 9438 CUBIC ([`cubic::Cubic`]): W_cubic(t) = C (t - K)^3 + W_max with a
+    /// Reno-friendly floor, ssthresh = 0.7 cwnd. Linux's default.
+    Cubic,
+}
+
+impl WindowGrowth {
+    /// The name used in configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowGrowth::Reno => "reno",
+            WindowGrowth::Cubic => "cubic",
+        }
+    }
+}
+
 /// Everything that tunes one TCP connection (both ends).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TcpConfig {
     /// Loss recovery of the sender.
     pub variant: Variant,
+    /// Window growth of the sender: `"reno"` (RFC 5681 AIMD, the default) or `"cubic"`
+    /// (RFC 9438). Not with `xcp = true`.
+    pub congestion_control: WindowGrowth,
     /// Maximum segment size: payload bytes per segment (the IP packet is 40 bytes more).
     pub mss: u32,
     /// Initial congestion window in segments (RFC 5681 §3.1 allows up to 4; ns-2 and 004
@@ -111,6 +140,7 @@ impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
             variant: Variant::Reno,
+            congestion_control: WindowGrowth::Reno,
             mss: 1460,
             initial_window: 1,
             dupack_threshold: 3,
@@ -138,6 +168,15 @@ impl TcpConfig {
             return Err((
                 "mss",
                 format!("must be 1..={}, got {}", 65_535 - HEADERS, self.mss),
+            ));
+        }
+        if self.xcp && self.congestion_control != WindowGrowth::Reno {
+            return Err((
+                "congestion_control",
+                format!(
+                    "\"{}\" cannot be combined with xcp = true (XCP's routers set the window); use \"reno\" or xcp = false",
+                    self.congestion_control.name()
+                ),
             ));
         }
         if self.initial_window == 0 {
@@ -176,6 +215,15 @@ impl TcpConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The transport name in result files: the variant (`reno`, `newreno`, `sack`), with
+    /// `+cubic` appended when CUBIC grows the window (`sack+cubic`).
+    pub fn transport_name(&self) -> String {
+        match self.congestion_control {
+            WindowGrowth::Reno => self.variant.name().into(),
+            WindowGrowth::Cubic => format!("{}+cubic", self.variant.name()),
+        }
     }
 
     /// The window scale shift both ends use (RFC 7323 §2): the smallest that fits the

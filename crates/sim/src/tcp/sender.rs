@@ -12,10 +12,11 @@
 use mslink_link::{Duration, Instant};
 
 use super::cc::{AckInfo, Aimd, CongestionControl};
+use super::cubic::Cubic;
 use super::rto::RtoEstimator;
 use super::sack::Scoreboard;
 use super::segment::{Segment, ACK, PSH};
-use super::{TcpConfig, Variant};
+use super::{TcpConfig, Variant, WindowGrowth};
 
 /// Counters of one sender.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -81,14 +82,17 @@ pub struct Sender {
 }
 
 impl Sender {
-    /// A sender of `total` bytes with the window controller of RFC 5681.
+    /// A sender of `total` bytes with the window controller `cfg` names: XCP's, CUBIC
+    /// (RFC 9438) or RFC 5681 AIMD.
     pub fn new(cfg: &TcpConfig, total: u64) -> Self {
         let mss = cfg.mss as u64;
-        if cfg.xcp {
-            let w = crate::xcp::XcpWindow::new(cfg.initial_window, mss);
-            return Self::with_cc(cfg, total, Box::new(w));
-        }
-        Self::with_cc(cfg, total, Box::new(Aimd::new(cfg.initial_window, mss)))
+        let iw = cfg.initial_window;
+        let cc: Box<dyn CongestionControl> = match cfg.congestion_control {
+            _ if cfg.xcp => Box::new(crate::xcp::XcpWindow::new(iw, mss)),
+            WindowGrowth::Reno => Box::new(Aimd::new(iw, mss)),
+            WindowGrowth::Cubic => Box::new(Cubic::new(iw, mss)),
+        };
+        Self::with_cc(cfg, total, cc)
     }
 
     /// A sender of `total` bytes whose window is set by `cc` (e.g. XCP).

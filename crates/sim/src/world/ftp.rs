@@ -33,6 +33,8 @@ pub(super) struct TcpFlow {
     /// Earliest pending timer event of the sender (0) and the receiver (1).
     armed: [Option<Instant>; 2],
     malformed: u64,
+    /// The transport name in results (`TcpConfig::transport_name`).
+    transport: String,
 }
 
 impl TcpFlow {
@@ -58,6 +60,7 @@ impl TcpFlow {
             total: f.size_bytes,
             start,
             done_at: None,
+            transport: f.tcp.transport_name(),
             armed: [None; 2],
             malformed: 0,
         }
@@ -102,7 +105,7 @@ impl TcpFlow {
         FlowResult {
             flow: name.to_string(),
             app: "ftp".into(),
-            transport: self.sender.variant().name().into(),
+            transport: self.transport.clone(),
             service,
             sent: s.segments,
             received: r.segments,

@@ -18,7 +18,8 @@ pub struct FlowResult {
     pub flow: String,
     /// Application.
     pub app: String,
-    /// Transport: `udp`, or the TCP variant (`reno`, `newreno`, `sack`).
+    /// Transport: `udp`, or the TCP variant (`reno`, `newreno`, `sack`), with `+cubic`
+    /// when `congestion_control = "cubic"` (`sack+cubic`).
     pub transport: String,
     /// Services that carried it on each wireless segment, `/`-separated.
     pub service: String,

@@ -281,7 +281,7 @@ impl WwwFlow {
         FlowResult {
             flow: name.to_string(),
             app: "www".into(),
-            transport: self.cfg.variant.name().into(),
+            transport: self.cfg.transport_name(),
             service,
             sent: segments,
             received,
