@@ -4,24 +4,24 @@
 // libns3-dev); built and run by bench/ns3/compare.py.
 //
 //   tcp_bulk --flows=1 --rateMbps=5 --bytes=100000000 --loss=0.015
-//   tcp_bulk --flows=1 --rateMbps=5 --loss=0.015 --tc=none --queuePackets=1000 --sack=0 \
-//            --timestamps=0 --delAckCount=1 --initialCwnd=1 --limitedTransmit=0
+//   tcp_bulk --flows=1 --rateMbps=5 --loss=0.015 --tc=none --queuePackets=1000 --sack=0
+//            --timestamps=0 --delAckCount=1 --initialCwnd=1 --limitedTransmit=0   (one line)
 //
 // Every TCP setting mslink's `[flow.tcp]` has is a switch here; defaults are ns-3's own except the
 // 128 KiB socket buffers and 1000-byte segments of the mslink bench scenarios. What ns-3 3.37 has
 // and what it lacks: congestion control NewReno, Cubic and LinuxReno (`--cc`); recovery
 // TcpClassicRecovery or TcpPrrRecovery (`--recovery`); SACK, timestamps, window scaling, limited
-// transmit on/off. It has no RACK-TLP (added in later releases), so there is no switch for it.
+// transmit on/off. It has no RACK-TLP, so there is no switch for it.
 //
 // Prints one line of key=value pairs: flows, link packets (data + ACK transmissions on the link,
 // PhyTxBegin on both devices), data segments sent, retransmitted segments (data segments whose
-// sequence number was sent before by the same socket), RTOs (entries into CA_LOSS; timeouts that
-// back off again without an ACK in between stay in CA_LOSS and count once), fast recoveries
+// sequence number was sent before by the same socket), RTOs (expiries of the retransmission
+// timer, seen as doublings of the socket's RTO), entries into CA_LOSS (timeouts that back off
+// again without an ACK in between stay in CA_LOSS and count once), fast recoveries
 // (entries into CA_RECOVERY), packets dropped by the error model and at the queue (data
 // segments TCP sent that never went on the link: dropped by the queue disc, or, without one, by
 // the traffic-control layer when the full device queue has stopped it, which ns-3 3.37 does
-// without a trace),
-// simulated seconds to the last byte, aggregate goodput (all bytes over that time) and the sum
+// without a trace), simulated seconds to the last byte, aggregate goodput (all bytes over that time) and the sum
 // of the flows' own goodputs (each flow's bytes over its own last-byte time).
 
 #include "ns3/applications-module.h"
@@ -72,9 +72,17 @@ static void SocketTx(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocke
   if (end > it->second) it->second = end;
 }
 
+static uint64_t g_lossEntries = 0;
 static void CongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t now) {
-  if (now == TcpSocketState::CA_LOSS) ++g_rtos;
+  if (now == TcpSocketState::CA_LOSS) ++g_lossEntries;
   if (now == TcpSocketState::CA_RECOVERY) ++g_recoveries;
+}
+
+// TcpSocketBase::ReTxTimeout doubles the RTO (RFC 6298 (5.5), capped at 60 s); RTT samples set
+// it to max(SRTT + max(G, 4 RTTVAR), MinRto), which never lands on exactly twice the old value
+// in practice. So every doubling is one expiry, backed-off ones included (except at the cap).
+static void RtoChange(Time old, Time now) {
+  if (old.IsStrictlyPositive() && now == old * 2) ++g_rtos;
 }
 
 // The senders' sockets exist once BulkSendApplication has started (time 0).
@@ -83,6 +91,8 @@ static void HookSockets() {
                                 MakeCallback(&SocketTx));
   Config::ConnectWithoutContext("/NodeList/0/$ns3::TcpL4Protocol/SocketList/*/CongState",
                                 MakeCallback(&CongState));
+  Config::ConnectWithoutContext("/NodeList/0/$ns3::TcpL4Protocol/SocketList/*/RTO",
+                                MakeCallback(&RtoChange));
 }
 
 int main(int argc, char* argv[]) {
@@ -246,11 +256,13 @@ int main(int argc, char* argv[]) {
   }
   Simulator::Destroy();
   std::printf(
-      "flows=%u link_packets=%llu data_segments=%llu retransmits=%llu rtos=%llu recoveries=%llu "
+      "flows=%u link_packets=%llu data_segments=%llu retransmits=%llu rtos=%llu loss_entries=%llu "
+      "recoveries=%llu "
       "error_drops=%llu queue_drops=%llu sim_seconds=%.3f goodput_bps=%.0f "
       "flow_goodput_sum_bps=%.0f received=%llu\n",
       flows, (unsigned long long)g_linkPackets, (unsigned long long)g_dataSegments,
       (unsigned long long)g_retransmits, (unsigned long long)g_rtos,
+      (unsigned long long)g_lossEntries,
       (unsigned long long)g_recoveries, (unsigned long long)g_errorDrops,
       (unsigned long long)(g_dataSegments - g_dataOnLink), last, last > 0 ? received * 8.0 / last : 0.0, flowSum,
       (unsigned long long)received);
