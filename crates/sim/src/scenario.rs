@@ -600,6 +600,21 @@ impl Scenario {
                     if seg.queue_packets == Some(0) {
                         return Err(invalid(k("queue_packets"), "must be at least 1"));
                     }
+                    // A wired segment has no frames to corrupt: an error model there would
+                    // be silently ignored, so it is refused.
+                    for (key, m) in [
+                        ("error", Some(&seg.error)),
+                        ("error_reverse", seg.error_reverse.as_ref()),
+                    ] {
+                        if m.is_some_and(|m| *m != ErrorModelConfig::Perfect) {
+                            return Err(invalid(
+                                k(key),
+                                "a wired segment loses packets only in its queue; error models \
+                                 apply to wireless segments (kind = \"wireless\", e.g. with one \
+                                 raw service)",
+                            ));
+                        }
+                    }
                     seg.queue_config()
                         .validate()
                         .map_err(|e| invalid(k(&e.key), e.what))?;
@@ -1015,5 +1030,14 @@ mod tests {
         assert!(e.contains("oos"), "{e}");
         let e = bad(&base.replace("mean_bytes = 32768", "mean_bytes = 0"));
         assert!(e.contains("segment[1].error"), "{e}");
+        // An error model on a wired segment would be ignored: refused, naming the key.
+        let e = bad(&base.replace(
+            "delay_ms = 1\n",
+            "delay_ms = 1\nerror = { model = \"independent\", loss = 0.01 }\n",
+        ));
+        assert!(
+            e.contains("segment[0].error") && e.contains("wireless"),
+            "{e}"
+        );
     }
 }
