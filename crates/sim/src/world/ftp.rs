@@ -11,6 +11,12 @@
 //! not counted); a transfer that does not finish reports what it delivered by the end of the
 //! run. Packet buffers are recycled through the world's pool, so a steady transfer allocates
 //! nothing per packet on wired paths.
+//!
+//! With `tcp.handshake` the sender's SYN and FIN go to the receiver and the receiver's
+//! SYN-ACK and FIN to the sender: a packet is routed by the node it reaches, not by whether it
+//! carries data. The flow still completes when its last byte arrives (the time reported); a
+//! run of transfers waits for each connection to close as well (both FINs acknowledged), so
+//! the close is on the capture and in the sender's `closed` counter.
 
 use mslink_link::Instant;
 
@@ -33,6 +39,9 @@ pub(super) struct TcpFlow {
     /// Earliest pending timer event of the sender (0) and the receiver (1).
     armed: [Option<Instant>; 2],
     malformed: u64,
+    handshake: bool,
+    /// Whether this flow has been counted off `tcp_left`.
+    finished: bool,
 }
 
 impl TcpFlow {
@@ -60,6 +69,8 @@ impl TcpFlow {
             done_at: None,
             armed: [None; 2],
             malformed: 0,
+            handshake: f.tcp.handshake,
+            finished: false,
         }
     }
 
@@ -240,14 +251,14 @@ impl World<'_, '_> {
             return;
         };
         let shift = t.data.shift;
-        if data && node == t.to {
+        // With a handshake the sender's SYN, FIN and pure ACKs carry no data either.
+        if node == t.to && (data || t.handshake) {
             let seg = w.to_segment(t.receiver.rcv_nxt(), 0, shift);
             let before = t.receiver.rcv_nxt();
             t.receiver.handle_segment(now, &seg);
             let after = t.receiver.rcv_nxt();
             if after >= t.total && t.done_at.is_none() {
                 t.done_at = Some(now);
-                self.tcp_left -= 1;
             }
             if after > before {
                 self.record_bytes(now, i, after - before);
@@ -260,5 +271,12 @@ impl World<'_, '_> {
             return;
         }
         self.tcp_drive(now, i);
+        if let Some(t) = self.tcp[i].as_mut() {
+            let closed = !t.handshake || (t.sender.is_closed() && t.receiver.is_closed());
+            if t.done_at.is_some() && closed && !t.finished {
+                t.finished = true;
+                self.tcp_left -= 1;
+            }
+        }
     }
 }
