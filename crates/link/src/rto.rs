@@ -67,6 +67,13 @@ impl RtoEstimator {
         self.backoff = (self.backoff + 1).min(30);
     }
 
+    /// Starts over with `initial` as the timeout before the first sample and no backoff, as
+    /// RFC 6298 (5.7) asks when the SYN was retransmitted (3 s) and data transmission begins.
+    pub fn reinitialize(&mut self, initial: Duration) {
+        self.initial = initial;
+        self.backoff = 0;
+    }
+
     /// Smoothed RTT, if measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt

@@ -865,8 +865,9 @@ impl Scenario {
         for (j, seg) in self.segments[lo..hi].iter().enumerate() {
             if seg.kind == SegmentKind::Wireless {
                 let mtu = seg.link_config().mtu;
-                // XCP's congestion header is a 16-byte TCP option (with its two NOPs).
-                let headers = crate::tcp::HEADERS as usize + if f.tcp.xcp { 16 } else { 0 };
+                // XCP's congestion header is a 16-byte TCP option (with its two NOPs), the
+                // timestamps one 12 bytes (RFC 7323 Appendix A).
+                let headers = f.tcp.data_headers() as usize;
                 let need = f.tcp.mss as usize + headers;
                 if need > mtu {
                     return Err(invalid(

@@ -17,10 +17,15 @@
 //! ACKs, RFC 1122/5681 delayed ACKs, the receive buffer) and [`segment`] (wire format).
 //!
 //! Data is sent in MSS-sized segments starting at offset 0, so every segment boundary is a
-//! multiple of the MSS; the scoreboard and the retransmission logic rely on it. There is no
-//! handshake and no FIN (as in ns-2's one-way agents): a connection starts established, the
-//! window scale both ends use is derived from the receive buffer, and the transfer ends when
-//! the last byte is acknowledged.
+//! multiple of the MSS; the scoreboard and the retransmission logic rely on it. By default
+//! there is no handshake and no FIN (as in ns-2's one-way agents): a connection starts
+//! established, the window scale both ends use is derived from the receive buffer, and the
+//! transfer ends when the last byte is acknowledged. With `handshake = true` the sender
+//! opens with a SYN and closes with a FIN (RFC 9293 §3.5, §3.6; the sender's side lives in
+//! `handshake.rs`, a child of [`sender`]); SYN and FIN each take one sequence number outside
+//! the data offsets (the SYN just before offset 0, the FIN at offset `total`), so data
+//! offsets stay 0-based and MSS-aligned. With `timestamps = true` every segment carries
+//! RFC 7323 timestamps ([`timestamps`]) and the sender samples the RTT from their echo.
 
 pub mod cc;
 pub mod cubic;
@@ -31,6 +36,7 @@ pub use mslink_link::rto;
 pub mod sack;
 pub mod segment;
 pub mod sender;
+pub mod timestamps;
 
 pub use receiver::{Receiver, ReceiverStats};
 pub use segment::Segment;
@@ -134,6 +140,16 @@ pub struct TcpConfig {
     /// none: then the sender grows by at most one segment per ACK). Loss recovery stays
     /// `variant`'s.
     pub xcp: bool,
+    /// The three-way handshake and the FIN exchange (RFC 9293 §3.5, §3.6): the sender opens
+    /// with a SYN carrying its options, data starts when the SYN-ACK arrives, and after the
+    /// last byte each end sends a FIN. ns-2's one-way agents and 004 have neither (default
+    /// off).
+    pub handshake: bool,
+    /// RFC 7323 timestamps on every segment (12 more header bytes each): the receiver echoes
+    /// TS.Recent (§4.3) and the sender takes an RTT sample from every ACK of new data (§4.1),
+    /// retransmissions included. Off by default (ns-2's agents and 004 used Karn sampling).
+    /// With `handshake`, used only if both SYNs carry the option.
+    pub timestamps: bool,
 }
 
 impl Default for TcpConfig {
@@ -154,6 +170,8 @@ impl Default for TcpConfig {
             delayed_ack: false,
             delayed_ack_s: 0.2,
             xcp: false,
+            handshake: false,
+            timestamps: false,
         }
     }
 }
@@ -208,6 +226,12 @@ impl TcpConfig {
         if self.send_buffer_bytes < self.mss as u64 {
             return Err(("send_buffer_bytes", "must hold at least one segment".into()));
         }
+        if self.timestamps && self.xcp {
+            return Err((
+                "timestamps",
+                "cannot be combined with xcp: the XCP header, timestamps and three SACK blocks exceed the 40 bytes of TCP options".into(),
+            ));
+        }
         if self.recv_buffer_bytes < self.mss as u64 || self.recv_buffer_bytes > 1 << 30 {
             return Err((
                 "recv_buffer_bytes",
@@ -219,10 +243,12 @@ impl TcpConfig {
 
     /// The transport name in result files: the variant (`reno`, `newreno`, `sack`), with
     /// `+cubic` appended when CUBIC grows the window (`sack+cubic`).
-    pub fn transport_name(&self) -> String {
-        match self.congestion_control {
-            WindowGrowth::Reno => self.variant.name().into(),
-            WindowGrowth::Cubic => format!("{}+cubic", self.variant.name()),
+    pub fn transport_name(&self) -> &'static str {
+        match (self.congestion_control, self.variant) {
+            (WindowGrowth::Reno, v) => v.name(),
+            (WindowGrowth::Cubic, Variant::Reno) => "reno+cubic",
+            (WindowGrowth::Cubic, Variant::NewReno) => "newreno+cubic",
+            (WindowGrowth::Cubic, Variant::Sack) => "sack+cubic",
         }
     }
 
@@ -234,6 +260,18 @@ impl TcpConfig {
             s += 1;
         }
         s
+    }
+
+    /// Bytes of IPv4 and TCP headers on a full data segment: [`HEADERS`], plus the
+    /// timestamps option (12) or the XCP option (16) when on.
+    pub fn data_headers(&self) -> u32 {
+        HEADERS
+            + if self.timestamps {
+                segment::TS_OPTION_LEN as u32
+            } else {
+                0
+            }
+            + if self.xcp { 16 } else { 0 }
     }
 
     pub(crate) fn secs(s: f64) -> Duration {

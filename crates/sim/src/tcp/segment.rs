@@ -8,6 +8,17 @@
 //! the headers are summed. [`parse`] reads any byte string without panicking and returns the
 //! wire fields; [`WireSegment::to_segment`] unwraps the 32-bit numbers near a reference the
 //! reader knows (its `snd_una` or `rcv_nxt`).
+//!
+//! Options (all real, so tshark dissects them): SACK blocks (RFC 2018 §3, kind 5),
+//! timestamps (RFC 7323 §3, kind 8, as `NOP NOP TS`: 12 bytes on every segment of a
+//! connection that uses them), and on a SYN or SYN-ACK the MSS (RFC 9293 §3.2, kind 2), the
+//! window scale (RFC 7323 §2, kind 3) and SACK-permitted (RFC 2018 §2, kind 4), laid out as
+//! Linux does (`MSS, SACK_PERM|NOP NOP, TS, NOP, WS`). Sequence space: data offsets start at
+//! 0 and stay the wire sequence numbers; a SYN occupies the number just before them (the ISS
+//! is 2^32 - 1), so a [`Segment`] with the SYN flag has `seq` 0 (its first data byte) and
+//! [`emit`] writes `seq - 1`; a FIN occupies the offset one past the last data byte, so the
+//! ACK of a FIN is `total + 1`. [`parse`] rejects a malformed option (a bad length, a
+//! truncated option, a timestamps or SYN option of the wrong size) with an error.
 
 use std::fmt;
 
@@ -41,6 +52,34 @@ pub struct XcpField {
 pub const ACK: u8 = 0x10;
 /// The PSH flag.
 pub const PSH: u8 = 0x08;
+/// The SYN flag (RFC 9293 §3.1).
+pub const SYN: u8 = 0x02;
+/// The FIN flag (RFC 9293 §3.1).
+pub const FIN: u8 = 0x01;
+
+/// Bytes the timestamps option takes in every header that carries it (two NOPs and the
+/// 10-byte option, RFC 7323 Appendix A's layout).
+pub const TS_OPTION_LEN: usize = 12;
+
+/// The options a SYN or SYN-ACK announces (RFC 9293 §3.2, RFC 7323 §2, RFC 2018 §2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SynOptions {
+    /// Maximum segment size the sender of the SYN can receive.
+    pub mss: u16,
+    /// Window scale shift (kind 3), if offered.
+    pub wscale: Option<u8>,
+    /// SACK-permitted (kind 4).
+    pub sack_permitted: bool,
+}
+
+/// The timestamps option (RFC 7323 §3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timestamps {
+    /// TSval: the sender's timestamp clock.
+    pub val: u32,
+    /// TSecr: the TS.Recent the sender echoes.
+    pub ecr: u32,
+}
 
 /// One segment with absolute sequence numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,6 +100,10 @@ pub struct Segment {
     pub sack_len: u8,
     /// The XCP congestion header, on XCP flows.
     pub xcp: Option<XcpField>,
+    /// The timestamps option, on connections that use it.
+    pub ts: Option<Timestamps>,
+    /// The options of a SYN or SYN-ACK (written only when the SYN flag is set).
+    pub syn: Option<SynOptions>,
 }
 
 impl Segment {
@@ -135,6 +178,10 @@ pub struct WireSegment {
     pub sack_len: u8,
     /// The XCP option, if present.
     pub xcp: Option<XcpField>,
+    /// The timestamps option, if present.
+    pub ts: Option<Timestamps>,
+    /// MSS, window scale and SACK-permitted, if the segment carries any of them (a SYN).
+    pub syn: Option<SynOptions>,
 }
 
 /// The 64-bit value whose low 32 bits are `w` closest to `near`.
@@ -156,14 +203,23 @@ impl WireSegment {
     /// The segment with sequence numbers unwrapped near `near_seq` and `near_ack`, and the
     /// window scaled by `shift`.
     pub fn to_segment(&self, near_seq: u64, near_ack: u64, shift: u8) -> Segment {
+        // A SYN's sequence number is the ISS, one before the first data byte.
+        let seq = if self.flags & SYN != 0 {
+            self.seq.wrapping_add(1)
+        } else {
+            self.seq
+        };
         let mut s = Segment {
-            seq: unwrap(self.seq, near_seq),
+            seq: unwrap(seq, near_seq),
             len: self.len,
             ack: unwrap(self.ack, near_ack),
             flags: self.flags,
-            window: (self.window as u64) << shift,
+            // RFC 7323 §2.2: the window of a SYN is never scaled.
+            window: (self.window as u64) << if self.flags & SYN != 0 { 0 } else { shift },
             sack_len: self.sack_len,
             xcp: self.xcp,
+            ts: self.ts,
+            syn: self.syn,
             ..Segment::default()
         };
         for (i, &(a, b)) in self.sack_blocks().iter().enumerate() {
@@ -180,15 +236,30 @@ impl WireSegment {
 
 /// TCP header bytes of `s` (20 plus options padded to 4).
 pub fn tcp_header_len(s: &Segment) -> usize {
-    sack_options_end(s) + if s.xcp.is_some() { 2 + XCP_LEN } else { 0 }
+    let sack = if s.sack_len == 0 {
+        0
+    } else {
+        2 + 2 + 8 * s.sack_len as usize
+    };
+    20 + syn_options_len(s)
+        + if s.ts.is_some() { TS_OPTION_LEN } else { 0 }
+        + sack
+        + if s.xcp.is_some() { 2 + XCP_LEN } else { 0 }
 }
 
-/// Where the SACK option (if any) ends in the TCP header.
-fn sack_options_end(s: &Segment) -> usize {
-    if s.sack_len == 0 {
-        20
-    } else {
-        20 + 2 + 2 + 8 * s.sack_len as usize
+/// Bytes of the MSS, window-scale and SACK-permitted options of a SYN (the SACK-permitted
+/// option takes the two NOPs before the timestamps when both are present).
+fn syn_options_len(s: &Segment) -> usize {
+    match s.syn {
+        Some(o) if s.flags & SYN != 0 => {
+            4 + if o.wscale.is_some() { 4 } else { 0 }
+                + if o.sack_permitted && s.ts.is_none() {
+                    4
+                } else {
+                    0
+                }
+        }
+        _ => 0,
     }
 }
 
@@ -218,19 +289,54 @@ pub fn emit(s: &Segment, e: &Endpoints, out: &mut Vec<u8>) {
     .emit(&mut Ipv4Packet::new_unchecked(&mut out[..]));
     // TCP (RFC 9293 §3.1).
     let mut t = TcpPacket::new_unchecked(&mut out[ipv4::HEADER_LEN..ipv4::HEADER_LEN + th]);
+    let syn = s.flags & SYN != 0;
     TcpRepr {
         src_port: e.sport,
         dst_port: e.dport,
-        seq: s.seq as u32,
+        // The SYN takes the sequence number before the first data byte (the ISS).
+        seq: if syn {
+            (s.seq as u32).wrapping_sub(1)
+        } else {
+            s.seq as u32
+        },
         ack: s.ack as u32,
         flags: s.flags,
-        window: (s.window >> e.shift).min(65_535) as u16,
+        // RFC 7323 §2.2: the window of a SYN is never scaled.
+        window: (s.window >> if syn { 0 } else { e.shift }).min(65_535) as u16,
         urgent: 0,
         options_len: th - tcp::HEADER_LEN,
     }
     .emit(&mut t);
     let o = t.options_mut();
     let mut at = 0;
+    let syn_opts = s.syn.filter(|_| syn);
+    if let Some(so) = syn_opts {
+        // RFC 9293 §3.2: MSS only on a SYN.
+        at += write_option(&mut o[at..], &TcpOption::Mss(so.mss));
+        if so.sack_permitted && s.ts.is_some() {
+            at += write_option(&mut o[at..], &TcpOption::SackPermitted);
+        }
+    }
+    if let Some(ts) = s.ts {
+        // RFC 7323 Appendix A: NOP NOP TS keeps the fields 32-bit aligned (on a SYN with
+        // SACK-permitted, that option takes the NOPs' place).
+        if !syn_opts.is_some_and(|so| so.sack_permitted) {
+            at += write_option(&mut o[at..], &TcpOption::Nop);
+            at += write_option(&mut o[at..], &TcpOption::Nop);
+        }
+        at += write_option(&mut o[at..], &TcpOption::Timestamps(ts.val, ts.ecr));
+    }
+    if let Some(so) = syn_opts {
+        if let Some(ws) = so.wscale {
+            at += write_option(&mut o[at..], &TcpOption::Nop);
+            at += write_option(&mut o[at..], &TcpOption::WindowScale(ws));
+        }
+        if so.sack_permitted && s.ts.is_none() {
+            at += write_option(&mut o[at..], &TcpOption::Nop);
+            at += write_option(&mut o[at..], &TcpOption::Nop);
+            at += write_option(&mut o[at..], &TcpOption::SackPermitted);
+        }
+    }
     if s.sack_len > 0 {
         // RFC 2018 §3: two NOPs then kind 5, length 2 + 8n, the blocks' edges.
         let mut blocks = [0u8; 8 * MAX_SACK_BLOCKS];
@@ -302,7 +408,24 @@ pub fn parse(p: &[u8]) -> Result<WireSegment, ParseError> {
                     w.sack_len += 1;
                 }
             }
-            TcpOption::Unknown(tcp::kind::SACK, _) => return Err(ParseError::BadHeader),
+            TcpOption::Timestamps(val, ecr) => w.ts = Some(Timestamps { val, ecr }),
+            TcpOption::Mss(m) => w.syn.get_or_insert_with(SynOptions::default).mss = m,
+            TcpOption::WindowScale(ws) => {
+                // RFC 7323 §2.3: a shift above 14 is used as 14.
+                w.syn.get_or_insert_with(SynOptions::default).wscale = Some(ws.min(14))
+            }
+            TcpOption::SackPermitted => {
+                w.syn.get_or_insert_with(SynOptions::default).sack_permitted = true
+            }
+            // A known kind with the wrong length is malformed.
+            TcpOption::Unknown(
+                tcp::kind::SACK
+                | tcp::kind::TIMESTAMPS
+                | tcp::kind::MSS
+                | tcp::kind::WINDOW_SCALE
+                | tcp::kind::SACK_PERMITTED,
+                _,
+            ) => return Err(ParseError::BadHeader),
             _ => {}
         }
     }
@@ -506,5 +629,122 @@ mod tests {
         let mut plain = Vec::new();
         emit(&Segment { xcp: None, ..s }, &e, &mut plain);
         assert!(!set_xcp_feedback(&mut plain, 5));
+    }
+
+    /// RFC 7323 Appendix A: timestamps add 12 bytes to every header (NOP NOP TS), on a data
+    /// segment and on an ACK with SACK blocks alike; the payload is unchanged.
+    #[test]
+    fn timestamps_grow_the_header_by_twelve_and_round_trip() {
+        let mut s = Segment {
+            seq: 3000,
+            len: 1000,
+            ack: 1,
+            flags: ACK,
+            window: 65536,
+            ..Default::default()
+        };
+        let plain = packet_len(&s);
+        s.ts = Some(Timestamps { val: 7, ecr: 9 });
+        assert_eq!(packet_len(&s), plain + 12);
+        assert_eq!(tcp_header_len(&s), 32);
+        let mut p = Vec::new();
+        emit(&s, &ends(), &mut p);
+        assert_eq!(p.len(), packet_len(&s));
+        assert_eq!(parse(&p).unwrap().to_segment(3000, 1, 2), s);
+        s.sack = [(5000, 6000), (7000, 8000), (9000, 9500)];
+        s.sack_len = 3;
+        s.len = 0;
+        assert_eq!(tcp_header_len(&s), 60, "the 40-byte option space, full");
+        emit(&s, &ends(), &mut p);
+        assert_eq!(parse(&p).unwrap().to_segment(3000, 1, 2), s);
+    }
+
+    /// RFC 9293 §3.2, RFC 7323 §2-3, RFC 2018 §2: a SYN's options round-trip; its sequence
+    /// number on the wire is the ISS (one before data offset 0) and its window is unscaled.
+    #[test]
+    fn syn_options_round_trip_and_the_syn_takes_the_iss() {
+        for (ts, sack) in [(true, true), (true, false), (false, true), (false, false)] {
+            let s = Segment {
+                seq: 0,
+                flags: SYN | if sack { ACK } else { 0 },
+                window: 65_535,
+                syn: Some(SynOptions {
+                    mss: 1460,
+                    wscale: Some(7),
+                    sack_permitted: sack,
+                }),
+                ts: ts.then_some(Timestamps { val: 1, ecr: 0 }),
+                ..Default::default()
+            };
+            let mut p = Vec::new();
+            emit(&s, &ends(), &mut p);
+            assert_eq!((p.len() - 40) % 4, 0);
+            assert_eq!(p.len(), packet_len(&s));
+            let w = parse(&p).unwrap();
+            assert_eq!(w.seq, u32::MAX, "ISS = 2^32 - 1");
+            assert_eq!(w.window, 65_535, "a SYN's window is not scaled");
+            assert_eq!(w.to_segment(0, 0, 2), s, "ts {ts} sack {sack}");
+            // etherparse reads the same options.
+            let h = etherparse::TcpHeaderSlice::from_slice(&p[20..]).unwrap();
+            let opts: Vec<_> = h.options_iterator().collect::<Result<_, _>>().unwrap();
+            use etherparse::TcpOptionElement as O;
+            assert!(opts.contains(&O::MaximumSegmentSize(1460)));
+            assert!(opts.contains(&O::WindowScale(7)));
+            assert_eq!(opts.contains(&O::SelectiveAcknowledgementPermitted), sack);
+            assert_eq!(opts.contains(&O::Timestamp(1, 0)), ts);
+        }
+        // A FIN is an ordinary flag; its sequence number is the offset after the data.
+        let f = Segment {
+            seq: 5000,
+            flags: ACK | FIN,
+            ack: 1,
+            ..Default::default()
+        };
+        let mut p = Vec::new();
+        emit(&f, &ends(), &mut p);
+        assert_eq!(parse(&p).unwrap().to_segment(5000, 1, 2), f);
+    }
+
+    /// Malformed options are an error, never a panic: a timestamps, MSS, window-scale or
+    /// SACK-permitted option of the wrong length, a length running past the header, a zero
+    /// length.
+    #[test]
+    fn malformed_options_are_rejected() {
+        let s = Segment {
+            seq: 0,
+            len: 0,
+            ack: 1,
+            flags: ACK,
+            ts: Some(Timestamps { val: 1, ecr: 2 }),
+            ..Default::default()
+        };
+        let mut good = Vec::new();
+        emit(&s, &ends(), &mut good);
+        assert!(parse(&good).is_ok());
+        // Options start at byte 40: NOP NOP 8 10 <8 bytes>.
+        let bad = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut p = good.clone();
+            edit(&mut p);
+            parse(&p)
+        };
+        assert_eq!(
+            bad(&|p| p[43] = 6),
+            Err(ParseError::BadHeader),
+            "TS length 6"
+        );
+        assert_eq!(
+            bad(&|p| p[43] = 40),
+            Err(ParseError::BadHeader),
+            "past the end"
+        );
+        assert_eq!(bad(&|p| p[43] = 0), Err(ParseError::BadHeader), "length 0");
+        assert_eq!(bad(&|p| p[43] = 1), Err(ParseError::BadHeader), "length 1");
+        for (kind, len) in [(2u8, 3u8), (3, 4), (4, 3), (2, 6)] {
+            let r = bad(&|p| {
+                p[42] = kind;
+                p[43] = len;
+            });
+            assert_eq!(r, Err(ParseError::BadHeader), "kind {kind} length {len}");
+        }
     }
 }

@@ -8,6 +8,12 @@
 //! samples follow Karn's rule (one timed segment at a time, never a retransmitted one), and a
 //! timeout goes back to the first unacknowledged byte (RFC 5681 §3.1, as BSD and ns-2 do).
 //! A malformed ACK (acknowledging unsent data) is counted, never a panic.
+//!
+//! Connection state (the SYN and FIN exchanges, RFC 7323 timestamps) lives in the child
+//! module `handshake.rs`: the public entry points `handle_ack`, `poll_transmit` and
+//! `handle_timeout` are there and wrap this file's loss recovery (`handle_data_ack`,
+//! `poll_data`, `handle_rto`), which sees only data offsets. With both options off the
+//! wrappers pass straight through.
 
 use mslink_link::{Duration, Instant};
 
@@ -17,6 +23,9 @@ use super::rto::RtoEstimator;
 use super::sack::Scoreboard;
 use super::segment::{Segment, ACK, PSH};
 use super::{TcpConfig, Variant, WindowGrowth};
+
+#[path = "handshake.rs"]
+mod handshake;
 
 /// Counters of one sender.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -43,6 +52,17 @@ pub struct SenderStats {
     pub rescue_retransmits: u64,
     /// New segments sent by limited transmit (RFC 3042).
     pub limited_transmits: u64,
+    /// SYN retransmissions (`handshake`).
+    pub syn_retransmits: u64,
+    /// FIN retransmissions (`handshake`; a FIN riding on a retransmitted last data segment
+    /// counts as a data retransmission only).
+    pub fin_retransmits: u64,
+    /// RTT samples taken from a timestamp echo (`timestamps`; also counted in `rtt_samples`).
+    pub ts_rtt_samples: u64,
+    /// Whether the connection closed: our FIN acknowledged and the peer's FIN received and
+    /// acknowledged (`handshake`). The flow's completion is still the time its last data
+    /// byte was acknowledged.
+    pub closed: bool,
 }
 
 /// One TCP sender.
@@ -79,6 +99,8 @@ pub struct Sender {
     rescue_rxt: Option<u64>,
     sb: Scoreboard,
     stats: SenderStats,
+    /// Handshake, FIN and timestamps state (`handshake.rs`).
+    conn: handshake::Conn,
 }
 
 impl Sender {
@@ -130,6 +152,7 @@ impl Sender {
             rescue_rxt: None,
             sb: Scoreboard::new(mss, total),
             stats: SenderStats::default(),
+            conn: handshake::Conn::new(cfg),
         }
     }
 
@@ -191,8 +214,8 @@ impl Sender {
         self.mss.min(self.total - seq) as u32
     }
 
-    /// Processes one ACK segment.
-    pub fn handle_ack(&mut self, now: Instant, a: &Segment) {
+    /// Loss recovery's part of processing one ACK (data offsets only).
+    fn handle_data_ack(&mut self, now: Instant, a: &Segment) {
         self.stats.acks += 1;
         if a.flags & ACK == 0 {
             return;
@@ -332,8 +355,8 @@ impl Sender {
         }
     }
 
-    /// The next segment to send, if the window allows one.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+    /// The next data segment to send, if the window allows one.
+    fn poll_data(&mut self, now: Instant) -> Option<Segment> {
         if self.retransmit_una && self.snd_una < self.total {
             self.retransmit_una = false;
             let seq = self.snd_una;
@@ -455,7 +478,7 @@ impl Sender {
     }
 
     /// Handles the retransmission timer if it is due (RFC 6298 (5.4)-(5.6), RFC 5681 §3.1).
-    pub fn handle_timeout(&mut self, now: Instant) {
+    fn handle_rto(&mut self, now: Instant) {
         if self.deadline.is_none_or(|t| t > now) {
             return;
         }

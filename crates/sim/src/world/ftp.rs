@@ -11,6 +11,12 @@
 //! not counted); a transfer that does not finish reports what it delivered by the end of the
 //! run. Packet buffers are recycled through the world's pool, so a steady transfer allocates
 //! nothing per packet on wired paths.
+//!
+//! With `tcp.handshake` the sender's SYN and FIN go to the receiver and the receiver's
+//! SYN-ACK and FIN to the sender: a packet is routed by the node it reaches, not by whether it
+//! carries data. The flow still completes when its last byte arrives (the time reported); a
+//! run of transfers waits for each connection to close as well (both FINs acknowledged), so
+//! the close is on the capture and in the sender's `closed` counter.
 
 use mslink_link::Instant;
 
@@ -34,7 +40,10 @@ pub(super) struct TcpFlow {
     armed: [Option<Instant>; 2],
     malformed: u64,
     /// The transport name in results (`TcpConfig::transport_name`).
-    transport: String,
+    transport: &'static str,
+    handshake: bool,
+    /// Whether this flow has been counted off `tcp_left`.
+    finished: bool,
 }
 
 impl TcpFlow {
@@ -63,6 +72,8 @@ impl TcpFlow {
             transport: f.tcp.transport_name(),
             armed: [None; 2],
             malformed: 0,
+            handshake: f.tcp.handshake,
+            finished: false,
         }
     }
 
@@ -105,7 +116,7 @@ impl TcpFlow {
         FlowResult {
             flow: name.to_string(),
             app: "ftp".into(),
-            transport: self.transport.clone(),
+            transport: self.transport.into(),
             service,
             sent: s.segments,
             received: r.segments,
@@ -243,14 +254,14 @@ impl World<'_, '_> {
             return;
         };
         let shift = t.data.shift;
-        if data && node == t.to {
+        // With a handshake the sender's SYN, FIN and pure ACKs carry no data either.
+        if node == t.to && (data || t.handshake) {
             let seg = w.to_segment(t.receiver.rcv_nxt(), 0, shift);
             let before = t.receiver.rcv_nxt();
             t.receiver.handle_segment(now, &seg);
             let after = t.receiver.rcv_nxt();
             if after >= t.total && t.done_at.is_none() {
                 t.done_at = Some(now);
-                self.tcp_left -= 1;
             }
             if after > before {
                 self.record_bytes(now, i, after - before);
@@ -263,5 +274,12 @@ impl World<'_, '_> {
             return;
         }
         self.tcp_drive(now, i);
+        if let Some(t) = self.tcp[i].as_mut() {
+            let closed = !t.handshake || (t.sender.is_closed() && t.receiver.is_closed());
+            if t.done_at.is_some() && closed && !t.finished {
+                t.finished = true;
+                self.tcp_left -= 1;
+            }
+        }
     }
 }
