@@ -38,9 +38,12 @@ impl Prr {
         self.delivered += delivered_data;
         if pipe > ssthresh {
             // Proportional Rate Reduction:
-            // sndcnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            // sndcnt = CEIL(prr_delivered * ssthresh / RecoverFS) - prr_out, the CEIL taken in
+            // whole segments (the RFC's examples count segments, as Linux does): in bytes a
+            // fraction of a segment could never be sent and would shift every send by an ACK.
             let target = (self.delivered as u128 * ssthresh as u128)
-                .div_ceil(self.recover_fs as u128) as u64;
+                .div_ceil(self.recover_fs as u128 * mss as u128) as u64
+                * mss;
             target.saturating_sub(self.out)
         } else {
             // PRR-SSRB: limit = MAX(prr_delivered - prr_out, DeliveredData) + MSS;

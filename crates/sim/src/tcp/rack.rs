@@ -265,6 +265,9 @@ pub struct Tlp {
     pub is_retrans: bool,
     /// The sender is recovering from a retransmission timeout (until `recover` is ACKed).
     pub rto_recovery: bool,
+    /// A fast recovery just began: its first lost segment goes out whatever the window
+    /// (RFC 6675 §5 step 4.3, the fast retransmit).
+    pub fast_rtx: bool,
 }
 
 /// RFC 8985 §7.2: `PTO = 2 * SRTT` (1 s before the first sample), plus `wc_del_ack` (the

@@ -67,7 +67,8 @@ impl Sender {
             if self.tlp.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
                 self.tlp.rto_recovery = false;
             }
-            if self.snd_una > prior_una {
+            // §7.2: re-armed on a cumulative ACK; stopped while SACKed data waits for RACK.
+            if self.snd_una > prior_una || self.sb.any() {
                 self.arm_pto(now);
             }
         }
@@ -75,15 +76,17 @@ impl Sender {
     }
 
     /// A recovery began (by DupThresh or by RACK): RFC 6937 §3 initialisation, with RecoverFS
-    /// the data outstanding (`snd.nxt - snd.una`); the probe timer stops (§7.2: no probes in
-    /// recovery).
+    /// the FlightSize (`snd.nxt - snd.una`) less what limited transmit sent, as RFC 5681 §3.2
+    /// step 2 counts it for ssthresh and as RFC 6937 §3.1's example counts it (FlightSize 20
+    /// with two limited-transmit segments out); the probe timer stops (RFC 8985 §7.2).
     pub(super) fn recovery_started(&mut self) {
-        let fs = self.snd_max - self.snd_una;
+        let fs = (self.snd_max - self.snd_una).saturating_sub(self.limited_sent);
         if let Some(p) = self.prr.as_mut() {
             p.start(fs);
             self.prr_budget = 0;
         }
         self.tlp.pto_deadline = None;
+        self.tlp.fast_rtx = self.rack.is_some();
     }
 
     /// Whether PRR decides what may be sent now.
@@ -284,11 +287,18 @@ impl Sender {
         self.rack_detect(now);
     }
 
-    /// `NextSeg()` for a RACK sender in fast or RTO recovery: the first segment RACK marked
-    /// lost (rule 1), else new data (rule 2), while `cwnd - pipe >= SMSS` (or PRR's sndcnt
+    /// `NextSeg()` for a RACK sender in fast or RTO recovery: on entering a fast recovery the
+    /// first segment marked lost at once (the fast retransmit); then the first segment RACK
+    /// marked lost (rule 1), else new data (rule 2), while `cwnd - pipe >= SMSS` (or PRR's sndcnt
     /// allows). RACK-TLP takes the place of rules 3 and 4 (a hole not yet deemed lost is left
     /// to RACK's timer; the tail to the probe).
     pub(super) fn rack_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if std::mem::take(&mut self.tlp.fast_rtx) {
+            if let Some(seq) = self.sb.first_lost(self.snd_una) {
+                self.high_rxt = self.high_rxt.max(seq + self.seg_len(seq) as u64);
+                return Some(self.emit(now, seq, true));
+            }
+        }
         let pipe = self.sb.rack_pipe(self.snd_una, self.snd_max);
         if self.prr_governs() {
             if self.prr_budget < self.mss {
