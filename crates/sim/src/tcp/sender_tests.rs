@@ -660,6 +660,27 @@ fn tlp_loss_detection_reduces_the_window_only_for_a_repaired_loss() {
     }
 }
 
+#[test]
+fn prr_and_rack_name_the_variants_they_need() {
+    let bad = |prr, rack, variant| {
+        TcpConfig {
+            prr,
+            rack,
+            ..cfg(variant, 1)
+        }
+        .validate()
+        .err()
+        .map(|e| e.0)
+    };
+    assert_eq!(bad(true, false, Variant::Reno), Some("prr"));
+    assert_eq!(bad(true, false, Variant::NewReno), None);
+    assert_eq!(bad(false, true, Variant::NewReno), Some("rack"));
+    assert_eq!(bad(true, true, Variant::Sack), None);
+    // Off by default: the 004/003/001 reproductions keep the classic algorithms.
+    let d = TcpConfig::default();
+    assert!(!d.prr && !d.rack);
+}
+
 mod random_loss {
     use super::*;
     use proptest::prelude::*;
