@@ -27,9 +27,9 @@ fn run_flow(seed: u64, tcp: &str) -> FlowResult {
 }
 
 /// Summed over five seeds, RACK-TLP cuts the SACK sender's timeouts to a quarter or less
-/// (tail losses and lost retransmissions, which RFC 6675 leaves to the RTO; measured: 12 ->
-/// 1) and does not lose throughput; every transfer completes with and without it, with and
-/// without PRR.
+/// (tail losses and lost retransmissions, which RFC 6675 leaves to the RTO; measured: from
+/// 12 to 1) and does not lose throughput; every transfer completes with and without it, with
+/// and without PRR.
 #[test]
 fn rack_tlp_cuts_timeouts_on_a_lossy_link() {
     let mut sums = Vec::new();

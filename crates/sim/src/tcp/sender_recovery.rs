@@ -265,8 +265,9 @@ impl Sender {
         Some(seg)
     }
 
-    /// RFC 8985 §6.3 on a retransmission timeout: mark the losses, keep the scoreboard, and
-    /// recover (from cwnd = 1 SMSS) by sending the lost segments first (`rack_transmit`).
+    /// RFC 8985 §6.3 on a retransmission timeout: mark the losses, keep the scoreboard, resend
+    /// the first outstanding segment at once, and recover (from cwnd = 1 SMSS) by sending the
+    /// lost segments first (`rack_transmit`).
     pub(super) fn rack_on_rto(&mut self, now: Instant) {
         let Some(r) = self.rack.as_ref() else {
             return;
@@ -279,8 +280,11 @@ impl Sender {
         );
         let n = r.mark_losses_on_rto(now, w, &mut self.sb, self.snd_una, self.snd_max);
         self.stats.rack_marked_lost += n;
+        // RFC 6298 (5.4): the earliest outstanding segment goes out now, whatever pipe says
+        // (a segment sent within RACK.rtt is not marked and would hold pipe at cwnd).
         self.tlp = rack::Tlp {
             rto_recovery: true,
+            fast_rtx: true,
             ..rack::Tlp::default()
         };
         // A later loss mark may still come from the reordering timer.
