@@ -347,10 +347,11 @@ impl Sender {
         if !self.conn.handshake {
             return self.handle_rto(now);
         }
-        if self.deadline.is_none_or(|t| t > now) {
-            return;
-        }
+        let rto_due = self.deadline.is_some_and(|t| t <= now);
         if self.conn.state == State::SynSent {
+            if !rto_due {
+                return;
+            }
             self.stats.timeouts += 1;
             self.stats.syn_retransmits += 1;
             self.rto.backoff();
@@ -359,7 +360,10 @@ impl Sender {
             self.deadline = Some(now + self.rto.rto());
             return;
         }
-        let fin_only = self.conn.fin_sent && !self.conn.fin_acked && self.snd_una >= self.total;
+        // Loss recovery's timers (with RACK-TLP also the probe and reordering timers) run
+        // whichever is due; only an expired RTO with nothing but the FIN outstanding resends it.
+        let fin_only =
+            rto_due && self.conn.fin_sent && !self.conn.fin_acked && self.snd_una >= self.total;
         self.handle_rto(now);
         if fin_only {
             self.conn.fin_due = true;

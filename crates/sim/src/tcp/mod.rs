@@ -10,7 +10,8 @@
 //! capture of any interface dissects as ordinary TCP.
 //!
 //! One concern per file: [`sender`] (loss recovery: RFC 5681 §3.2 Reno, RFC 6582 NewReno,
-//! RFC 6675 SACK), [`cc`] (the congestion window: the [`cc::CongestionControl`] trait and its
+//! RFC 6675 SACK; with [`prr`], RFC 6937 PRR, and [`rack`], RFC 8985 RACK-TLP, as options),
+//! [`cc`] (the congestion window: the [`cc::CongestionControl`] trait and its
 //! RFC 5681 AIMD implementation, where XCP plugs in), [`cubic`] (RFC 9438 CUBIC window
 //! growth, chosen by [`TcpConfig::congestion_control`]), [`rto`] (RFC 6298 estimator with a clock
 //! granularity), [`sack`] (the RFC 6675 scoreboard), [`receiver`] (cumulative and selective
@@ -29,6 +30,8 @@
 
 pub mod cc;
 pub mod cubic;
+pub mod prr;
+pub mod rack;
 pub mod receiver;
 /// The RFC 6298 estimator lives in the link crate (one implementation for TCP and the link's
 /// ARQ services).
@@ -116,6 +119,16 @@ pub struct TcpConfig {
     /// 2*SMSS), so a small window still gathers the duplicates fast retransmit needs. Linux
     /// has it on; ns-2's agents and 004 did not (default off).
     pub limited_transmit: bool,
+    /// Proportional Rate Reduction (RFC 6937, PRR-SSRB): during fast recovery each ACK may
+    /// send `sndcnt` bytes, so the flight falls smoothly to ssthresh, instead of RFC 5681's
+    /// window inflation or RFC 6675's `cwnd - pipe`; cwnd = ssthresh when recovery ends.
+    /// `newreno` and `sack` only. Linux has it on; ns-2 and 004 did not (default off).
+    pub prr: bool,
+    /// RACK-TLP (RFC 8985): losses are detected by transmit time (a segment is lost once one
+    /// sent after it is delivered and RACK.rtt + reo_wnd has passed) instead of DupThresh,
+    /// and a tail loss probe (PTO = 2 SRTT) replaces most tail timeouts. `sack` only. Linux
+    /// has it on; ns-2 and 004 did not (default off).
+    pub rack: bool,
     /// Clock granularity G of the retransmission timer, seconds (RFC 6298 §2; 004 used
     /// 500 ms timers). 0 means a perfect clock.
     pub granularity_s: f64,
@@ -161,6 +174,8 @@ impl Default for TcpConfig {
             initial_window: 1,
             dupack_threshold: 3,
             limited_transmit: false,
+            prr: false,
+            rack: false,
             granularity_s: 0.5,
             min_rto_s: 1.0,
             max_rto_s: 64.0,
@@ -202,6 +217,20 @@ impl TcpConfig {
         }
         if self.dupack_threshold == 0 {
             return Err(("dupack_threshold", "must be at least 1".into()));
+        }
+        if self.prr && self.variant == Variant::Reno {
+            // Reno leaves recovery at the first new ACK, so PRR would only pace the duplicates.
+            return Err((
+                "prr",
+                "needs variant = \"newreno\" or \"sack\" (Reno ends recovery at the first new ACK)"
+                    .into(),
+            ));
+        }
+        if self.rack && self.variant != Variant::Sack {
+            return Err((
+                "rack",
+                "needs variant = \"sack\" (RACK-TLP reads the SACK scoreboard)".into(),
+            ));
         }
         for (k, v) in [
             ("granularity_s", self.granularity_s),

@@ -8,10 +8,17 @@
 //! [`Scoreboard::pipe`] (`SetPipe`) and [`Scoreboard::next_seg`] (`NextSeg` rules 1 and 3;
 //! rule 2, new data, is the sender's; for rule 4, the rescue retransmission, the sender asks
 //! [`Scoreboard::highest_unsacked`]). Queries cost one pass over the outstanding segments.
+//!
+//! RACK (RFC 8985, `rack.rs`) marks segments lost by time instead of by count: with
+//! [`Scoreboard::mark_lost`] a segment carries a second flag, LOST, until it is retransmitted
+//! ([`Scoreboard::on_retransmit`]); [`Scoreboard::rack_pipe`] and [`Scoreboard::first_lost`]
+//! are the `pipe` and `NextSeg()` rule 1 a RACK sender uses in place of the DupThresh ones.
 
 use std::collections::VecDeque;
 
 const SACKED: u8 = 1;
+/// Marked lost by RACK and not retransmitted since.
+const LOST: u8 = 2;
 
 /// Which outstanding segments the receiver has reported holding.
 #[derive(Clone, Debug)]
@@ -68,6 +75,12 @@ impl Scoreboard {
 
     /// Applies SACK blocks `[start, end)` in bytes; returns whether any segment became SACKed.
     pub fn update(&mut self, blocks: &[(u64, u64)]) -> bool {
+        self.update_with(blocks, |_| {})
+    }
+
+    /// [`Scoreboard::update`], calling `newly(k)` with the index of every segment that became
+    /// SACKed (RFC 6937's change in SACKd, RFC 8985's newly delivered segments).
+    pub fn update_with(&mut self, blocks: &[(u64, u64)], mut newly: impl FnMut(u64)) -> bool {
         let mut changed = false;
         for &(a, b) in blocks {
             if b <= a {
@@ -85,8 +98,9 @@ impl Scoreboard {
                     self.flags.resize(i + 1, 0);
                 }
                 if self.flags[i] & SACKED == 0 {
-                    self.flags[i] |= SACKED;
+                    self.flags[i] = SACKED;
                     changed = true;
+                    newly(k);
                 }
                 self.high_sacked = self.high_sacked.max(k + 1);
                 k += 1;
@@ -108,6 +122,94 @@ impl Scoreboard {
     /// Whether any segment is SACKed.
     pub fn any(&self) -> bool {
         self.high_sacked > 0
+    }
+
+    /// The MSS the scoreboard cuts segments at.
+    pub fn mss(&self) -> u64 {
+        self.mss
+    }
+
+    /// Length of segment `k` (the last one may be short).
+    pub fn len_of(&self, k: u64) -> u64 {
+        self.seg_len(k)
+    }
+
+    /// SACKed bytes in `[lo, hi)` (whole segments; before the cumulative ACK covers them).
+    pub fn sacked_bytes(&self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = (lo / self.mss, hi.div_ceil(self.mss));
+        (a.max(self.base)..b)
+            .filter(|&k| self.flag(k) & SACKED != 0)
+            .map(|k| self.seg_len(k))
+            .sum()
+    }
+
+    /// Segments currently SACKed (RFC 8985 `RACK.segs_sacked`).
+    pub fn sacked_count(&self) -> u64 {
+        self.flags.iter().filter(|&&f| f & SACKED != 0).count() as u64
+    }
+
+    fn flag(&self, k: u64) -> u8 {
+        if k < self.base {
+            return 0;
+        }
+        self.flags
+            .get((k - self.base) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn flag_mut(&mut self, k: u64) -> &mut u8 {
+        let i = (k - self.base) as usize;
+        if i >= self.flags.len() {
+            // Bounded by the caller: only segments below snd_max are marked.
+            self.flags.resize(i + 1, 0);
+        }
+        &mut self.flags[i]
+    }
+
+    /// RFC 8985 §6.2 step 5: marks segment `k` lost (not if SACKed); returns whether it was
+    /// newly marked.
+    pub fn mark_lost(&mut self, k: u64) -> bool {
+        if k < self.base || self.flag(k) != 0 {
+            return false;
+        }
+        *self.flag_mut(k) = LOST;
+        true
+    }
+
+    /// Whether RACK marked segment `k` lost and it has not been retransmitted since.
+    pub fn is_marked_lost(&self, k: u64) -> bool {
+        self.flag(k) & LOST != 0
+    }
+
+    /// The segment starting at `seq` was retransmitted: it is in flight again.
+    pub fn on_retransmit(&mut self, seq: u64) {
+        let k = seq / self.mss;
+        if k >= self.base && self.flag(k) & LOST != 0 {
+            *self.flag_mut(k) &= !LOST;
+        }
+    }
+
+    /// `pipe` for a RACK sender (RFC 8985 §3.3 with RFC 6675 §4's counting): every segment
+    /// between `una` and `high_data` neither SACKed nor marked lost, once (a retransmitted
+    /// segment is in flight once: its mark was cleared when it was resent).
+    pub fn rack_pipe(&self, una: u64, high_data: u64) -> u64 {
+        let (lo, hi) = (una / self.mss, high_data.div_ceil(self.mss));
+        (lo..hi)
+            .filter(|&k| self.flag(k) == 0)
+            .map(|k| self.seg_len(k))
+            .sum()
+    }
+
+    /// `NextSeg()` rule 1 for a RACK sender: the first segment at or above `una` marked lost.
+    pub fn first_lost(&self, una: u64) -> Option<u64> {
+        let lo = una / self.mss;
+        let from = lo.saturating_sub(self.base) as usize;
+        self.flags
+            .iter()
+            .skip(from)
+            .position(|&f| f & LOST != 0)
+            .map(|i| (self.base + (from + i) as u64) * self.mss)
     }
 
     /// Segments SACKed above the one starting at `seq`.

@@ -14,11 +14,18 @@
 //! `handle_timeout` are there and wrap this file's loss recovery (`handle_data_ack`,
 //! `poll_data`, `handle_rto`), which sees only data offsets. With both options off the
 //! wrappers pass straight through.
+//!
+//! Two options change loss recovery (both off by default; the glue is in
+//! `sender_recovery.rs`, the algorithms in `prr.rs` and `rack.rs`): PRR (RFC 6937) decides how
+//! much to send on each ACK of a recovery instead of window inflation, and RACK-TLP (RFC 8985,
+//! SACK only) detects losses by transmit time instead of DupThresh and sends tail loss probes.
 
 use mslink_link::{Duration, Instant};
 
 use super::cc::{AckInfo, Aimd, CongestionControl};
 use super::cubic::Cubic;
+use super::prr::Prr;
+use super::rack::{Rack, Tlp};
 use super::rto::RtoEstimator;
 use super::sack::Scoreboard;
 use super::segment::{Segment, ACK, PSH};
@@ -63,6 +70,18 @@ pub struct SenderStats {
     /// acknowledged (`handshake`). The flow's completion is still the time its last data
     /// byte was acknowledged.
     pub closed: bool,
+    /// Segments sent during recoveries governed by PRR (RFC 6937), retransmissions included.
+    pub prr_sent: u64,
+    /// Segments RACK marked lost (RFC 8985 §6.2 and §6.3).
+    pub rack_marked_lost: u64,
+    /// Recoveries RACK started (also counted in `fast_retransmits`).
+    pub rack_recoveries: u64,
+    /// Expiries of the RACK reordering timer (RFC 8985 §6.3).
+    pub reorder_timeouts: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3; also counted in `segments`).
+    pub tlp_probes: u64,
+    /// Probes that repaired a loss, so the window was reduced (RFC 8985 §7.4).
+    pub tlp_recoveries: u64,
 }
 
 /// One TCP sender.
@@ -98,6 +117,16 @@ pub struct Sender {
     /// RFC 6675 RescueRxt: `RecoveryPoint` once this recovery made its rescue retransmission.
     rescue_rxt: Option<u64>,
     sb: Scoreboard,
+    /// RFC 6937 state when PRR is on.
+    prr: Option<Prr>,
+    /// PRR's `sndcnt` left for the current ACK, bytes.
+    prr_budget: u64,
+    /// RFC 8985 RACK state when RACK-TLP is on.
+    rack: Option<Rack>,
+    /// RFC 8985 timers and TLP state (idle when RACK-TLP is off).
+    tlp: Tlp,
+    /// RFC 8985 §7.2 `WCDelAckT`: the receiver's longest ACK delay.
+    wc_del_ack: Duration,
     stats: SenderStats,
     /// Handshake, FIN and timestamps state (`handshake.rs`).
     conn: handshake::Conn,
@@ -151,6 +180,11 @@ impl Sender {
             high_rxt: 0,
             rescue_rxt: None,
             sb: Scoreboard::new(mss, total),
+            prr: cfg.prr.then(Prr::default),
+            prr_budget: 0,
+            rack: (cfg.rack && cfg.variant == Variant::Sack).then(|| Rack::new(mss)),
+            tlp: Tlp::default(),
+            wc_del_ack: s(cfg.delayed_ack_s),
             stats: SenderStats::default(),
             conn: handshake::Conn::new(cfg),
         }
@@ -228,19 +262,33 @@ impl Sender {
             return; // An old ACK, overtaken (RFC 5681 §2: neither new nor duplicate).
         }
         self.rwnd = a.window;
+        let mut delivered = 0;
         if self.variant == Variant::Sack {
             let (lo, hi) = (a.ack.max(self.snd_una), self.snd_max);
             let mut blocks = [(0, 0); super::segment::MAX_SACK_BLOCKS];
             for (i, &(s, e)) in a.sack_blocks().iter().enumerate() {
                 blocks[i] = (s.max(lo), e.min(hi));
             }
-            self.sb.update(&blocks[..a.sack_blocks().len()]);
+            delivered = self.sack_delivered(now, a.ack, &blocks[..a.sack_blocks().len()]);
         }
+        let (prior_una, prior_dupacks) = (self.snd_una, self.dupacks);
+        let mut dup = false;
         if a.ack > self.snd_una {
             self.new_ack(now, a.ack, a.xcp.map(|x| x.feedback));
         } else if self.flight() > 0 && a.len == 0 {
+            dup = true;
             self.dup_ack(a);
         }
+        if self.variant != Variant::Sack {
+            // RFC 6937 §2 without SACK: a duplicate ACK delivered one SMSS; a new ACK the
+            // change in snd.una less one SMSS per preceding duplicate.
+            delivered = if dup {
+                self.mss
+            } else {
+                (self.snd_una - prior_una).saturating_sub(u64::from(prior_dupacks) * self.mss)
+            };
+        }
+        self.after_ack(now, a, prior_una, dup, delivered);
     }
 
     fn new_ack(&mut self, now: Instant, ack: u64, xcp_feedback: Option<i32>) {
@@ -272,6 +320,12 @@ impl Sender {
                     self.cc.set_cwnd(ss);
                     self.in_recovery = false;
                 }
+                Variant::NewReno | Variant::Sack if full && self.prr.is_some() => {
+                    // RFC 6937 §3: at the end of recovery cwnd = ssthresh.
+                    let ss = self.cc.ssthresh();
+                    self.cc.set_cwnd(ss);
+                    self.in_recovery = false;
+                }
                 Variant::NewReno if full => {
                     // RFC 6582 §3.2 step 3, option (1): cwnd = min(ssthresh, FlightSize + SMSS).
                     let f = self.flight().max(self.mss) + self.mss;
@@ -284,9 +338,11 @@ impl Sender {
                     // acknowledged, add back one SMSS if that was at least one SMSS; reset the
                     // timer only on the first partial ACK ("Impatient").
                     self.retransmit_una = true;
-                    let w = self.cc.cwnd().saturating_sub(acked);
-                    let w = if acked >= self.mss { w + self.mss } else { w };
-                    self.cc.set_cwnd(w.max(self.mss));
+                    if self.prr.is_none() {
+                        let w = self.cc.cwnd().saturating_sub(acked);
+                        let w = if acked >= self.mss { w + self.mss } else { w };
+                        self.cc.set_cwnd(w.max(self.mss));
+                    }
                     restart = !self.partial_seen;
                     self.partial_seen = true;
                 }
@@ -318,12 +374,15 @@ impl Sender {
         self.stats.dupacks += 1;
         self.dupacks += 1;
         if self.in_recovery {
-            if self.variant != Variant::Sack {
+            if self.variant != Variant::Sack && self.prr.is_none() {
                 // RFC 5681 §3.2 step 4: each further duplicate inflates the window.
                 let w = self.cc.cwnd() + self.mss;
                 self.cc.set_cwnd(w);
             }
             return;
+        }
+        if self.rack.is_some() {
+            return; // RFC 8985: RACK, not DupThresh, detects the loss (`after_ack`).
         }
         let trigger = self.dupacks >= self.dupthresh
             || (self.variant == Variant::Sack && self.sb.is_lost(self.snd_una, self.dupthresh));
@@ -338,6 +397,11 @@ impl Sender {
         if self.variant == Variant::Reno && self.dupacks != self.dupthresh {
             return;
         }
+        self.enter_recovery();
+    }
+
+    /// Starts a fast recovery: RFC 5681 §3.2 steps 2-3, RFC 6582 §3.2 step 2, RFC 6675 §5.
+    fn enter_recovery(&mut self) {
         self.stats.fast_retransmits += 1;
         // RFC 5681 §3.2 step 2: data sent by limited transmit is not counted.
         let flight = self.flight().saturating_sub(self.limited_sent);
@@ -345,18 +409,25 @@ impl Sender {
         self.in_recovery = true;
         self.partial_seen = false;
         self.recover = Some(self.snd_max);
-        self.retransmit_una = true;
+        // With RACK the lost segments are marked; NextSeg() sends them.
+        self.retransmit_una = self.rack.is_none();
         self.high_rxt = self.snd_una;
         self.rescue_rxt = None;
-        if self.variant != Variant::Sack {
+        if self.variant != Variant::Sack && self.prr.is_none() {
             // RFC 5681 §3.2 step 3: cwnd = ssthresh + 3*SMSS.
             let w = self.cc.ssthresh() + self.dupthresh as u64 * self.mss;
             self.cc.set_cwnd(w);
         }
+        self.recovery_started();
     }
 
-    /// The next data segment to send, if the window allows one.
+    /// The next data segment to send, if the window allows one: a tail loss probe first.
     fn poll_data(&mut self, now: Instant) -> Option<Segment> {
+        if self.tlp.probe_pending {
+            if let Some(p) = self.send_probe(now) {
+                return Some(p);
+            }
+        }
         if self.retransmit_una && self.snd_una < self.total {
             self.retransmit_una = false;
             let seq = self.snd_una;
@@ -364,14 +435,21 @@ impl Sender {
             return Some(self.emit(now, seq, true));
         }
         self.retransmit_una = false;
-        if self.in_recovery && self.variant == Variant::Sack {
+        if self.variant == Variant::Sack && (self.in_recovery || self.tlp.rto_recovery) {
             return self.sack_transmit(now);
         }
         if self.snd_nxt >= self.total {
             return None;
         }
         let len = self.seg_len(self.snd_nxt) as u64;
-        let cwnd = self.cc.cwnd();
+        let mut cwnd = self.cc.cwnd();
+        if self.prr_governs() {
+            // RFC 6937: in recovery PRR's sndcnt, not the window, says how much may go.
+            if self.prr_budget < len {
+                return None;
+            }
+            cwnd = u64::MAX / 2;
+        }
         let mut extra = 0;
         if self.limited_transmit
             && !self.in_recovery
@@ -398,10 +476,17 @@ impl Sender {
 
     /// RFC 6675 §5 (C): while `cwnd - pipe >= SMSS`, send what `NextSeg()` names.
     fn sack_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if self.rack.is_some() {
+            return self.rack_transmit(now);
+        }
         let pipe = self
             .sb
             .pipe(self.snd_una, self.snd_max, self.high_rxt, self.dupthresh);
-        if self.cc.cwnd() < pipe + self.mss {
+        if self.prr_governs() {
+            if self.prr_budget < self.mss {
+                return None;
+            }
+        } else if self.cc.cwnd() < pipe + self.mss {
             return None;
         }
         let hole = self
@@ -461,6 +546,7 @@ impl Sender {
         if self.deadline.is_none() {
             self.deadline = Some(now + self.rto.rto());
         }
+        self.on_emit(now, seq, len as u64, again);
         Segment {
             seq,
             len,
@@ -472,13 +558,19 @@ impl Sender {
         }
     }
 
-    /// When the retransmission timer expires.
+    /// When the next timer expires: the retransmission timer, or with RACK-TLP the earlier
+    /// of it, the probe timeout and the reordering timer.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.deadline
+        [self.deadline, self.tlp.pto_deadline, self.tlp.reo_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Handles the retransmission timer if it is due (RFC 6298 (5.4)-(5.6), RFC 5681 §3.1).
+    /// Handles whichever timer is due: RACK's reordering timer and the probe timeout (RFC 8985
+    /// §6.3, §7.3), then the retransmission timer (RFC 6298 (5.4)-(5.6), RFC 5681 §3.1).
     fn handle_rto(&mut self, now: Instant) {
+        self.rack_timers(now);
         if self.deadline.is_none_or(|t| t > now) {
             return;
         }
@@ -491,12 +583,17 @@ impl Sender {
         self.retransmit_una = false;
         // RFC 6582 §4 / RFC 6675 §5.1: recovery point is the highest data sent.
         self.recover = Some(self.snd_max);
-        self.sb.clear();
         self.high_rxt = self.snd_una;
         self.timed = None;
+        self.deadline = Some(now + self.rto.rto());
+        if self.rack.is_some() {
+            // RFC 8985 §6.3: mark what the timeout shows lost; NextSeg() resends it.
+            self.rack_on_rto(now);
+            return;
+        }
+        self.sb.clear();
         // Go back: resend from the first unacknowledged byte as the window reopens.
         self.snd_nxt = self.snd_una;
-        self.deadline = Some(now + self.rto.rto());
     }
 
     /// The current retransmission timeout (backoff included).
@@ -504,6 +601,9 @@ impl Sender {
         self.rto.rto()
     }
 }
+
+#[path = "sender_recovery.rs"]
+mod recovery;
 
 #[cfg(test)]
 #[path = "sender_tests.rs"]

@@ -373,6 +373,314 @@ fn an_ack_for_unsent_data_is_counted_not_obeyed() {
     assert_eq!(s.snd_una(), 0);
 }
 
+fn ack_with(n: u64, sack: Option<(u64, u64)>, window: u64) -> Segment {
+    let mut a = Segment {
+        ack: n,
+        flags: ACK,
+        window,
+        ..Segment::default()
+    };
+    if let Some(b) = sack {
+        a.sack[0] = b;
+        a.sack_len = 1;
+    }
+    a
+}
+
+/// What the sender sends after one ACK: 'N' new data, 'R' a retransmission, counted.
+fn sends_after(s: &mut Sender, t: Instant, a: &Segment) -> (usize, usize) {
+    let hi = s.snd_max();
+    s.handle_ack(t, a);
+    let (mut n, mut r) = (0, 0);
+    while let Some(x) = s.poll_transmit(t) {
+        if x.seq < hi {
+            r += 1;
+        } else {
+            n += 1;
+        }
+    }
+    (n, r)
+}
+
+/// RFC 6937 §3.1, first example, through the whole sender: 20 segments out, segment 0 lost,
+/// limited transmit on (RFC 3042), ssthresh = 10. The ACKs of segments 1-19 arrive (with SACK
+/// blocks for `sack`, as plain duplicates for `newreno`). With PRR: a new segment on each of
+/// the first two (limited transmit), the retransmission on the third, then one new segment on
+/// every second ACK, as the RFC's table shows (see `prr.rs` for its last columns); RFC 6675
+/// alone sends nothing until pipe falls below cwnd = ssthresh, then one per ACK ("half RTT
+/// silence"). Recovery ends on the ACK of the retransmission with cwnd = ssthresh.
+#[test]
+fn prr_spreads_the_window_reduction_over_the_round_trip() {
+    let prr_row = "NNR.N.N.N.N.N.N.N..";
+    for variant in [Variant::Sack, Variant::NewReno] {
+        for prr in [true, false] {
+            let c = TcpConfig {
+                prr,
+                limited_transmit: true,
+                ..cfg(variant, 20)
+            };
+            let mut s = Sender::new(&c, 1_000_000);
+            let t = Instant::ZERO;
+            while s.poll_transmit(t).is_some() {}
+            let mut row = String::new();
+            for k in 1..=19u64 {
+                let sack = (variant == Variant::Sack).then_some((MSS, (k + 1) * MSS));
+                let (n, r) = sends_after(&mut s, t, &ack_with(0, sack, 1 << 20));
+                row.push(match (n, r) {
+                    (0, 0) => '.',
+                    (1, 0) => 'N',
+                    (0, 1) => 'R',
+                    _ => '?',
+                });
+                if k == 3 {
+                    assert_eq!(s.ssthresh(), 10 * MSS, "{variant:?}: RFC 5681 eq. (4)");
+                }
+            }
+            if prr {
+                assert_eq!(row, prr_row, "{variant:?} with PRR");
+                assert_eq!(s.stats().prr_sent, 8, "R + 7 N in recovery");
+            } else if variant == Variant::Sack {
+                // cwnd = ssthresh = 10, pipe 18 after the retransmission: silence, then one
+                // new segment per ACK once pipe is below 10 (limited-transmit segments count).
+                assert_eq!(row, "NNR.........NNNNNNN", "RFC 6675");
+            }
+            // The ACK of the retransmission covers everything sent before recovery.
+            let end = s.snd_max();
+            s.handle_ack(t, &ack_with(22 * MSS, None, 1 << 20));
+            assert!(
+                s.snd_una() < end && !s.in_recovery(),
+                "{variant:?} prr={prr}"
+            );
+            if prr {
+                assert_eq!(
+                    s.cwnd(),
+                    s.ssthresh(),
+                    "RFC 6937: cwnd = ssthresh at the end"
+                );
+            }
+        }
+    }
+}
+
+/// RFC 6937 §3.1, second example: segments 0-14 of 20 lost, so only the ACKs of 15-19 come.
+/// Recovery starts on the ACK of 17 with pipe = 4, far below ssthresh = 10: PRR-SSRB then
+/// sends DeliveredData + 1 SMSS = 2 segments per ACK (all retransmissions), so pipe grows
+/// 4, 5, 6 (slow start within recovery) instead of RFC 6675's burst of 7 on one ACK.
+#[test]
+fn prr_ssrb_slow_starts_when_pipe_is_below_ssthresh() {
+    for prr in [true, false] {
+        let c = TcpConfig {
+            prr,
+            limited_transmit: true,
+            ..cfg(Variant::Sack, 20)
+        };
+        let mut s = Sender::new(&c, 1_000_000);
+        let t = Instant::ZERO;
+        while s.poll_transmit(t).is_some() {}
+        let mut out = Vec::new();
+        for k in 15..=19u64 {
+            let a = ack_with(0, Some((15 * MSS, (k + 1) * MSS)), 1 << 20);
+            out.push(sends_after(&mut s, t, &a));
+        }
+        if prr {
+            assert_eq!(out, [(1, 0), (1, 0), (0, 2), (0, 2), (0, 2)]);
+        } else {
+            assert_eq!(
+                out[2],
+                (0, 6),
+                "RFC 6675: cwnd - pipe = 10 - 4 segments on one ACK"
+            );
+        }
+    }
+}
+
+fn rack_cfg(iw: u32) -> TcpConfig {
+    TcpConfig {
+        rack: true,
+        ..cfg(Variant::Sack, iw)
+    }
+}
+
+/// RFC 8985 §6.2: with three segments in flight and the first lost only two duplicate ACKs
+/// come (no limited transmit), so DupThresh never triggers and the classic SACK sender waits for its RTO. RACK
+/// marks the segment lost once a segment sent after it is SACKed and RACK.rtt + reo_wnd
+/// has passed: when the SACK arrives that time is still ahead, so the reordering timer is
+/// armed, fires (§6.3), marks the loss and starts a fast recovery.
+#[test]
+fn rack_repairs_a_loss_two_duplicates_cannot_trigger() {
+    for rack in [false, true] {
+        let c = TcpConfig {
+            rack,
+            ..cfg(Variant::Sack, 3)
+        };
+        let mut n = Net::new(&c, 10 * MSS, &[0]);
+        n.run_until(Instant::from_secs(30));
+        assert!(n.s.is_done());
+        let st = n.s.stats().clone();
+        if rack {
+            assert_eq!((st.timeouts, st.rack_recoveries), (0, 1), "{st:?}");
+            assert!(
+                st.reorder_timeouts >= 1 && st.rack_marked_lost == 1,
+                "{st:?}"
+            );
+        } else {
+            assert_eq!(st.timeouts, 1, "{st:?}");
+        }
+    }
+}
+
+/// RFC 8985 §6.2: reordering shorter than reo_wnd (min_RTT / 4) is not loss. Ten segments
+/// go out at 0; segment 0's ACK at 100 ms gives min_RTT = 100 ms (reo_wnd 25 ms); segment
+/// 2's SACK at 101 ms makes RACK.rtt 101 ms and finds segment 1 missing: not lost before
+/// 0 + 101 + 25 ms, so the timer is armed for then. If segment 1 arrives at 110 ms nothing is
+/// retransmitted; if it never arrives, the timer marks it lost at 126 ms and it is resent.
+#[test]
+fn rack_tolerates_reordering_within_reo_wnd_and_its_timer_marks_the_loss() {
+    for arrives in [true, false] {
+        let mut s = Sender::new(&rack_cfg(10), 1_000_000);
+        while s.poll_transmit(Instant::ZERO).is_some() {}
+        let w = 1 << 20;
+        s.handle_ack(Instant::from_millis(100), &ack_with(MSS, None, w));
+        while s.poll_transmit(Instant::from_millis(100)).is_some() {}
+        let t1 = Instant::from_millis(101);
+        s.handle_ack(t1, &ack_with(MSS, Some((2 * MSS, 3 * MSS)), w));
+        assert_eq!(s.poll_transmit(t1).map(|x| x.seq), None, "within reo_wnd");
+        assert_eq!(
+            s.poll_timeout(),
+            Some(Instant::from_millis(126)),
+            "reorder timer"
+        );
+        s.handle_timeout(Instant::from_millis(125));
+        assert_eq!(s.stats().rack_marked_lost, 0, "nothing due yet");
+        if arrives {
+            let t2 = Instant::from_millis(110);
+            s.handle_ack(t2, &ack_with(3 * MSS, None, w));
+            while s.poll_transmit(t2).is_some() {}
+            s.handle_timeout(Instant::from_millis(126));
+            let st = s.stats();
+            assert_eq!(
+                (st.retransmits, st.rack_marked_lost, st.fast_retransmits),
+                (0, 0, 0)
+            );
+        } else {
+            let t2 = Instant::from_millis(126);
+            s.handle_timeout(t2);
+            assert_eq!(s.stats().reorder_timeouts, 1);
+            assert_eq!(s.stats().rack_marked_lost, 1);
+            assert!(s.in_recovery());
+            assert_eq!(
+                s.poll_transmit(t2).map(|x| x.seq),
+                Some(MSS),
+                "the lost segment"
+            );
+        }
+    }
+}
+
+/// RFC 8985 §7: the last segment of a transfer is lost, so no later segment can be SACKed
+/// and neither DupThresh nor RACK can see it. The classic sender waits for the RTO (1 s
+/// here); the probe timeout (2 SRTT + WCDelAckT = 400 ms after the last ACK, one segment
+/// being in flight) retransmits the last segment and the transfer ends 0.6 s sooner, with no
+/// timeout.
+#[test]
+fn a_lost_last_segment_is_repaired_by_a_tail_loss_probe() {
+    let mut done = Vec::new();
+    for rack in [false, true] {
+        let c = TcpConfig {
+            rack,
+            ..cfg(Variant::Sack, 20)
+        };
+        let mut n = Net::new(&c, 20 * MSS, &[19]);
+        n.run_until(Instant::from_secs(30));
+        assert!(n.s.is_done());
+        let st = n.s.stats().clone();
+        if rack {
+            assert_eq!(
+                (st.timeouts, st.tlp_probes, st.retransmits),
+                (0, 1, 1),
+                "{st:?}"
+            );
+        } else {
+            assert_eq!(st.timeouts, 1, "{st:?}");
+        }
+        done.push(n.done_at.unwrap());
+    }
+    assert_eq!(
+        done[1],
+        Instant::from_millis(600),
+        "ACKs at 100, probe at 500 ms"
+    );
+    assert!(done[1] + Duration::from_millis(500) < done[0], "{done:?}");
+}
+
+/// RFC 8985 §7.4: a probe that retransmitted the last segment repaired a loss if the
+/// cumulative ACK later passes it with no sign the original arrived; then the window is
+/// reduced as for a fast recovery. If instead a duplicate ACK without SACK blocks follows
+/// (the receiver already held the segment: the original was only late; this model has no
+/// DSACK), the probe was needless and the window stays.
+#[test]
+fn tlp_loss_detection_reduces_the_window_only_for_a_repaired_loss() {
+    for original_arrived in [false, true] {
+        let mut s = Sender::new(&rack_cfg(10), 40 * MSS);
+        while s.poll_transmit(Instant::ZERO).is_some() {}
+        // ACK of 0-8 at 100 ms, with a window closed to the data outstanding: no new data.
+        let t = Instant::from_millis(100);
+        s.handle_ack(t, &ack_with(9 * MSS, None, MSS));
+        assert!(s.poll_transmit(t).is_none());
+        // One segment in flight: PTO = 2 SRTT + WCDelAckT (200 ms) = 400 ms.
+        let pto = s.poll_timeout().unwrap();
+        assert_eq!(pto, t + Duration::from_millis(400));
+        s.handle_timeout(pto);
+        let probe = s.poll_transmit(pto).expect("a probe");
+        assert_eq!(
+            probe.seq,
+            9 * MSS,
+            "the last segment again (no new data allowed)"
+        );
+        assert_eq!(s.stats().tlp_probes, 1);
+        assert!(
+            s.poll_timeout().unwrap() > pto + Duration::from_millis(900),
+            "RTO re-armed"
+        );
+        let ss0 = s.ssthresh();
+        let t2 = pto + Duration::from_millis(100);
+        s.handle_ack(t2, &ack_with(10 * MSS, None, 1 << 20));
+        while s.poll_transmit(t2).is_some() {}
+        if original_arrived {
+            s.handle_ack(t2, &ack_with(10 * MSS, None, 1 << 20));
+        }
+        let t3 = t2 + Duration::from_millis(100);
+        s.handle_ack(t3, &ack_with(11 * MSS, None, 1 << 20));
+        if original_arrived {
+            assert_eq!((s.stats().tlp_recoveries, s.ssthresh()), (0, ss0));
+        } else {
+            assert_eq!(s.stats().tlp_recoveries, 1);
+            assert!(s.ssthresh() < ss0, "window reduced");
+        }
+    }
+}
+
+#[test]
+fn prr_and_rack_name_the_variants_they_need() {
+    let bad = |prr, rack, variant| {
+        TcpConfig {
+            prr,
+            rack,
+            ..cfg(variant, 1)
+        }
+        .validate()
+        .err()
+        .map(|e| e.0)
+    };
+    assert_eq!(bad(true, false, Variant::Reno), Some("prr"));
+    assert_eq!(bad(true, false, Variant::NewReno), None);
+    assert_eq!(bad(false, true, Variant::NewReno), Some("rack"));
+    assert_eq!(bad(true, true, Variant::Sack), None);
+    // Off by default: the 004/003/001 reproductions keep the classic algorithms.
+    let d = TcpConfig::default();
+    assert!(!d.prr && !d.rack);
+}
+
 mod random_loss {
     use super::*;
     use proptest::prelude::*;
@@ -383,7 +691,15 @@ mod random_loss {
     /// any seeded pattern of data and ACK losses (any transmission may be lost), and the
     /// sender's bookkeeping stays consistent throughout.
     fn transfer(variant: Variant, delack: bool, loss: f64, seed: u64) -> Result<(), TestCaseError> {
-        let mut c = cfg(variant, 2);
+        transfer_with(cfg(variant, 2), delack, loss, seed)
+    }
+
+    fn transfer_with(
+        mut c: TcpConfig,
+        delack: bool,
+        loss: f64,
+        seed: u64,
+    ) -> Result<(), TestCaseError> {
         c.delayed_ack = delack;
         c.recv_buffer_bytes = 30 * MSS;
         let total = 150 * MSS + 123;
@@ -450,6 +766,24 @@ mod random_loss {
         ) {
             let variant = [Variant::Reno, Variant::NewReno, Variant::Sack][v];
             transfer(variant, delack, loss, seed)?;
+        }
+
+        /// The same with PRR and RACK-TLP in every combination they allow.
+        #[test]
+        fn any_losses_deliver_the_whole_stream_with_prr_and_rack(
+            v in 0usize..4,
+            delack: bool,
+            loss in 0.0f64..0.3,
+            seed: u64,
+        ) {
+            let (variant, prr, rack) = [
+                (Variant::NewReno, true, false),
+                (Variant::Sack, true, false),
+                (Variant::Sack, false, true),
+                (Variant::Sack, true, true),
+            ][v];
+            let c = TcpConfig { prr, rack, ..cfg(variant, 2) };
+            transfer_with(c, delack, loss, seed)?;
         }
     }
 }
