@@ -216,6 +216,12 @@ LIKE_SCENARIO = {
 }
 
 
+def shown(path: str) -> str:
+    """A path as the report shows it: relative to the repository when inside it."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
 def ensure_ns3(build_dir: Path) -> Path:
     if subprocess.run(["pkg-config", "--exists", "ns3-core"]).returncode != 0:
         subprocess.run(
@@ -406,15 +412,15 @@ def main() -> int:
     md += [
         "# mslink's simulator against ns-3 3.37",
         "",
-        "Generated — do not edit by hand. The whole file comes from one command, run holding the",
-        "machine's build lock so no build disturbs the timing:",
+        "Generated — do not edit by hand. The whole file comes from one command (run while",
+        "nothing else ran on the machine, so no build disturbed the timing):",
         "",
-        f"    /work/bin/cb {cmdline}",
+        f"    {cmdline}",
         "",
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
         f"{platform.node()}, {os.cpu_count()} CPUs, {platform.platform()}; "
         f"ns-3 3.37 from Debian's `libns3-dev`, our program `bench/ns3/tcp_bulk.cc` built `-O2`; "
-        f"mslink `{args.mslink}`, built from the worktree at git {git_rev()}.",
+        f"mslink `{shown(args.mslink)}`, built from the worktree at git {git_rev()}.",
         "",
     ]
 
