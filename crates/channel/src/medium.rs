@@ -52,9 +52,25 @@ pub fn on_air(
     rng: &mut dyn RngCore,
     now: Instant,
 ) -> (Outcome, Option<Vec<u8>>) {
+    let mut out = Vec::new();
+    let (outcome, arrives) = on_air_into(end, tx, frame, model, rng, now, &mut out);
+    (outcome, arrives.then_some(out))
+}
+
+/// [`on_air`] writing the arriving bytes into `out` (cleared first), a buffer the caller
+/// reuses; `true` if anything arrives.
+pub fn on_air_into(
+    end: &mut MultiServiceLink,
+    tx: TxFrame,
+    frame: &[u8],
+    model: &mut dyn ErrorModel,
+    rng: &mut dyn RngCore,
+    now: Instant,
+    out: &mut Vec<u8>,
+) -> (Outcome, bool) {
     let outcome = model.outcome(now, tx.len, rng);
     end.handle_tx_report(now, tx.service, !outcome.is_damaged());
-    let arrives = outcome.apply(frame);
+    let arrives = outcome.apply_into(frame, out);
     (outcome, arrives)
 }
 

@@ -85,26 +85,54 @@ impl Outcome {
 
     /// The bytes that arrive when `frame` meets this outcome, or `None` if lost.
     pub fn apply(&self, frame: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.apply_into(frame, &mut out).then_some(out)
+    }
+
+    /// [`Outcome::apply`] into a buffer the caller keeps (a simulator reuses its buffers
+    /// rather than allocate one per frame): `out` is cleared and, unless the frame is lost
+    /// (then `false`), holds the bytes that arrive.
+    pub fn apply_into(&self, frame: &[u8], out: &mut Vec<u8>) -> bool {
+        out.clear();
         match self {
-            Outcome::Delivered => Some(frame.to_vec()),
-            Outcome::Lost => None,
-            Outcome::Truncated { at } => Some(frame[..(*at).min(frame.len())].to_vec()),
+            Outcome::Lost => return false,
+            Outcome::Delivered => out.extend_from_slice(frame),
+            Outcome::Truncated { at } => out.extend_from_slice(&frame[..(*at).min(frame.len())]),
             Outcome::Corrupted { bits } => {
-                let mut f = frame.to_vec();
+                out.extend_from_slice(frame);
                 for &b in bits {
-                    if let Some(byte) = f.get_mut(b as usize / 8) {
+                    if let Some(byte) = out.get_mut(b as usize / 8) {
                         *byte ^= 0x80 >> (b % 8);
                     }
                 }
-                Some(f)
             }
         }
+        true
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apply_into_reuses_the_buffer_and_agrees_with_apply() {
+        let frame: Vec<u8> = (0..40).collect();
+        let mut out = vec![7u8; 100];
+        for o in [
+            Outcome::Delivered,
+            Outcome::Lost,
+            Outcome::Truncated { at: 9 },
+            Outcome::Corrupted {
+                bits: vec![0, 17, 319],
+            },
+        ] {
+            let arrives = o.apply_into(&frame, &mut out);
+            assert_eq!(arrives.then(|| out.clone()), o.apply(&frame), "{o:?}");
+            assert!(out.capacity() >= 100, "the caller's buffer is kept");
+        }
+        assert!(!Outcome::Lost.apply_into(&frame, &mut out) && out.is_empty());
+    }
 
     #[test]
     fn combination_rules() {

@@ -38,7 +38,7 @@ use crate::classifier::Classifier;
 use crate::config::{LinkConfig, LinkConfigError};
 use crate::sar::{segment, Reassembler, ReassemblyStats};
 use crate::sched::Scheduler;
-use crate::service::{Service, ServiceStats};
+use crate::service::{Sdu, Service, ServiceStats};
 use crate::time::Instant;
 use crate::wire::{FrameError, LinkFormat, LinkFrame};
 
@@ -216,6 +216,32 @@ impl MultiServiceLink {
 
     /// Takes a packet from above. Returns the service that took it.
     pub fn handle_packet(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
+        let service = self.admit(now, packet)?;
+        let slot = &mut self.slots[service];
+        for sdu in segment(packet, slot.sdu_max) {
+            Self::queue(slot, now, sdu, service)?;
+        }
+        Ok(service)
+    }
+
+    /// [`MultiServiceLink::handle_packet`] for a packet the caller gives up: one that fits a
+    /// single SDU is queued as it is, without a copy (the simulator's per-packet path).
+    pub fn handle_packet_owned(&mut self, now: Instant, packet: Vec<u8>) -> Result<usize, Refused> {
+        let service = self.admit(now, &packet)?;
+        let slot = &mut self.slots[service];
+        if packet.len() <= slot.sdu_max {
+            // What `segment` would cut: one whole SDU.
+            Self::queue(slot, now, Sdu::whole(packet), service)?;
+        } else {
+            for sdu in segment(&packet, slot.sdu_max) {
+                Self::queue(slot, now, sdu, service)?;
+            }
+        }
+        Ok(service)
+    }
+
+    /// The checks and counts of a packet from above; the service it is for.
+    fn admit(&mut self, now: Instant, packet: &[u8]) -> Result<usize, Refused> {
         if packet.len() > self.mtu {
             self.stats.packets_too_large += 1;
             return Err(Refused::TooLarge {
@@ -230,14 +256,16 @@ impl MultiServiceLink {
         let slot = &mut self.slots[c.service];
         slot.row.packets_in += 1;
         slot.row.bytes_in += packet.len() as u64;
-        for sdu in segment(packet, slot.sdu_max) {
-            if slot.service.handle_sdu(now, sdu).is_err() {
-                // Fragments already queued travel on and are discarded by the peer's reassembler.
-                slot.row.packets_refused += 1;
-                return Err(Refused::QueueFull { service: c.service });
-            }
-        }
         Ok(c.service)
+    }
+
+    fn queue(slot: &mut Slot, now: Instant, sdu: Sdu, service: usize) -> Result<(), Refused> {
+        if slot.service.handle_sdu(now, sdu).is_err() {
+            // Fragments already queued travel on and are discarded by the peer's reassembler.
+            slot.row.packets_refused += 1;
+            return Err(Refused::QueueFull { service });
+        }
+        Ok(())
     }
 
     /// Takes a frame from the MAC.

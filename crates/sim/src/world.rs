@@ -644,10 +644,11 @@ impl World<'_, '_> {
                 }
             }
             Seg::Wireless(wl) => {
-                if wl.ends[dir].handle_packet(now, &p).is_err() {
+                // The buffer travels on as the service's SDU (no copy); the frames arriving at
+                // the far end refill the pool (`arrive`).
+                if wl.ends[dir].handle_packet_owned(now, p).is_err() {
                     self.dirs[seg][dir].refused += 1;
                 }
-                self.recycle(p);
                 self.after_end(now, seg, dir);
             }
         }
@@ -735,14 +736,17 @@ impl World<'_, '_> {
             wl.busy_until[1 - dir] = done;
             self.q.schedule(done, Ev::MacFree { seg, dir: 1 - dir });
         }
-        // The per-frame step shared with the emulator (crates/channel/src/medium.rs).
-        let (outcome, arrives) = mslink_channel::medium::on_air(
+        // The per-frame step shared with the emulator (crates/channel/src/medium.rs); what
+        // arrives goes into a pooled buffer.
+        let mut bytes = self.pool.pop().unwrap_or_default();
+        let (outcome, arrives) = mslink_channel::medium::on_air_into(
             &mut wl.ends[dir],
             tx,
             &self.buf,
             &mut *wl.models[dir],
             &mut wl.rngs[dir],
             now,
+            &mut bytes,
         );
         let d = &mut self.dirs[seg][dir];
         d.sent += 1;
@@ -753,9 +757,11 @@ impl World<'_, '_> {
             Outcome::Corrupted { .. } => d.corrupted += 1,
             Outcome::Delivered => {}
         }
-        if let Some(bytes) = arrives {
+        if arrives {
             let at = wl.delay[dir].arrival(done);
             self.q.schedule(at, Ev::Arrive { seg, dir, bytes });
+        } else {
+            self.recycle(bytes);
         }
         self.q.schedule(done, Ev::MacFree { seg, dir });
         self.arm(seg, dir);
@@ -768,6 +774,7 @@ impl World<'_, '_> {
             Seg::Wireless(wl) => {
                 let end = 1 - dir;
                 wl.ends[end].handle_frame(now, &bytes);
+                self.recycle(bytes);
                 self.after_end(now, seg, end);
             }
         }
