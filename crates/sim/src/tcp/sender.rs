@@ -482,11 +482,7 @@ impl Sender {
         let pipe = self
             .sb
             .pipe(self.snd_una, self.snd_max, self.high_rxt, self.dupthresh);
-        if self.prr_governs() {
-            if self.prr_budget < self.mss {
-                return None;
-            }
-        } else if self.cc.cwnd() < pipe + self.mss {
+        if !self.may_send(pipe) {
             return None;
         }
         let hole = self
@@ -498,14 +494,8 @@ impl Sender {
             return Some(self.emit(now, seq, true));
         }
         // Rule 2: new data the receiver's window and the send buffer allow.
-        let limit = self.snd_una + self.rwnd.min(self.snd_buf);
-        if self.snd_max < self.total {
-            let len = self.seg_len(self.snd_max) as u64;
-            if self.snd_max + len <= limit {
-                let seq = self.snd_max;
-                self.snd_nxt = seq;
-                return Some(self.emit(now, seq, false));
-            }
+        if let Some(s) = self.new_data_in_recovery(now) {
+            return Some(s);
         }
         // Rule 3: a hole not yet deemed lost.
         if let Some((seq, false)) = hole {
@@ -524,6 +514,32 @@ impl Sender {
             }
         }
         None
+    }
+
+    /// Whether recovery may send one more segment: PRR's `sndcnt` budget when PRR governs,
+    /// else RFC 6675 §5 (C)'s `cwnd - pipe >= SMSS`.
+    fn may_send(&self, pipe: u64) -> bool {
+        if self.prr_governs() {
+            self.prr_budget >= self.mss
+        } else {
+            self.cc.cwnd() >= pipe + self.mss
+        }
+    }
+
+    /// RFC 6675 §5 NextSeg() rule 2 (and RACK's new-data step): the next new segment, if the
+    /// receiver's window and the send buffer allow it.
+    fn new_data_in_recovery(&mut self, now: Instant) -> Option<Segment> {
+        let limit = self.snd_una + self.rwnd.min(self.snd_buf);
+        if self.snd_max >= self.total {
+            return None;
+        }
+        let len = self.seg_len(self.snd_max) as u64;
+        if self.snd_max + len > limit {
+            return None;
+        }
+        let seq = self.snd_max;
+        self.snd_nxt = seq;
+        Some(self.emit(now, seq, false))
     }
 
     fn emit(&mut self, now: Instant, seq: u64, again: bool) -> Segment {

@@ -304,11 +304,7 @@ impl Sender {
             }
         }
         let pipe = self.sb.rack_pipe(self.snd_una, self.snd_max);
-        if self.prr_governs() {
-            if self.prr_budget < self.mss {
-                return None;
-            }
-        } else if self.cc.cwnd() < pipe + self.mss {
+        if !self.may_send(pipe) {
             return None;
         }
         if let Some(seq) = self.sb.first_lost(self.snd_una) {
@@ -317,14 +313,8 @@ impl Sender {
                 return Some(self.emit(now, seq, true));
             }
         }
-        let limit = self.snd_una + self.rwnd.min(self.snd_buf);
-        if self.snd_max < self.total {
-            let len = self.seg_len(self.snd_max) as u64;
-            if self.snd_max + len <= limit {
-                let seq = self.snd_max;
-                self.snd_nxt = seq;
-                return Some(self.emit(now, seq, false));
-            }
+        if let Some(s) = self.new_data_in_recovery(now) {
+            return Some(s);
         }
         None
     }
