@@ -156,6 +156,13 @@ pub struct EmulateArgs {
     /// Capture the right device's packets (both ways) to a pcap file.
     #[arg(long, value_name = "FILE")]
     pub pcap_right: Option<PathBuf>,
+    /// Capture every link-layer frame on the emulated air, both directions (data,
+    /// retransmissions, parity, ACK/NACK and other control frames, as the link ends emit them,
+    /// before the error model), each behind a 16-byte pseudo-header with its direction and
+    /// what the channel did to it, to a pcap file of link type 147 (USER0); open it with
+    /// `wireshark -X lua_script:tools/wireshark/mslink.lua FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub pcap_link: Option<PathBuf>,
     /// Per-packet log of the uplink, left to right (out of the namespace of a single-mode
     /// command; from the left command in --pair), in Mahimahi's format: `T + BYTES` arrivals,
     /// `T - BYTES DELAY` departures, `T # BYTES` capacity, `T d PACKETS BYTES` queue drops
@@ -375,9 +382,13 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     if args.direct && (args.uplink_log.is_some() || args.downlink_log.is_some()) {
         bail!("--uplink-log and --downlink-log log the emulated hop; --direct has none");
     }
+    if args.direct && args.pcap_link.is_some() {
+        bail!("--pcap-link captures the emulated hop's frames; --direct has none");
+    }
     for (file, option) in [
         (&args.pcap_left, "--pcap-left"),
         (&args.pcap_right, "--pcap-right"),
+        (&args.pcap_link, "--pcap-link"),
         (&args.uplink_log, "--uplink-log"),
         (&args.downlink_log, "--downlink-log"),
     ] {
@@ -411,6 +422,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         right_addr: args.right_addr,
         stats_interval: args.stats_interval.map(Duration::from_secs_f64),
         pcap: [args.pcap_left.clone(), args.pcap_right.clone()],
+        pcap_link: args.pcap_link.clone(),
         direct: args.direct,
         link_logs: [args.uplink_log.clone(), args.downlink_log.clone()],
         command_line: std::env::args()
@@ -542,6 +554,7 @@ mod tests {
             out: None,
             pcap_left: None,
             pcap_right: None,
+            pcap_link: None,
             uplink_log: None,
             downlink_log: None,
             direct: false,

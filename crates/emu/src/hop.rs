@@ -28,6 +28,12 @@
 //! service queue full), delivered, lost by the error model (a service without recovery lost
 //! its frame), abandoned by a service (a recovering service gave up or could not repair it),
 //! failed to write, or still in flight. [`EmulatedHop::summary`] checks the identity.
+//!
+//! Frame tap (`mslink emulate --pcap-link`): after [`EmulatedHop::set_frame_tap`]`(true)`,
+//! every frame a link end puts on the air (data, retransmissions, parity, control frames,
+//! both directions) is kept as a [`TappedFrame`] (the bytes as the end emitted them, before
+//! the error model, with the fate the model gave them) until the driver takes it with
+//! [`EmulatedHop::drain_tapped`]. Off (the default), the MAC only tests an `Option`.
 
 use std::collections::VecDeque;
 
@@ -35,7 +41,7 @@ use mslink_channel::capacity::Capacity;
 use mslink_channel::delay::{Delay, OnOff};
 use mslink_channel::medium::{on_air, FrameCounts};
 use mslink_channel::queue::{Queue, QueueConfig, QueueStats};
-use mslink_channel::ErrorModel;
+use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::{LinkStats, MultiServiceLink, Refused};
 use mslink_link::Instant;
 use rand_chacha::ChaCha8Rng;
@@ -56,6 +62,51 @@ pub struct DirectionSetup {
     pub queue: QueueConfig,
     /// The queue's random stream (PIE's drops, FQ-CoDel's hash perturbation).
     pub queue_rng: ChaCha8Rng,
+}
+
+/// What the channel did to a tapped frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameFate {
+    /// It arrived intact.
+    Delivered,
+    /// It never arrived.
+    Lost,
+    /// Only its first `at` bytes arrived.
+    Truncated {
+        /// Bytes that arrived.
+        at: usize,
+    },
+    /// It arrived with `bits` bits inverted.
+    Corrupted {
+        /// Number of inverted bits.
+        bits: usize,
+    },
+}
+
+impl FrameFate {
+    fn of(outcome: &Outcome, len: usize) -> FrameFate {
+        match outcome {
+            Outcome::Delivered => FrameFate::Delivered,
+            Outcome::Lost => FrameFate::Lost,
+            Outcome::Truncated { at } => FrameFate::Truncated { at: (*at).min(len) },
+            Outcome::Corrupted { bits } => FrameFate::Corrupted { bits: bits.len() },
+        }
+    }
+}
+
+/// A link frame as it went on the air (see the module's "Frame tap").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TappedFrame {
+    /// When it started on the air.
+    pub at: Instant,
+    /// Its direction: 0 left to right, 1 right to left.
+    pub dir: usize,
+    /// The index of its service in the link configuration (its tag on a tagged link).
+    pub service: usize,
+    /// What the channel did to it.
+    pub fate: FrameFate,
+    /// The frame as the sending end emitted it: tag, service header and payload, CRC.
+    pub bytes: Vec<u8>,
 }
 
 /// The fate of the packets of one direction.
@@ -155,6 +206,8 @@ pub struct EmulatedHop {
     /// timer armed), which nothing can deliver any more. [`Self::live_summary`] reports them
     /// lost or abandoned from then on, so its counters never go down.
     settled_missing: [std::cell::RefCell<Vec<u64>>; 2],
+    /// Frames on the air since the driver last took them, when the tap is on.
+    tap: Option<Vec<TappedFrame>>,
 }
 
 fn is_ip(p: &[u8]) -> bool {
@@ -188,6 +241,22 @@ impl EmulatedHop {
             prev: Instant::ZERO,
             buf: Vec::with_capacity(2048),
             settled_missing: Default::default(),
+            tap: None,
+        }
+    }
+
+    /// Turns the frame tap on or off (off drops what was not taken).
+    pub fn set_frame_tap(&mut self, on: bool) {
+        self.tap = on.then(|| self.tap.take().unwrap_or_default());
+    }
+
+    /// Hands `sink` the frames put on the air since the last call, in the order they were
+    /// sent (none when the tap is off), and forgets them.
+    pub fn drain_tapped(&mut self, sink: &mut dyn FnMut(&TappedFrame)) {
+        if let Some(tap) = self.tap.as_mut() {
+            for f in tap.drain(..) {
+                sink(&f);
+            }
         }
     }
 
@@ -461,6 +530,15 @@ impl EmulatedHop {
                 now,
             );
             d.frames.record(tx.len, &outcome);
+            if let Some(tap) = self.tap.as_mut() {
+                tap.push(TappedFrame {
+                    at: start,
+                    dir: i,
+                    service: tx.service,
+                    fate: FrameFate::of(&outcome, tx.len),
+                    bytes: self.buf[..tx.len].to_vec(),
+                });
+            }
             if let Some(bytes) = arrives {
                 let at = d.delay.arrival(done);
                 // Jitter with reordering may put a frame before others already on the air.

@@ -16,6 +16,7 @@
 //! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
 //!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
 //!   come out together are written back as one super-packet.
+//! * [`linkpcap`] writes the frames on the emulated air to a pcap file (`--pcap-link`).
 //! * [`linklog`] writes per-packet logs in Mahimahi's format (the driver feeds it) and
 //!   [`linklog_read`] reads them back (ours or Mahimahi's) for `mslink graph`.
 //! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
@@ -33,6 +34,7 @@ pub mod gso;
 pub mod hop;
 pub mod linklog;
 pub mod linklog_read;
+pub mod linkpcap;
 pub mod runtime;
 pub mod session;
 pub mod tun;

@@ -13,7 +13,8 @@
 //! the front of its side's output and the loop waits for the device to become writable;
 //! reading continues, so the hop's queue (with its counted drops) absorbs the difference,
 //! never the kernel's device queue. `capture` sees every packet read (`inbound == true`) or
-//! written on a side, for pcap files.
+//! written on a side, for pcap files; `frames` sees every frame the hop put on the air when
+//! its frame tap is on (`--pcap-link`), drained from the hop once per turn.
 //!
 //! Offloads: on a device with a virtio-net header ([`Tun::has_vnet_hdr`]) each read goes
 //! through [`gso::process`], so the hop and `capture` only ever see the MTU-sized packets the
@@ -31,7 +32,7 @@ use mslink_link::{Duration, Instant};
 use crate::clock::{fine_timers, Clock};
 use crate::coalesce::{self, Plan};
 use crate::gso::{self, Processed, VNET_HDR_LEN};
-use crate::hop::EmulatedHop;
+use crate::hop::{EmulatedHop, TappedFrame};
 use crate::tun::Tun;
 
 /// Packets read from one device per turn of the loop (a super-packet read is counted by the
@@ -61,6 +62,10 @@ pub const INTERRUPT_DRAIN: Duration = Duration::from_millis(500);
 
 /// Receives a copy of each packet: (side, inbound, time, bytes).
 pub type Capture<'c> = &'c mut dyn FnMut(usize, bool, Instant, &[u8]);
+
+/// Receives each frame the hop put on the air, when its frame tap is on
+/// ([`EmulatedHop::set_frame_tap`]); drained once per turn of the loop and at its end.
+pub type FrameTap<'t> = &'t mut dyn FnMut(&TappedFrame);
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +120,7 @@ pub fn run(
     drain: Duration,
     tick: &mut dyn FnMut(Instant, &EmulatedHop) -> Control,
     mut capture: Option<Capture<'_>>,
+    mut frames: Option<FrameTap<'_>>,
 ) -> io::Result<RunEnd> {
     fine_timers();
     // A virtio-net header and a super-packet of up to 64 KB, with room to spare.
@@ -218,6 +224,9 @@ pub fn run(
                     Err(_) => hop.pop_deliver(side, false),
                 }
             }
+        }
+        if let Some(f) = frames.as_mut() {
+            hop.drain_tapped(*f);
         }
         match (draining_until, tick(now, hop)) {
             (None, Control::Continue) => {}

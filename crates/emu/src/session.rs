@@ -84,6 +84,9 @@ pub struct SessionConfig {
     pub stats_interval: Option<Duration>,
     /// Capture the left and right device's packets (both ways) to these pcap files.
     pub pcap: [Option<PathBuf>; 2],
+    /// Capture every link frame on the emulated air (both directions) to this pcap file
+    /// ([`crate::linkpcap`]).
+    pub pcap_link: Option<PathBuf>,
     /// Baseline for benchmarks (pair mode): join the namespaces with a plain veth pair instead
     /// of the emulated hop.
     pub direct: bool,
@@ -509,9 +512,37 @@ type Pcap = pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>;
 struct Captures {
     writers: [Option<Pcap>; 2],
     error: Option<pcap_file::PcapError>,
+    /// `--pcap-link`: the frames on the air.
+    link: Option<crate::linkpcap::LinkPcap<std::io::BufWriter<std::fs::File>>>,
 }
 
 impl Captures {
+    /// The link-frame capture, if asked for; turns the hop's frame tap on.
+    fn open_link(
+        &mut self,
+        path: Option<&PathBuf>,
+        config: &EmuConfig,
+        hop: &mut EmulatedHop,
+        clock: &Clock,
+    ) -> Result<(), SessionError> {
+        let Some(p) = path else { return Ok(()) };
+        let f = std::fs::File::create(p).map_err(os(format!("creating {}", p.display())))?;
+        let w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let zero = crate::linkpcap::zero_unix_ns(clock.now());
+        self.link = Some(
+            crate::linkpcap::LinkPcap::new(w, &config.link_config(), zero)
+                .map_err(SessionError::PcapHeader)?,
+        );
+        hop.set_frame_tap(true);
+        Ok(())
+    }
+
+    fn frame(&mut self, f: &crate::hop::TappedFrame) {
+        if let Some(l) = self.link.as_mut() {
+            l.write(f);
+        }
+    }
+
     fn open(paths: &[Option<PathBuf>; 2]) -> Result<Captures, SessionError> {
         let mut writers = [None, None];
         for (w, path) in writers.iter_mut().zip(paths) {
@@ -529,6 +560,7 @@ impl Captures {
         Ok(Captures {
             writers,
             error: None,
+            link: None,
         })
     }
 
@@ -551,6 +583,9 @@ impl Captures {
     fn finish(self) -> Result<(), SessionError> {
         if let Some(e) = self.error {
             return Err(SessionError::PcapWrite(e));
+        }
+        if let Some(l) = self.link {
+            l.finish().map_err(SessionError::PcapWrite)?;
         }
         for w in self.writers.into_iter().flatten() {
             use std::io::Write;
@@ -702,15 +737,18 @@ impl Session {
             next_stats: stats_every.map(|d| self.clock.now() + d),
         };
         let has_capture = captures.any() || logs.any();
+        let has_link = captures.link.is_some();
+        let captures = std::cell::RefCell::new(captures);
         let logs = std::cell::RefCell::new(logs);
         let mut tick = |now: Instant, hop: &EmulatedHop| {
             logs.borrow_mut().tick(now, hop);
             watch.tick(now, hop)
         };
         let mut capture = |side: usize, inbound: bool, t: Instant, p: &[u8]| {
-            captures.write(side, p);
+            captures.borrow_mut().write(side, p);
             logs.borrow_mut().packet(side, inbound, t, p);
         };
+        let mut frame = |f: &crate::hop::TappedFrame| captures.borrow_mut().frame(f);
         let cfg = &self.config.emu;
         let end = runtime::run(
             &mut self.hop,
@@ -724,7 +762,10 @@ impl Session {
             } else {
                 None
             },
+            if has_link { Some(&mut frame) } else { None },
         )?;
+        // Whatever the last turn left (nothing: the loop drains the tap every turn).
+        self.hop.drain_tapped(&mut frame);
         Ok((end.drained, end.offload))
     }
 
@@ -754,6 +795,14 @@ impl Session {
         let mut children = self.spawn(&sides)?;
         let started = std::time::Instant::now();
         let mut captures = Captures::open(&self.config.pcap)?;
+        if tuns.is_some() {
+            captures.open_link(
+                self.config.pcap_link.as_ref(),
+                &self.config.emu,
+                &mut self.hop,
+                &self.clock,
+            )?;
+        }
         let mut logs = if tuns.is_some() {
             Logs::open(&self.config, &self.hop, &self.clock)?
         } else {
