@@ -165,7 +165,7 @@ pub struct EmulateArgs {
     pub pcap_link: Option<PathBuf>,
     /// Per-packet log of the uplink, left to right (out of the namespace of a single-mode
     /// command; from the left command in --pair), in Mahimahi's format: `T + BYTES` arrivals,
-    /// `T - BYTES DELAY` departures, `T # BYTES` capacity, `T d PACKETS BYTES` queue drops
+    /// `T - BYTES DELAY` departures, `T # BYTES` capacity, `T d PACKETS BYTES` drops before the air
     /// (`mslink graph FILE`, mm-throughput-graph, mm-delay-graph read it).
     #[arg(long, value_name = "FILE")]
     pub uplink_log: Option<PathBuf>,

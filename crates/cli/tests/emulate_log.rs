@@ -4,8 +4,10 @@
 //!
 //! A UDP stream faster than the link crosses a small drop-tail queue; the per-packet logs are
 //! checked against the emulator's own counters (arrivals = packets read, departures = packets
-//! and bytes delivered, drops = queue drops, capacity = the rate over the run), and `mslink
-//! graph` turns the uplink log into a PNG and an SVG whose JSON figures agree with the log.
+//! and bytes delivered, drops = every drop before the air, capacity = the rate over the run,
+//! and arrivals = departures + drops + the losses after it), and `mslink graph` turns the
+//! uplink log into a PNG and an SVG whose JSON figures agree with the log. A second run drops
+//! packets at a full service queue: they have `d` lines too.
 //! `common::emulate` checks the exit status, the accounting and that no device is left behind.
 
 mod common;
@@ -42,6 +44,40 @@ fn totals(path: &Path) -> [u64; 7] {
             _ => panic!("{}: unexpected line {l:?}", path.display()),
         }
     }
+    t
+}
+
+/// Checks the log at `path` against direction `dir` of the summary `v` (`json`: its name under
+/// `link_logs`): arrivals, departures, every drop before the air in `d` lines, and the whole
+/// reconciliation; returns the log's totals.
+fn check_log(path: &Path, v: &Value, dir: &str, json: &str) -> [u64; 7] {
+    let file = path.display();
+    let p = &v[dir]["packets"];
+    let n = |k: &str| p[k].as_u64().unwrap();
+    let t = totals(path);
+    assert_eq!(t[0], n("received"), "{file}: arrivals");
+    assert_eq!(t[1], n("received_bytes"), "{file}: arrival bytes");
+    assert_eq!(t[2], n("delivered"), "{file}: departures");
+    assert_eq!(t[3], n("delivered_bytes"), "{file}: departure bytes");
+    let before_air = n("dropped_queue")
+        + n("refused_malformed")
+        + n("refused_too_large")
+        + n("dropped_service_queue");
+    assert_eq!(t[4], before_air, "{file}: drops ({p})");
+    // Every packet of the log is accounted for: a `-`, a `d`, or a cause after the air.
+    assert_eq!(
+        t[0],
+        t[2] + t[4] + n("lost_channel") + n("abandoned") + n("write_failed") + n("in_flight"),
+        "{file}: {p}"
+    );
+    // The summary reports the same totals, and every departure found its arrival.
+    let l = &v["link_logs"][json];
+    assert_eq!(l["departure_bytes"].as_u64().unwrap(), t[3]);
+    assert_eq!(l["arrivals"].as_u64().unwrap(), t[0]);
+    assert_eq!(l["drops"].as_u64().unwrap(), t[4], "{l}");
+    assert_eq!(l["drop_bytes"].as_u64().unwrap(), t[5], "{l}");
+    assert_eq!(l["unmatched_departures"], 0, "{l}");
+    assert_eq!(l["capacity_bytes"].as_u64().unwrap(), t[6]);
     t
 }
 
@@ -93,23 +129,11 @@ fn link_logs_match_the_counters_and_graph_draws_them() {
         );
         assert!(text.contains("\n# queue: droptail [packets=20]\n"));
         assert!(text.contains("\n# base timestamp: 0\n"));
-        let p = &v[dir]["packets"];
-        let n = |k: &str| p[k].as_u64().unwrap();
-        let t = totals(&path);
-        assert_eq!(t[0], n("received"), "{file}: arrivals");
-        assert_eq!(t[1], n("received_bytes"), "{file}: arrival bytes");
-        assert_eq!(t[2], n("delivered"), "{file}: departures");
-        assert_eq!(t[3], n("delivered_bytes"), "{file}: departure bytes");
-        assert_eq!(t[4], n("dropped_queue"), "{file}: drops");
+        let t = check_log(&path, &v, dir, json);
+        assert_eq!(t[4], v[dir]["packets"]["dropped_queue"].as_u64().unwrap());
         assert_eq!(t[5], v[dir]["queue"]["dropped_bytes"].as_u64().unwrap());
-        // The summary reports the same totals, and every departure found its arrival.
-        let l = &v["link_logs"][json];
-        assert_eq!(l["departure_bytes"].as_u64().unwrap(), t[3]);
-        assert_eq!(l["arrivals"].as_u64().unwrap(), t[0]);
-        assert_eq!(l["unmatched_departures"], 0, "{l}");
         // Capacity: 625 bytes per ms, for every millisecond of the run written.
         assert_eq!(t[6] % 625, 0);
-        assert_eq!(l["capacity_bytes"].as_u64().unwrap(), t[6]);
     }
     let up = totals(&d.join("logs/up.log"));
     // The stream overran the queue, and the queue's drops are in the log.
@@ -149,6 +173,52 @@ fn link_logs_match_the_counters_and_graph_draws_them() {
             assert!(text.contains("per-packet delay"));
         }
     }
+}
+
+#[test]
+fn every_drop_before_the_air_has_a_d_line() {
+    if skip_without_root() {
+        return;
+    }
+    let d = scratch("linklog-svcq");
+    // Selective repeat with a window of 4 frames and room for 4 more SDUs over 10 ms each way:
+    // at most 4 frames per 20 ms round trip, against 1000 datagrams a second. The link end's
+    // service queue overflows (the hop feeds it a packet whenever it has no frame to send, so
+    // the queue in front of it stays short): before, these drops had a `+` line and nothing
+    // else.
+    let v = emulate(
+        &d,
+        &[
+            "--set",
+            "rate_bps=5e6",
+            "--set",
+            "delay_ms=10",
+            "--scheme",
+            "selective_repeat",
+            "--set",
+            "link.service.0.window=4",
+            "--set",
+            "link.service.0.queue_limit=4",
+            "--queue-packets",
+            "20",
+            "--seed",
+            "1",
+            "--uplink-log",
+            "up.log",
+            "--pair",
+            "--until",
+            "both",
+            "--right",
+            "python3 traffic.py udp-server 7003 recv.txt 1.0",
+            "--left",
+            "sleep 0.5; python3 traffic.py udp-client $MSLINK_RIGHT 7003 500 1200 1000",
+        ],
+    );
+    let p = &v["left_to_right"]["packets"];
+    assert!(p["dropped_service_queue"].as_u64().unwrap() > 10, "{p}");
+    let t = check_log(&d.join("up.log"), &v, "left_to_right", "uplink");
+    // The drops' bytes: 1228-byte IP packets (1200 bytes of UDP payload).
+    assert_eq!(t[5], 1228 * t[4]);
 }
 
 /// Malformed logs: an error naming the file and line (no panic, no figure); `--lenient` skips

@@ -192,6 +192,9 @@ struct Direction {
     packets: PacketCounts,
     /// Packets that came out of this direction, waiting to be written.
     out: VecDeque<Vec<u8>>,
+    /// Bytes of the packets refused before the queue or by the link end (malformed, too
+    /// large, service queue full), for the link logs' `d` lines.
+    refused_bytes: u64,
 }
 
 /// Two link ends joined by an emulated wireless hop.
@@ -233,6 +236,7 @@ impl EmulatedHop {
             frames: FrameCounts::default(),
             packets: PacketCounts::default(),
             out: VecDeque::new(),
+            refused_bytes: 0,
         });
         EmulatedHop {
             ends,
@@ -267,6 +271,7 @@ impl EmulatedHop {
         d.packets.received_bytes += packet.len() as u64;
         if !is_ip(packet) {
             d.packets.refused_malformed += 1;
+            d.refused_bytes += packet.len() as u64;
         } else {
             // Drops (now or when the AQM dequeues) are counted by the queue.
             d.queue.enqueue(now.max(self.now), packet.to_vec());
@@ -339,6 +344,19 @@ impl EmulatedHop {
     pub fn queue_drops(&self, dir: usize) -> (u64, u64) {
         let s = self.dirs[dir].queue.stats();
         (s.dropped, s.dropped_bytes)
+    }
+
+    /// Packets and bytes of direction `dir` dropped before the air so far, every cause: the
+    /// queue's drops ([`Self::queue_drops`]) and the packets refused as malformed, as too large
+    /// or for a full service queue (the link logs' `d` lines).
+    pub fn drops_before_air(&self, dir: usize) -> (u64, u64) {
+        let d = &self.dirs[dir];
+        let (q, qb) = self.queue_drops(dir);
+        let p = &d.packets;
+        (
+            q + p.refused_malformed + p.refused_too_large + p.dropped_service_queue,
+            qb + d.refused_bytes,
+        )
     }
 
     /// Packets waiting to be written on `side`.
@@ -505,8 +523,14 @@ impl EmulatedHop {
                     let d = &mut self.dirs[i];
                     match self.ends[i].handle_packet(now, &p) {
                         Ok(_) => {}
-                        Err(Refused::TooLarge { .. }) => d.packets.refused_too_large += 1,
-                        Err(Refused::QueueFull { .. }) => d.packets.dropped_service_queue += 1,
+                        Err(Refused::TooLarge { .. }) => {
+                            d.packets.refused_too_large += 1;
+                            d.refused_bytes += p.len() as u64;
+                        }
+                        Err(Refused::QueueFull { .. }) => {
+                            d.packets.dropped_service_queue += 1;
+                            d.refused_bytes += p.len() as u64;
+                        }
                     }
                     continue;
                 }
@@ -667,6 +691,30 @@ mod tests {
         assert_eq!((p.delivered, p.lost_channel), (5, 1));
         assert_eq!(s.directions[1].packets.refused_too_large, 1);
         assert!(s.directions.iter().all(|d| d.balanced));
+        // Before the air: fourteen queue drops of 500 bytes and the 3-byte malformed packet;
+        // the other way, the 1600-byte packet over the MTU.
+        assert_eq!(h.drops_before_air(0), (15, 14 * 500 + 3));
+        assert_eq!(h.drops_before_air(1), (1, 1600));
+    }
+
+    #[test]
+    fn a_full_service_queue_is_a_drop_before_the_air() {
+        // Selective repeat with a window of 2 and room for 2 more, on a 20 ms hop: a burst of
+        // 10 packets fills both; the link end refuses the rest.
+        let mut h = hop(
+            "delay_ms = 20\n[[link.service]]\nname = 'x'\nscheme = 'selective_repeat'\nwindow = 2\nqueue_limit = 2\n",
+        );
+        for k in 0..10 {
+            h.handle_packet(Instant::ZERO, 0, &udp(300, k));
+        }
+        drive(&mut h, Instant::from_millis(1));
+        let p = h.summary().directions[0].packets;
+        assert!(p.dropped_service_queue > 0, "{p:?}");
+        assert_eq!(p.dropped_queue, 0);
+        assert_eq!(
+            h.drops_before_air(0),
+            (p.dropped_service_queue, 300 * p.dropped_service_queue)
+        );
     }
 
     proptest::proptest! {

@@ -26,9 +26,12 @@
 //! * `T # BYTES`: capacity. A capacity trace gives Mahimahi's lines, one per opportunity of
 //!   1504 bytes; a constant rate gives one line per millisecond with the bytes it carries in
 //!   that millisecond; an unlimited link gives none. Outages (`[onoff]`) have no capacity;
-//! * `T d PACKETS BYTES`: the queue dropped packets (every cause; the summary's queue counters
-//!   say which). Packets lost on the air or given up by the link layer have an arrival and no
-//!   departure; the summary counts them by cause.
+//! * `T d PACKETS BYTES`: packets dropped before the air, every cause: the queue's (limit or
+//!   AQM; the summary's queue counters say which) and the packets the hop refused (malformed,
+//!   over the MTU) or the link end's service queue had no room for. So the log's totals
+//!   reconcile with the summary: arrivals = departures + `d` packets + lost on the air +
+//!   abandoned + write failures + in flight. Packets lost on the air or given up by the link
+//!   layer have an arrival and no departure; the summary counts them by cause.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
@@ -265,7 +268,7 @@ impl<W: Write> LinkLog<W> {
              # base timestamp: 0\n\
              # mslink emulate: {name} = {from} to {to}; times in ms since the emulator's clock started; \
              '-' = written to the {to} side, delay = queue + serialisation + link-layer recovery + propagation; \
-             '#' = capacity ({}); 'd' = queue drops\n",
+             '#' = capacity ({}); 'd' = drops before the air (queue, refused, service queue full)\n",
             header.capacity,
             header.path,
             header.command_line,
@@ -405,8 +408,9 @@ impl<W: Write> LinkLog<W> {
         self.event(t, b'-', packet.len() as u64, Some(delay));
     }
 
-    /// Once per turn of the event loop: capacity up to `now`, the queue's drops so far
-    /// (`drops`: packets and bytes, cumulative), and forgetting stale arrivals.
+    /// Once per turn of the event loop: capacity up to `now`, the drops before the air so far
+    /// (`drops`: packets and bytes, cumulative, [`crate::hop::EmulatedHop::drops_before_air`]),
+    /// and forgetting stale arrivals.
     pub fn tick(&mut self, now: Instant, drops: (u64, u64)) {
         self.capacity_until(now);
         let t = ms(now).max(self.last_ms);

@@ -217,7 +217,7 @@ impl Logs {
     fn tick(&mut self, now: Instant, hop: &EmulatedHop) {
         for (dir, l) in self.logs.iter_mut().enumerate() {
             if let Some((log, _)) = l.as_mut() {
-                log.tick(now, hop.queue_drops(dir));
+                log.tick(now, hop.drops_before_air(dir));
             }
         }
     }
@@ -231,7 +231,7 @@ impl Logs {
         for (dir, l) in self.logs.into_iter().enumerate() {
             if let Some((log, path)) = l {
                 let (_, t) = log
-                    .finish(now, hop.queue_drops(dir))
+                    .finish(now, hop.drops_before_air(dir))
                     .map_err(os(format!("writing the link log {}", path.display())))?;
                 totals[dir] = Some(t);
             }
