@@ -5,7 +5,7 @@
 //! paths ([`to_png`] and [`to_svg`] return the bytes; the Python package's `mslink.plot` draws
 //! through them too, from a chart given as JSON, so every figure of mslink comes from here;
 //! [`stacked_to_png`] and [`stacked_to_svg`] put several charts one above the other in one
-//! image); [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
+//! image, sharing one x range and so the same x ticks at the same places); [`line_chart`] is the short form for plain `(x, y)` series. Output is a pure function
 //! of the chart: no timestamps, no system fonts (text uses the DejaVu Sans subset of `assets/`),
 //! so the same data gives byte-identical files. Axes may be logarithmic: x in powers of two
 //! (message sizes, labelled 1, 4, 16, .., 1K, .., 1M) and y in powers of ten; points that a
@@ -212,12 +212,13 @@ pub fn stacked_to_png(charts: &[Chart]) -> Result<Vec<u8>> {
     let mut rgb = vec![0u8; (w * h * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        let x = shared_x(charts);
         for (area, chart) in root
             .split_evenly((charts.len().max(1), 1))
             .iter()
             .zip(charts)
         {
-            draw(area, chart)?;
+            draw_in(area, chart, x)?;
         }
         root.present()
             .map_err(|e| PlotError::Draw(format!("drawing a PNG: {e}")))?;
@@ -232,12 +233,13 @@ pub fn stacked_to_svg(charts: &[Chart]) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let x = shared_x(charts);
         for (area, chart) in root
             .split_evenly((charts.len().max(1), 1))
             .iter()
             .zip(charts)
         {
-            draw(area, chart)?;
+            draw_in(area, chart, x)?;
         }
         root.present()
             .map_err(|e| PlotError::Draw(format!("drawing an SVG: {e}")))?;
@@ -301,7 +303,40 @@ fn axis_points(line: &Line, scale: Scale) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
+/// The x range of `chart`'s data in axis coordinates, if it has any point.
+fn x_extent(chart: &Chart) -> Option<(f64, f64)> {
+    let (x0, x1) = chart
+        .lines
+        .iter()
+        .flat_map(|l| axis_points(l, chart.scale))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _, _)| {
+            (a.min(x), b.max(x))
+        });
+    x0.is_finite().then_some((x0, x1))
+}
+
+/// The x range stacked charts share: the union of theirs, so one time axis lines up across
+/// panels (same range, same ticks at the same places). None if no chart has data.
+fn shared_x(charts: &[Chart]) -> Option<(f64, f64)> {
+    charts
+        .iter()
+        .filter_map(x_extent)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+}
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    draw_in(root, chart, None)
+}
+
+/// Draws `chart`; `x`: the x range to use instead of its data's (stacked charts share one).
+fn draw_in<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    x: Option<(f64, f64)>,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -323,6 +358,9 @@ where
         x1 = x1.max(x);
         y0 = y0.min(m);
         y1 = y1.max(if error_bars { m + s } else { m });
+    }
+    if let Some(shared) = x {
+        (x0, x1) = shared;
     }
     if !x0.is_finite() {
         (x0, x1) = (0.0, 1.0);

@@ -181,6 +181,41 @@ mod tests {
         assert_eq!(charts(&no_capacity)[0].lines.len(), 2);
     }
 
+    /// The x-axis tick labels of each panel of a stacked SVG, as (label, x position): numeric
+    /// text anchored at its middle (y-axis labels are anchored at their end, captions and axis
+    /// descriptions are not numbers).
+    fn x_ticks(svg: &str) -> [Vec<(String, String)>; 2] {
+        let mut panels: [Vec<(String, String)>; 2] = Default::default();
+        for el in svg.split("<text").skip(1) {
+            let (attrs, rest) = el.split_once('>').unwrap();
+            let text = rest.split("</text>").next().unwrap().trim().to_string();
+            let attr = |name: &str| {
+                attrs
+                    .split(&format!(" {name}=\""))
+                    .nth(1)
+                    .and_then(|v| v.split('"').next())
+                    .map(str::to_string)
+            };
+            if attr("text-anchor").as_deref() != Some("middle") || text.parse::<f64>().is_err() {
+                continue;
+            }
+            let y: f64 = attr("y").unwrap().parse().unwrap();
+            panels[usize::from(y >= 600.0)].push((text, attr("x").unwrap()));
+        }
+        panels
+    }
+
+    #[test]
+    fn both_panels_share_one_time_axis() {
+        // Windows start at 0..4.5 s; the last packets arrive at 4.999 s: before the panels
+        // shared their range, the same tick sat at different places in each.
+        let f = fig(5000);
+        let svg = stacked_to_svg(&charts(&f)).unwrap();
+        let [top, bottom] = x_ticks(&svg);
+        assert!(top.len() >= 5, "{top:?}");
+        assert_eq!(top, bottom);
+    }
+
     #[test]
     fn the_extension_picks_the_format() {
         let dir = std::env::temp_dir().join(format!("mslink-plot-linklog-{}", std::process::id()));
