@@ -46,6 +46,10 @@ const EXAMPLES: &str = "Examples:
   mslink emulate --pair --link links/wlan.toml \\
       --stats-interval 1 --json --out out --pcap-left out/l.pcap \\
       --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c 10.0.0.1 -t 2 >out/iperf3.txt'
+  # every link frame on the air (data, retransmissions, ACK/NACKs, lost ones marked) in a pcap;
+  # read it with the repository's dissector: wireshark -X lua_script:tools/wireshark/mslink.lua link.pcap
+  mslink emulate --pair --loss 0.1 --scheme selective_repeat --pcap-link link.pcap \\
+      --left 'iperf3 -s -1 >/dev/null' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -u -b 1M -t 1 >/dev/null'
   # a Mahimahi capacity trace (traces/README.md) and per-packet logs in Mahimahi's format (the
   # uplink is left to right), then their throughput and delay as a figure
   mslink emulate --pair --set capacity_trace=traces/12mbps.mahi \\
