@@ -2,11 +2,12 @@
  *
  *   latency server            binds UDP 0.0.0.0, an ephemeral port; prints the port, then
  *                              echoes every datagram to its sender until killed
- *   latency client HOST PORT COUNT SIZE WARMUP
+ *   latency client HOST PORT COUNT SIZE WARMUP [GAP_US]
  *                              sends WARMUP + COUNT datagrams of SIZE bytes, each after the
- *                              echo of the previous one, and prints the round-trip time of the
- *                              last COUNT in nanoseconds (CLOCK_MONOTONIC), one per line; an
- *                              echo not back within 1 s is counted on stderr and not timed
+ *                              echo of the previous one (and GAP_US microseconds of sleep,
+ *                              default 0), and prints the round-trip time of the last COUNT in
+ *                              nanoseconds (CLOCK_MONOTONIC), one per line; an echo not back
+ *                              within 1 s is counted on stderr and not timed
  *
  * Compiled by bench/latency.sh at run time; the same binary runs directly, inside
  * `mm-delay 0` and inside `mslink emulate`, so the endpoints cost the same in every case. */
@@ -67,7 +68,7 @@ static void server(void) {
     }
 }
 
-static int client(const char *host, long port, long count, long size, long warmup) {
+static int client(const char *host, long port, long count, long size, long warmup, long gap_us) {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0) die("socket");
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -82,7 +83,9 @@ static int client(const char *host, long port, long count, long size, long warmu
     uint64_t *rtt = malloc(sizeof *rtt * (size_t)count);
     if (!msg || !back || !rtt) die("malloc");
     long timed = 0, lost = 0;
+    struct timespec gap = {.tv_sec = gap_us / 1000000, .tv_nsec = (gap_us % 1000000) * 1000};
     for (long i = 0; i < warmup + count; i++) {
+        if (gap_us > 0 && i > 0) nanosleep(&gap, NULL);
         uint32_t seq = (uint32_t)i;
         memcpy(msg, &seq, size < 4 ? (size_t)size : 4);
         uint64_t t0 = now_ns();
@@ -104,9 +107,10 @@ static int client(const char *host, long port, long count, long size, long warmu
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "server") == 0) server();
-    if (argc == 7 && strcmp(argv[1], "client") == 0)
+    if ((argc == 7 || argc == 8) && strcmp(argv[1], "client") == 0)
         return client(argv[2], arg(argv[3], "PORT", 1, 65535), arg(argv[4], "COUNT", 1, 100000000),
-                      arg(argv[5], "SIZE", 4, 65507), arg(argv[6], "WARMUP", 0, 100000000));
-    fprintf(stderr, "usage: latency server | latency client HOST PORT COUNT SIZE WARMUP\n");
+                      arg(argv[5], "SIZE", 4, 65507), arg(argv[6], "WARMUP", 0, 100000000),
+                      argc == 8 ? arg(argv[7], "GAP_US", 0, 10000000) : 0);
+    fprintf(stderr, "usage: latency server | latency client HOST PORT COUNT SIZE WARMUP [GAP_US]\n");
     return 2;
 }

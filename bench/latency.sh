@@ -14,13 +14,15 @@
 # net.ipv4.ip_forward=1: the script sets it for the run and restores it at exit.
 #   bench/latency.sh [MSLINK [REPS [COUNT]]]      defaults: target/release/mslink 5 20000
 # Environment: SIZE (UDP payload bytes, 64), WARMUP (untimed round trips per run, 1000),
+#   GAP_US (sleep between round trips, 0: back to back; e.g. 1000 for a lightly loaded path,
+#   where every packet finds the emulator asleep),
 #   MSLINK_ARGS (extra flags for the mslink run, e.g. '--set tun_offload=false'),
 #   PIN (a CPU list, e.g. 0: the server, the client and the emulator of every case all run
 #   there, through taskset; default: no pinning, the scheduler places them).
 set -eu
 cd "$(dirname "$0")/.."
 M=${1:-target/release/mslink}; REPS=${2:-5}; COUNT=${3:-20000}
-SIZE=${SIZE:-64}; WARMUP=${WARMUP:-1000}; MSLINK_ARGS=${MSLINK_ARGS:-}; PIN=${PIN:-}
+SIZE=${SIZE:-64}; WARMUP=${WARMUP:-1000}; GAP_US=${GAP_US:-0}; MSLINK_ARGS=${MSLINK_ARGS:-}; PIN=${PIN:-}
 die() { echo "bench/latency.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (namespaces, TUN devices)"
 [ -x "$M" ] || die "no mslink binary at $M (cargo build --release -p mslink-cli, or pass its path)"
@@ -61,7 +63,7 @@ for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 port=$(cat "$tmp/port")
 [ -n "$port" ] || die "the echo server did not start"
 client="$tmp/latency client"
-args="$port $COUNT $SIZE $WARMUP"
+args="$port $COUNT $SIZE $WARMUP $GAP_US"
 
 timed() { # $1 = case, then a command: its CPU seconds (user + system, with the processes
            # it waited for) and wall seconds, appended to cpu.CASE
@@ -82,7 +84,7 @@ run() { # $1 = case, $2 = repetition
   [ "$(wc -l < "$out")" -gt 0 ] || die "$1 run $2 measured nothing"
 }
 
-echo "bench/latency.sh: $REPS repetitions x $COUNT round trips of $SIZE-byte UDP ($WARMUP untimed first), $(nproc) CPUs, $(uname -r), ${pin:-no pinning}"
+echo "bench/latency.sh: $REPS repetitions x $COUNT round trips of $SIZE-byte UDP ($WARMUP untimed first, ${GAP_US} us apart), $(nproc) CPUs, $(uname -r), ${pin:-no pinning}"
 set -- direct mahimahi mslink
 for r in $(seq "$REPS"); do
   for c in "$@"; do run "$c" "$r"; done
