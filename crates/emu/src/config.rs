@@ -6,7 +6,8 @@
 //! models are `mslink_channel`'s, shared with the simulator), plus what only
 //! a real-time hop needs: a Mahimahi capacity trace, the MTU of the
 //! TUN devices and their offloads (`tun_offload`, `tun_coalesce`, on by default; the link
-//! still sees MTU-sized packets either way) and the drain time at exit. Every key is optional;
+//! still sees MTU-sized packets either way), the drain time at exit and the event loop's
+//! bounded busy polling (`busy_poll_us`, off by default). Every key is optional;
 //! [`EmuConfig::build`] checks the numbers, names the offending key in its error, and builds
 //! an [`EmulatedHop`]. Files (traces) are read through the caller's loader: this module does
 //! no I/O.
@@ -111,6 +112,10 @@ pub struct EmuConfig {
     /// With `tun_offload`: consecutive segments of one TCP flow that leave the link together
     /// are written as one super-packet (`crate::coalesce`).
     pub tun_coalesce: bool,
+    /// Bounded busy polling (0, the default: off): after a packet moves, the event loop polls
+    /// its devices without sleeping for this many microseconds, so a packet arriving meanwhile
+    /// does not wait for the loop to wake; costs CPU (`crate::runtime`).
+    pub busy_poll_us: f64,
 }
 
 impl Default for EmuConfig {
@@ -137,6 +142,7 @@ impl Default for EmuConfig {
             drain_ms: 1000.0,
             tun_offload: true,
             tun_coalesce: true,
+            busy_poll_us: 0.0,
         }
     }
 }
@@ -168,6 +174,9 @@ pub const MAX_RATE_BPS: f64 = 1e12;
 pub const MAX_DELAY_MS: f64 = 60_000.0;
 /// See [`MAX_RATE_BPS`].
 pub const MAX_DRAIN_MS: f64 = 600_000.0;
+/// Longest `busy_poll_us`: the loop's longest sleep (`runtime::MAX_SLEEP`), beyond which it
+/// would never sleep at all.
+pub const MAX_BUSY_POLL_US: f64 = 10_000.0;
 
 fn at_most(key: &str, v: f64, max: f64, unit: &str) -> Result<f64, EmuConfigError> {
     if v <= max {
@@ -256,6 +265,12 @@ impl EmuConfig {
             non_negative("drain_ms", self.drain_ms)?,
             MAX_DRAIN_MS,
             "ms",
+        )?;
+        at_most(
+            "busy_poll_us",
+            non_negative("busy_poll_us", self.busy_poll_us)?,
+            MAX_BUSY_POLL_US,
+            "us",
         )?;
         if !(68..=65535).contains(&self.mtu) {
             return Err(invalid("mtu", format!("{} is not in 68..=65535", self.mtu)));

@@ -755,6 +755,7 @@ impl Session {
             [&tuns[0], &tuns[1]],
             &self.clock,
             cfg.tun_coalesce,
+            Duration::from_secs_f64(cfg.busy_poll_us.max(0.0) / 1e6),
             cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
             &mut tick,
             if has_capture {
