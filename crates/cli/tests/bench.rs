@@ -124,6 +124,7 @@ fn bench_local_quick_produces_every_table() {
     figures::check_figure(&dir.join("throughput"), &["shm poll loopback", "tcp block"]);
     figures::check_figure(&dir.join("cpu_per_byte"), &["client", "server", "ns/byte"]);
     figures::check_figure(&dir.join("rtt"), &["p50", "p99", "4K"]);
+    figures::check_figure(&dir.join("rtt_fit"), &["fit", "p50", "Fig. 7"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
