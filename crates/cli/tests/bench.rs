@@ -1,5 +1,7 @@
 //! `mslink bench local --quick` runs end to end (server child process, both backends, both
-//! wait modes) and produces every table, as JSON and CSV, and every figure as PNG and SVG.
+//! wait modes) and produces every table, as JSON and CSV, and every figure as PNG and SVG;
+//! with `--reps` every figure carries its 95% interval, `--log` has every round trip, and
+//! `--verify` checks every throughput message.
 
 use std::process::Command;
 
@@ -8,6 +10,7 @@ mod figures;
 #[test]
 fn bench_local_quick_produces_every_table() {
     let dir = std::env::temp_dir().join(format!("mslink-bench-test-{}", std::process::id()));
+    let log = dir.join("log/rtt.csv");
     let out = Command::new(env!("CARGO_BIN_EXE_mslink"))
         .args([
             "bench",
@@ -15,9 +18,18 @@ fn bench_local_quick_produces_every_table() {
             "--quick",
             "--sizes",
             "1,64,4096",
+            "--iters",
+            "50",
+            "--warmup",
+            "5",
+            "--reps",
+            "2",
+            "--verify",
             "--json",
-            "--csv",
+            "--log",
         ])
+        .arg(&log)
+        .arg("--csv")
         .arg(&dir)
         .output()
         .expect("run mslink bench");
@@ -36,7 +48,43 @@ fn bench_local_quick_produces_every_table() {
         assert!(p("p50_us") > 0.0);
         assert!(p("p50_us") <= p("p90_us") && p("p90_us") <= p("p99_us"));
         assert!(p("p99_us") <= p("p999_us") && p("p999_us") <= p("max_us"));
+        // Two runs: every figure has a finite 95% half-width; CPU on both sides.
+        assert_eq!(row["reps"], 2);
+        for k in [
+            "p50_us",
+            "p99_us",
+            "mean_us",
+            "client_cpu_pct",
+            "server_cpu_pct",
+        ] {
+            assert!(
+                row["ci95"][k].as_f64().is_some_and(|h| h >= 0.0),
+                "{k}: {row}"
+            );
+        }
+        assert!(
+            p("client_cpu_us_per_rtt") > 0.0 && p("server_cpu_us_per_rtt") > 0.0,
+            "{row}"
+        );
     }
+    for row in v["throughput"].as_array().unwrap() {
+        assert_eq!(row["reps"], 2);
+        assert_eq!(
+            row["verified_messages"],
+            2 * row["messages"].as_u64().unwrap(),
+            "{row}"
+        );
+        assert!(row["ci95"]["mbit_s"].as_f64().is_some(), "{row}");
+    }
+    for f in v["rtt_fit"].as_array().unwrap() {
+        assert!(f["r2"].as_f64().unwrap() <= 1.0, "{f}");
+        assert_eq!(f["residuals"].as_array().unwrap().len(), 3, "{f}");
+    }
+    // --log: every recorded round trip of every run.
+    let text = std::fs::read_to_string(&log).expect("--log file");
+    let samples = text.lines().skip(1).count();
+    assert_eq!(samples, 15 * 2 * 50, "{}", text.lines().next().unwrap());
+    assert!(text.starts_with("backend,mode,path,size,rep,seq,rtt_ns\n"));
     let calls: Vec<&str> = v["callcost"]
         .as_array()
         .unwrap()
@@ -53,14 +101,30 @@ fn bench_local_quick_produces_every_table() {
     ] {
         assert!(calls.contains(&c), "missing call-cost row {c}");
     }
-    for f in ["pingpong.csv", "throughput.csv", "callcost.csv"] {
+    for f in [
+        "pingpong.csv",
+        "throughput.csv",
+        "callcost.csv",
+        "rtt_fit.csv",
+        "rtt_hist.csv",
+    ] {
         let text = std::fs::read_to_string(dir.join(f)).expect(f);
         assert!(text.lines().count() > 1, "{f} empty");
     }
+    let text = std::fs::read_to_string(dir.join("pingpong.csv")).unwrap();
+    assert!(text.lines().next().unwrap().contains(",p50_us_ci95,"));
+    // The percentile distribution reaches 100% for every point.
+    let hist = std::fs::read_to_string(dir.join("rtt_hist.csv")).unwrap();
+    let complete = hist
+        .lines()
+        .filter(|l| l.split(',').nth(4) == Some("100"))
+        .count();
+    assert_eq!(complete, 15, "{hist}");
     // The figures beside the CSVs; the legends name every backend, mode and percentile.
     figures::check_figure(&dir.join("throughput"), &["shm poll loopback", "tcp block"]);
     figures::check_figure(&dir.join("cpu_per_byte"), &["client", "server", "ns/byte"]);
     figures::check_figure(&dir.join("rtt"), &["p50", "p99", "4K"]);
+    figures::check_figure(&dir.join("rtt_fit"), &["fit", "p50", "Fig. 7"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -76,6 +140,7 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
             "local",
             "--quick",
             "--netns",
+            "--zc",
             "--backend",
             "uring",
             "--backend",
@@ -120,8 +185,8 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
         assert!(r["mbit_s"].as_f64().unwrap() > 0.0);
         let zc = r["zc_sends"].as_u64().unwrap();
         if r["backend"].as_str().unwrap().starts_with("uring") {
-            // SEND_ZC is on by default: every message's payload went zero-copy or was
-            // reported copied.
+            // SEND_ZC (--zc): every message's payload went zero-copy or was reported
+            // copied.
             assert!(zc >= r["messages"].as_u64().unwrap(), "{r}");
             assert!(r["zc_copied"].as_u64().unwrap() <= zc);
         } else {

@@ -42,6 +42,9 @@ enum Role {
         "Examples:\n",
         "  mslink bench local --quick               # both backends, small settings (CI)\n",
         "  mslink bench local --backend shm --sizes 64 --iters 100000\n",
+        "  mslink bench local --backend tcp --mode block --sizes 64,4096 --reps 5   # means ± 95% CI\n",
+        "  mslink bench local --backend tcp-batch --backend uring --sizes 65536 --verify --out results/fair\n",
+        "  mslink bench local --backend shm --sizes 64 --log results/rtt.csv       # every round trip\n",
         "  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536 --out results/bench\n",
         "  mslink bench local --netns --backend uring --quick --json -q   # across a veth between two namespaces (root)"
     ))]
@@ -69,9 +72,13 @@ enum BackendArg {
     /// Plain sockets, TCP (the baseline; works across hosts).
     #[value(alias = "sockets")]
     Tcp,
+    /// Plain sockets, TCP, each batch of posts in one gathered writev (the batch io_uring's
+    /// gathered SENDMSG gets: compare io_uring against this at equal batching).
+    #[value(alias = "sockets-batch")]
+    TcpBatch,
     /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
     Udp,
-    /// io_uring over TCP (fixed buffers, fixed file, batched submission, SEND_ZC).
+    /// io_uring over TCP (fixed buffers, fixed file, batched submission; SEND_ZC with --zc).
     #[value(name = "uring", alias = "uring-tcp")]
     UringTcp,
     /// io_uring over UDP.
@@ -83,6 +90,7 @@ impl BackendArg {
         match self {
             Self::Shm => BenchBackend::Shm,
             Self::Tcp => BenchBackend::Tcp,
+            Self::TcpBatch => BenchBackend::TcpBatch,
             Self::Udp => BenchBackend::Udp,
             Self::UringTcp => BenchBackend::UringTcp,
             Self::UringUdp => BenchBackend::UringUdp,
@@ -126,8 +134,11 @@ struct ServerOpts {
     /// Largest message the server accepts (bytes).
     #[arg(long, default_value_t = 1 << 20)]
     max_size: usize,
-    /// io_uring: plain SEND instead of SEND_ZC.
-    #[arg(long)]
+    /// io_uring: send with SEND_ZC (zero copy) instead of plain SEND; see `bench local --help`.
+    #[arg(long, conflicts_with = "no_zc")]
+    zc: bool,
+    /// io_uring: plain SEND (the default since SEND_ZC became opt-in; kept for old scripts).
+    #[arg(long, hide = true)]
     no_zc: bool,
     /// Do not print the "listening on ADDR" line.
     #[arg(short, long)]
@@ -143,9 +154,30 @@ struct ClientOpts {
     /// Transport of the sockets and io_uring backends (shm ignores it); may be given twice.
     #[arg(long, value_enum)]
     transport: Vec<TransportArg>,
-    /// io_uring: plain SEND instead of SEND_ZC (client and, with `local`, server).
-    #[arg(long)]
+    /// io_uring: send with SEND_ZC/SENDMSG_ZC (zero copy) instead of plain SEND (client and,
+    /// with `local`, server). Off by default: on loopback and across a veth the kernel copies
+    /// every zero-copy send anyway (each notification says so; "zc copied" N/N) and the
+    /// pinned pages plus the wait for the notification made it the slowest mode here (e.g.
+    /// 10 against 33 Gbit/s at 64 KiB, docs/bench.md). Only a real NIC can avoid the copy.
+    #[arg(long, conflicts_with = "no_zc")]
+    zc: bool,
+    /// io_uring: plain SEND (the default now; kept so old scripts run).
+    #[arg(long, hide = true)]
     no_zc: bool,
+    /// Measure every point this many times: tables, CSV and JSON give the mean over the runs
+    /// with the half-width of its Student-t 95% confidence interval (none for one run).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    reps: u64,
+    /// Throughput test: the sender fills every message with a seeded pattern (inside the
+    /// measured time, from a fresh buffer per message in flight) and the server checks every
+    /// byte; a mismatch fails the run naming the message and byte. Costs a fill and a read of
+    /// each message, so it is off by default (docs/bench.md has both figures).
+    #[arg(long)]
+    verify: bool,
+    /// Write every recorded round trip to FILE as CSV (backend,mode,path,size,rep,seq,rtt_ns),
+    /// its folder created first.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
     /// `local` only: run the server and the client in two fresh network namespaces joined
     /// by a veth pair (msv<pid>a/b, removed afterwards; needs root).
     #[arg(long)]
@@ -180,9 +212,10 @@ struct ClientOpts {
     /// Small settings that finish in seconds (CI).
     #[arg(long)]
     quick: bool,
-    /// Write pingpong.csv, throughput.csv and callcost.csv into this folder (created if
-    /// missing), with the figures throughput, cpu_per_byte and rtt as PNG and SVG beside them
-    /// (`--csv` is the former name).
+    /// Write pingpong.csv, throughput.csv, callcost.csv (000 Tables 1 and 2), rtt_fit.csv
+    /// (lines, R² and residuals) and rtt_hist.csv (each point's HDR percentile distribution)
+    /// into this folder (created if missing), with the figures of 000 Figs. 4-7 as PNG and SVG
+    /// beside them (`--csv` is the former name).
     #[arg(long, alias = "csv", value_name = "DIR")]
     out: Option<PathBuf>,
     /// With --out: do not draw the PNG and SVG figures.
@@ -206,7 +239,7 @@ impl ClientOpts {
                     TransportArg::Udp => Transport::Udp,
                 })
                 .collect(),
-            zc: !self.no_zc,
+            zc: self.zc,
             modes: self.mode.iter().map(|m| m.mode()).collect(),
             sizes: self.sizes.clone(),
             max_size: self.max_size,
@@ -216,6 +249,8 @@ impl ClientOpts {
             max_messages: self.max_messages,
             calls: self.calls,
             quick: self.quick,
+            reps: self.reps as usize,
+            verify: self.verify,
         }
     }
 }
@@ -228,7 +263,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 backend: o.backend.bench(),
                 addr: o.addr.clone(),
                 max_size: o.max_size,
-                zc: !o.no_zc,
+                zc: o.zc,
             };
             let quiet = o.quiet;
             Ok(bench::serve(&cfg, &mut |addr| {
@@ -280,6 +315,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 fn measure(o: &ClientOpts, target: &Target) -> Result<bench::Report> {
     if let Some(dir) = &o.out {
         crate::convention::out_dir(dir, "--out")?;
+    }
+    if let Some(f) = &o.log {
+        crate::convention::parent_dir(f, "--log")?;
     }
     // The total is known once the library has sized the run; it comes with the first step.
     let bar = crate::convention::bar(0, "points", o.quiet);

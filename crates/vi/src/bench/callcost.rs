@@ -23,11 +23,7 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
     // Each call alone, on a fresh connection per round (raw libc calls in mslink-vi).
     let mut rows: Vec<CallRow> = crate::socket_call_costs(n.min(500))?
         .into_iter()
-        .map(|c| CallRow {
-            api: "socket",
-            call: c.call,
-            mean_us: c.mean.as_secs_f64() * 1e6,
-        })
+        .map(|c| CallRow::from_runs("socket", c.call, &[c.mean.as_secs_f64() * 1e6]))
         .collect();
     // Steady state on one open connection.
     let l = TcpListener::bind("127.0.0.1:0")?;
@@ -45,27 +41,27 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
         ts += t1 - t0;
         tr += t1.elapsed();
     }
-    rows.push(CallRow {
-        api: "socket",
-        call: "send() 1 B (open connection)",
-        mean_us: mean_us(ts, n),
-    });
-    rows.push(CallRow {
-        api: "socket",
-        call: "recv() 1 B (open connection)",
-        mean_us: mean_us(tr, n),
-    });
+    rows.push(CallRow::from_runs(
+        "socket",
+        "send() 1 B (open connection)",
+        &[mean_us(ts, n)],
+    ));
+    rows.push(CallRow::from_runs(
+        "socket",
+        "recv() 1 B (open connection)",
+        &[mean_us(tr, n)],
+    ));
     // The pair timed as one loop (no clock read between the calls).
     let t0 = Instant::now();
     for _ in 0..n {
         a.write_all(&one)?;
         bb.read_exact(&mut one)?;
     }
-    rows.push(CallRow {
-        api: "socket",
-        call: "send()+recv() 1 B",
-        mean_us: mean_us(t0.elapsed(), n),
-    });
+    rows.push(CallRow::from_runs(
+        "socket",
+        "send()+recv() 1 B",
+        &[mean_us(t0.elapsed(), n)],
+    ));
     Ok(rows)
 }
 
@@ -73,11 +69,7 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
 fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     let path = format!("/tmp/mslink-bench-cost-{}.sock", std::process::id());
     let mut rows = Vec::new();
-    let row = |call, t, k| CallRow {
-        api: "vi",
-        call,
-        mean_us: mean_us(t, k),
-    };
+    let row = |call, t, k| CallRow::from_runs("vi", call, &[mean_us(t, k)]);
     let t0 = Instant::now();
     let mut a = Nic::open(Backend::SharedMemory, NicConfig::default())?;
     let t_open = t0.elapsed();
@@ -170,9 +162,26 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     Ok(rows)
 }
 
-/// 000 Tables 1 and 2 today: socket calls, then VI calls, each a mean over `n` calls.
-pub fn call_costs(n: usize) -> Result<Vec<CallRow>> {
-    let mut rows = socket_costs(n)?;
-    rows.extend(vi_costs(n)?);
-    Ok(rows)
+/// 000 Tables 1 and 2 today: socket calls, then VI calls, each a mean over `n` calls, the
+/// whole measured `reps` times (each row: the mean over the runs, with its 95% interval).
+pub fn call_costs(n: usize, reps: usize) -> Result<Vec<CallRow>> {
+    let mut runs: Vec<Vec<CallRow>> = Vec::new();
+    for _ in 0..reps.max(1) {
+        let mut rows = socket_costs(n)?;
+        rows.extend(vi_costs(n)?);
+        runs.push(rows);
+    }
+    let first = runs.first().cloned().unwrap_or_default();
+    Ok(first
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let means: Vec<f64> = runs
+                .iter()
+                .filter_map(|run| run.get(k))
+                .map(|x| x.mean_us)
+                .collect();
+            CallRow::from_runs(r.api, r.call, &means)
+        })
+        .collect())
 }

@@ -4,15 +4,20 @@
 //! Contract: [`run_client`] measures, for each backend over each transport (each once), a
 //! ping-pong point per mode and size with a line fitted to the medians, then a throughput
 //! point per mode and size; against a local server also the plain blocking-socket ping-pong
-//! when TCP is among the backends; always the per-call cost tables. Sizes beyond what a UDP
-//! datagram carries are left out for the UDP backends. With `quick`, the settings shrink to
-//! ones that finish in seconds.
+//! when TCP is among the backends; always the per-call cost tables. Every point is measured
+//! `reps` times: the runs of one mode go through all sizes in turn (run 1 of every size, then
+//! run 2, ...), so a slow spell of the host spreads over sizes instead of landing on one, and
+//! the rows give means with 95% intervals (`report`). Sizes beyond what a UDP datagram carries
+//! are left out for the UDP backends. With `quick`, the settings shrink to ones that finish in
+//! seconds. With `verify`, the throughput test sends a seeded pattern (a fresh buffer per
+//! message in flight, filled by the sender inside the measured interval) and the server checks
+//! every byte; a mismatch fails the run with the message and byte.
 //!
-//! Progress: [`run_client_with`] reports `(done, total)` after every measured point (one
-//! ping-pong or throughput point per backend, mode and size, one raw-socket point per size,
-//! and the call-cost tables as one last step): `total` is fixed once the backends and sizes are
-//! known, `done` rises by one from 1 to `total`. It reports counts only; drawing them (and
-//! timing them) is the caller's.
+//! Progress: [`run_client_with`] reports `(done, total)` after every measured run of a point
+//! (one ping-pong or throughput run per backend, mode, size and repetition, one raw-socket run
+//! per size and repetition, and the call-cost tables as one last step): `total` is fixed once
+//! the backends and sizes are known, `done` rises by one from 1 to `total`. It reports counts
+//! only; drawing them (and timing them) is the caller's.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,13 +27,14 @@ use std::time::Instant;
 use super::end::End;
 use super::server::spawn_server;
 use super::{
-    call_costs, fit_line, netns, BenchBackend, BenchError, Context, Fit, PingRow, Report,
-    ThroughputRow, Transport, OP_PINGPONG, OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
+    call_costs, current_cpu, netns, pattern, protocol, thread_cpu, BenchBackend, BenchError,
+    Context, Fit, PingRow, PingRun, Report, ThroughputRow, ThroughputRun, Transport, OP_PINGPONG,
+    OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
 };
 use crate::{process_cpu, WaitMode, WorkQueue};
 
 /// How a local run starts its server: this program with these leading arguments, followed by
-/// `--backend NAME --addr ADDR --max-size N` (and `--no-zc` without zero copy). The program
+/// `--backend NAME --addr ADDR --max-size N` (and `--zc` for zero-copy sends). The program
 /// must run [`super::serve`] and print `listening on ADDR` as its first line (`mslink bench
 /// server` does).
 #[derive(Clone, Debug)]
@@ -81,6 +87,11 @@ pub struct ClientConfig {
     pub calls: usize,
     /// Small settings that finish in seconds (CI).
     pub quick: bool,
+    /// Runs of every point (at least 1); rows give means and 95% intervals over them.
+    pub reps: usize,
+    /// Throughput test: the sender fills every message with a seeded pattern and the server
+    /// checks it.
+    pub verify: bool,
 }
 
 /// Runs every test against `target` (see the module contract).
@@ -143,18 +154,26 @@ pub fn run_client_with(
             .filter(|&s| s <= b.backend().max_message())
             .collect()
     };
-    let reference = matches!(target, Target::Local { .. }) && backends.contains(&BenchBackend::Tcp);
+    let reference = matches!(target, Target::Local { .. })
+        && backends
+            .iter()
+            .any(|b| matches!(b, BenchBackend::Tcp | BenchBackend::TcpBatch));
+    let reps = o.reps.max(1);
     let total = backends
         .iter()
-        .map(|&b| 2 * o.modes.len() * sizes_of(b).len())
+        .map(|&b| 2 * o.modes.len() * sizes_of(b).len() * reps)
         .sum::<usize>()
-        + if reference { sizes.len() } else { 0 }
+        + if reference { sizes.len() * reps } else { 0 }
         + 1;
     let mut done = 0usize;
     let mut step = || {
         done += 1;
         on_step(done, total);
     };
+    // The client's slots: WINDOW receives, the spare (control and ping-pong sends), and with
+    // verify WINDOW send buffers (one per message in flight, so a pattern is never rewritten
+    // under a send the kernel has not finished).
+    let slots = if o.verify { 2 * WINDOW + 1 } else { WINDOW + 1 };
     for &b in &backends {
         let sizes = sizes_of(b);
         let max = max.min(b.backend().max_message());
@@ -166,7 +185,7 @@ pub fn run_client_with(
             }
             Target::Remote(addr) => (None, addr.clone()),
         };
-        let mut e = End::new(b.backend(), max, WINDOW + 1, o.zc)?;
+        let mut e = End::new(b, max, slots, o.zc)?;
         for i in 0..WINDOW {
             e.post_recv(i)?;
         }
@@ -175,53 +194,58 @@ pub fn run_client_with(
             .context(|| format!("connect to {addr}"))?;
         for &m in &o.modes {
             e.mode = m;
-            let mut pts = Vec::new();
-            for &s in &sizes {
-                let mut row = pingpong(&mut e, b, m, s, o.iters, o.warmup)
-                    .context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
-                row.path = path;
-                pts.push((s as f64, row.p50_us));
-                rep.pingpong.push(row);
-                step();
+            let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
+            for _ in 0..reps {
+                for (k, &s) in sizes.iter().enumerate() {
+                    let run = pingpong(&mut e, m, s, o.iters, o.warmup)
+                        .context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
+                    runs[k].push(run);
+                    step();
+                }
             }
-            let (a, k) = fit_line(&pts);
-            rep.rtt_fit.push(Fit {
-                backend: b,
-                mode: m,
-                fixed_us: a,
-                us_per_byte: k,
-            });
-            for &s in &sizes {
-                let mut row = throughput(&mut e, b, m, s, o.volume, o.max_messages)
-                    .context(|| format!("throughput {b:?} {m:?} {s} B"))?;
-                row.path = path;
-                rep.throughput.push(row);
-                step();
+            let rows: Vec<PingRow> = (sizes.iter().zip(runs))
+                .map(|(&s, r)| PingRow::from_runs(b, m, path, s, o.iters, r))
+                .collect();
+            rep.rtt_fit.push(fit_of(b, m, &rows));
+            rep.pingpong.extend(rows);
+            let mut runs: Vec<Vec<ThroughputRun>> = vec![Vec::new(); sizes.len()];
+            for r in 0..reps {
+                for (k, &s) in sizes.iter().enumerate() {
+                    let seed = o.verify.then_some(seed_of(r, s));
+                    let run = throughput(&mut e, m, s, o.volume, o.max_messages, seed, None)
+                        .context(|| format!("throughput {b:?} {m:?} {s} B"))?;
+                    runs[k].push(run);
+                    step();
+                }
+            }
+            for (&s, r) in sizes.iter().zip(runs) {
+                rep.throughput
+                    .push(ThroughputRow::from_runs(b, m, path, s, &r));
             }
         }
-        control(&mut e, [OP_QUIT as u64, 0, 0, 0], false)?;
+        control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false)?;
         let _ = e.nic.disconnect(e.vi);
     }
     if reference {
         // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
         // show what the VI layer adds on the TCP path.
-        let mut pts = Vec::new();
-        for &s in &sizes {
-            let row = raw_socket_pingpong(s, o.iters, o.warmup)
-                .context(|| format!("raw socket ping-pong {s} B"))?;
-            pts.push((s as f64, row.p50_us));
-            rep.pingpong.push(row);
-            step();
+        let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
+        for _ in 0..reps {
+            for (k, &s) in sizes.iter().enumerate() {
+                let run = raw_socket_pingpong(s, o.iters, o.warmup)
+                    .context(|| format!("raw socket ping-pong {s} B"))?;
+                runs[k].push(run);
+                step();
+            }
         }
-        let (a, k) = fit_line(&pts);
-        rep.rtt_fit.push(Fit {
-            backend: BenchBackend::Sock,
-            mode: WaitMode::Block,
-            fixed_us: a,
-            us_per_byte: k,
-        });
+        let (b, m) = (BenchBackend::Sock, WaitMode::Block);
+        let rows: Vec<PingRow> = (sizes.iter().zip(runs))
+            .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r))
+            .collect();
+        rep.rtt_fit.push(fit_of(b, m, &rows));
+        rep.pingpong.extend(rows);
     }
-    rep.callcost = call_costs(o.calls)?;
+    rep.callcost = call_costs(o.calls, reps)?;
     step();
     let get = |api: &str, call: &str| {
         rep.callcost
@@ -239,11 +263,35 @@ pub fn run_client_with(
     Ok(rep)
 }
 
+/// The round-trip line of one backend and mode (000 §IV.C.2) through its rows' mean medians,
+/// with the lines of each run alone for the intervals.
+fn fit_of(b: BenchBackend, m: WaitMode, rows: &[PingRow]) -> Fit {
+    let sizes: Vec<usize> = rows.iter().map(|r| r.size).collect();
+    let means: Vec<f64> = rows.iter().map(|r| r.p50_us).collect();
+    let reps = rows.first().map_or(0, |r| r.runs.len());
+    let per_run: Vec<Vec<(f64, f64)>> = (0..reps)
+        .map(|k| {
+            rows.iter()
+                .filter_map(|r| {
+                    let h = super::histogram(r.runs.get(k)?);
+                    Some((r.size as f64, h.value_at_quantile(0.5) as f64 / 1e3))
+                })
+                .collect()
+        })
+        .collect();
+    Fit::from_runs(b, m, &sizes, &means, &per_run)
+}
+
+/// The content pattern's seed of run `rep` of a `size`-byte point.
+fn seed_of(rep: usize, size: usize) -> u64 {
+    0x6d73_6c69_6e6b_0000 ^ ((rep as u64) << 40) ^ size as u64
+}
+
 /// Send a control message from the client's spare slot and wait for the 8-byte ack.
-fn control(e: &mut End, w: [u64; 4], want_ack: bool) -> Result<(), BenchError> {
+fn control(e: &mut End, w: [u64; 5], want_ack: bool) -> Result<(), BenchError> {
     let spare = WINDOW;
     e.put_words(spare, &w)?;
-    e.send(spare, 32, 0)?;
+    e.send(spare, 40, 0)?;
     if !want_ack {
         // Wait for the send only.
         loop {
@@ -267,22 +315,39 @@ fn control(e: &mut End, w: [u64; 4], want_ack: bool) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// Control flags: bit 0 poll, bit 1 verify.
+fn flags(m: WaitMode, verify: bool) -> u64 {
+    u64::from(m == WaitMode::Poll) | (u64::from(verify) << 1)
+}
+
+fn secs(a: std::time::Duration, b: std::time::Duration) -> f64 {
+    b.saturating_sub(a).as_secs_f64()
+}
+
+/// One run of a ping-pong point: `warmup + iters` round trips, the last `iters` recorded, and
+/// both processes' CPU over the whole exchange (the server reports its own at the end).
 fn pingpong(
     e: &mut End,
-    b: BenchBackend,
     m: WaitMode,
     size: usize,
     iters: usize,
     warmup: usize,
-) -> Result<PingRow, BenchError> {
+) -> Result<PingRun, BenchError> {
     let total = iters + warmup;
-    let mode = u64::from(m == WaitMode::Poll);
     control(
         e,
-        [OP_PINGPONG as u64, size as u64, total as u64, mode],
+        [
+            OP_PINGPONG as u64,
+            size as u64,
+            total as u64,
+            flags(m, false),
+            0,
+        ],
         true,
     )?;
     let mut rtts = Vec::with_capacity(iters);
+    let cpu0 = process_cpu();
+    let start = Instant::now();
     for i in 0..total {
         let t0 = Instant::now();
         e.send(WINDOW, size, 0)?;
@@ -301,29 +366,68 @@ fn pingpong(
             }
         }
     }
-    Ok(PingRow::from_rtts(b, m, size, iters, rtts))
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu1 = process_cpu();
+    let on = current_cpu();
+    // The server's CPU report follows its last echo.
+    let (server_cpu, server_on, server_seconds) = loop {
+        let c = e.wait()?;
+        if c.queue == WorkQueue::Recv {
+            let w = e.words::<4>(c.tag as usize)?;
+            e.post_recv(c.tag as usize)?;
+            if c.immediate != u32::MAX {
+                return Err(protocol(format!(
+                    "expected the server's CPU report, got a {}-byte message",
+                    c.len
+                )));
+            }
+            break (
+                (w[0] as f64 / 1e6, w[1] as f64 / 1e6),
+                w[2] as i64,
+                w[3] as f64 / 1e6,
+            );
+        }
+    };
+    Ok(PingRun {
+        rtts_ns: rtts,
+        seconds,
+        round_trips: total,
+        client_cpu: (secs(cpu0.0, cpu1.0), secs(cpu0.1, cpu1.1)),
+        server_cpu,
+        server_seconds,
+        cpus: (on, server_on),
+    })
 }
 
-/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread.
-fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingRow, BenchError> {
+/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread; CPU
+/// of each thread (RUSAGE_THREAD).
+fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingRun, BenchError> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let at = l.local_addr()?;
     let total = iters + warmup;
-    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+    let echo = std::thread::spawn(move || -> std::io::Result<((f64, f64), i64, f64)> {
         let (mut s, _) = l.accept()?;
         s.set_nodelay(true)?;
         let mut buf = vec![0u8; size];
+        let mut cpu0 = None;
         for _ in 0..total {
             s.read_exact(&mut buf)?;
+            // From the first message on: the client's clock starts just before it.
+            cpu0.get_or_insert_with(|| (thread_cpu(), Instant::now()));
             s.write_all(&buf)?;
         }
-        Ok(())
+        let (c0, t0) = cpu0.unwrap_or_else(|| (thread_cpu(), Instant::now()));
+        let c1 = thread_cpu();
+        let cpu = (secs(c0.0, c1.0), secs(c0.1, c1.1));
+        Ok((cpu, current_cpu(), t0.elapsed().as_secs_f64()))
     });
     let mut c = TcpStream::connect(at)?;
     c.set_nodelay(true)?;
     c.set_read_timeout(Some(TIMEOUT))?;
     let mut buf = vec![0u8; size];
     let mut rtts = Vec::with_capacity(iters);
+    let cpu0 = thread_cpu();
+    let start = Instant::now();
     for i in 0..total {
         let t0 = Instant::now();
         c.write_all(&buf)?;
@@ -332,41 +436,71 @@ fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingR
             rtts.push(t0.elapsed().as_nanos() as u64);
         }
     }
-    echo.join()
+    let seconds = start.elapsed().as_secs_f64();
+    let cpu1 = thread_cpu();
+    let on = current_cpu();
+    let (server_cpu, server_on, server_seconds) = echo
+        .join()
         .map_err(|_| BenchError::Panicked("echo thread"))??;
-    Ok(PingRow::from_rtts(
-        BenchBackend::Sock,
-        WaitMode::Block,
-        size,
-        iters,
-        rtts,
-    ))
+    Ok(PingRun {
+        rtts_ns: rtts,
+        seconds,
+        round_trips: total,
+        client_cpu: (secs(cpu0.0, cpu1.0), secs(cpu0.1, cpu1.1)),
+        server_cpu,
+        server_seconds,
+        cpus: (on, server_on),
+    })
 }
 
+/// One run of a throughput point. With `seed`, every message carries the pattern of
+/// `(seed, its number)` from its own send buffer, and the server checks it. `corrupt`
+/// (tests only) flips byte `.1` of message `.0` after filling it.
 fn throughput(
     e: &mut End,
-    b: BenchBackend,
     m: WaitMode,
     size: usize,
     volume: usize,
     max_messages: usize,
-) -> Result<ThroughputRow, BenchError> {
+    seed: Option<u64>,
+    corrupt: Option<(usize, usize)>,
+) -> Result<ThroughputRun, BenchError> {
     let count = (volume / size.max(1)).clamp(64, max_messages.max(64));
-    let mode = u64::from(m == WaitMode::Poll);
-    control(e, [OP_SINK as u64, size as u64, count as u64, mode], true)?;
+    let w = [
+        OP_SINK as u64,
+        size as u64,
+        count as u64,
+        flags(m, seed.is_some()),
+        seed.unwrap_or(0),
+    ];
+    control(e, w, true)?;
     let zc0 = e.nic.vi_stats(e.vi)?;
     let cpu0 = process_cpu();
     let t0 = Instant::now();
-    let (mut credits, mut sent, mut server_cpu) = (WINDOW, 0usize, None);
+    let (mut credits, mut sent, mut report) = (WINDOW, 0usize, None);
     let mut sends_done = 0usize;
-    while server_cpu.is_none() || sends_done < count {
+    while report.is_none() || sends_done < count {
         // Post every credited message, then ring the doorbell once (000 §III.A): a
         // provider may hand the batch to the kernel in one call (io_uring: one
-        // io_uring_enter, one gathered SENDMSG over TCP); the sockets backends still make
-        // one system call per message.
+        // io_uring_enter, one gathered SENDMSG over TCP; tcp-batch: one writev); the
+        // plain sockets backend makes one system call per message.
         let posted = sent;
-        while credits > 0 && sent < count {
-            e.send_deferred(WINDOW, size, 0)?;
+        // With a pattern, message k goes from send buffer k mod WINDOW, reused only once
+        // the send WINDOW messages earlier has completed (sends complete in order).
+        while credits > 0 && sent < count && (seed.is_none() || sent - sends_done < WINDOW) {
+            let slot = match seed {
+                Some(sd) => {
+                    let slot = WINDOW + 1 + sent % WINDOW;
+                    let buf = &mut e.slot_mut(slot)?[..size];
+                    pattern::fill(buf, sd, sent as u64);
+                    if let Some((_, at)) = corrupt.filter(|c| c.0 == sent && c.1 < size) {
+                        buf[at] ^= 1;
+                    }
+                    slot
+                }
+                None => WINDOW,
+            };
+            e.send_deferred(slot, size, 0)?;
             credits -= 1;
             sent += 1;
         }
@@ -379,8 +513,7 @@ fn throughput(
             WorkQueue::Recv => {
                 let slot = c.tag as usize;
                 if c.immediate == u32::MAX {
-                    let w = e.words(slot)?;
-                    server_cpu = Some((w[0] as f64 / 1e6, w[1] as f64 / 1e6));
+                    report = Some(e.words::<6>(slot)?);
                 } else {
                     credits += c.immediate as usize;
                 }
@@ -388,30 +521,31 @@ fn throughput(
             }
         }
     }
-    let secs = t0.elapsed().as_secs_f64();
+    let seconds = t0.elapsed().as_secs_f64();
     let cpu1 = process_cpu();
     let zc1 = e.nic.vi_stats(e.vi)?;
-    let (su, ss) = server_cpu.unwrap_or_default();
-    let cu = cpu1.0.saturating_sub(cpu0.0).as_secs_f64();
-    let cs = cpu1.1.saturating_sub(cpu0.1).as_secs_f64();
-    let bytes = (count * size) as f64;
-    Ok(ThroughputRow {
-        backend: b,
-        mode: m,
-        size,
+    let [su, ss, checked, bad, first_msg, first_byte] = report.unwrap_or_default();
+    if bad > 0 {
+        return Err(protocol(format!(
+            "content check failed: {bad} of {count} messages differ from what was sent; the \
+             first is message {first_msg} (from 0), first differing byte {first_byte} of {size}"
+        )));
+    }
+    if seed.is_some() && checked != count as u64 {
+        return Err(protocol(format!(
+            "content check: the server checked {checked} of {count} messages"
+        )));
+    }
+    Ok(ThroughputRun {
         messages: count,
-        seconds: secs,
-        mbit_s: bytes * 8.0 / secs / 1e6,
-        client_user_s: cu,
-        client_sys_s: cs,
-        server_user_s: su,
-        server_sys_s: ss,
-        cpu_s_per_gb: (cu + cs + su + ss) / (bytes / 1e9),
-        client_cpu_ns_per_byte: (cu + cs) * 1e9 / bytes,
-        server_cpu_ns_per_byte: (su + ss) * 1e9 / bytes,
-        zc_sends: zc1.zc_sends.saturating_sub(zc0.zc_sends),
-        zc_copied: zc1.zc_copied.saturating_sub(zc0.zc_copied),
-        path: "loopback",
+        seconds,
+        client_cpu: (secs(cpu0.0, cpu1.0), secs(cpu0.1, cpu1.1)),
+        server_cpu: (su as f64 / 1e6, ss as f64 / 1e6),
+        zc: (
+            zc1.zc_sends.saturating_sub(zc0.zc_sends),
+            zc1.zc_copied.saturating_sub(zc0.zc_copied),
+        ),
+        verified: checked,
     })
 }
 
@@ -420,17 +554,17 @@ mod tests {
     use super::*;
     use crate::bench::{serve, ServerConfig};
 
-    /// The progress callback counts every point once, by one, up to a fixed total: two sizes
-    /// times one mode, ping-pong and throughput, and the call-cost tables (a remote target has
-    /// no raw-socket reference).
-    #[test]
-    fn progress_counts_every_point_up_to_the_total() {
+    /// A server of `b` on a thread of this process; returns its address and its thread.
+    fn server(
+        b: BenchBackend,
+        max_size: usize,
+    ) -> (String, std::thread::JoinHandle<Result<(), BenchError>>) {
         let (tx, rx) = std::sync::mpsc::channel();
-        let server = std::thread::spawn(move || {
+        let t = std::thread::spawn(move || {
             let o = ServerConfig {
-                backend: BenchBackend::Tcp,
+                backend: b,
                 addr: "127.0.0.1:0".into(),
-                max_size: 64,
+                max_size,
                 zc: false,
             };
             serve(&o, &mut |a| {
@@ -438,9 +572,12 @@ mod tests {
                 Ok(())
             })
         });
-        let addr = rx.recv().unwrap();
-        let o = ClientConfig {
-            backends: vec![BenchBackend::Tcp],
+        (rx.recv().unwrap(), t)
+    }
+
+    fn config(b: BenchBackend, reps: usize, verify: bool) -> ClientConfig {
+        ClientConfig {
+            backends: vec![b],
             transports: vec![],
             zc: false,
             modes: vec![WaitMode::Block],
@@ -452,13 +589,96 @@ mod tests {
             max_messages: 64,
             calls: 5,
             quick: true,
-        };
+            reps,
+            verify,
+        }
+    }
+
+    /// The progress callback counts every run once, by one, up to a fixed total: two sizes
+    /// times one mode times two repetitions, ping-pong and throughput, and the call-cost
+    /// tables (a remote target has no raw-socket reference). The rows are one per point,
+    /// each over both runs.
+    #[test]
+    fn progress_counts_every_run_up_to_the_total() {
+        let (addr, t) = server(BenchBackend::Tcp, 64);
+        let o = config(BenchBackend::Tcp, 2, false);
         let mut seen = Vec::new();
         let r = run_client_with(&o, &Target::Remote(addr), &mut |d, t| seen.push((d, t)));
-        server.join().unwrap().unwrap();
+        t.join().unwrap().unwrap();
         let r = r.unwrap();
         assert_eq!((r.pingpong.len(), r.throughput.len()), (2, 2));
-        let want: Vec<(usize, usize)> = (1..=5).map(|d| (d, 5)).collect();
+        let want: Vec<(usize, usize)> = (1..=9).map(|d| (d, 9)).collect();
         assert_eq!(seen, want);
+        for p in &r.pingpong {
+            assert_eq!((p.reps, p.runs.len()), (2, 2));
+            assert!(p.runs.iter().all(|r| r.len() == 10));
+            assert!(p.ci95["p50_us"].is_finite(), "{:?}", p.ci95);
+            // The server reported its CPU: an echo of 12 messages costs it something.
+            assert!(p.server_cpu_us_per_rtt > 0.0, "{p:?}");
+        }
+        assert!(r
+            .throughput
+            .iter()
+            .all(|t| t.reps == 2 && t.verified_messages == 0));
+        assert!(r.callcost.iter().all(|c| c.reps == 2));
+        assert_eq!(r.rtt_fit.len(), 1);
+        assert_eq!(r.rtt_fit[0].residuals.len(), 2);
+    }
+
+    /// With verify, the server checks every message of every throughput run against the
+    /// sender's pattern, over the plain and the gathered (tcp-batch) sockets backends.
+    #[test]
+    fn verify_checks_every_message() {
+        for b in [BenchBackend::Tcp, BenchBackend::TcpBatch] {
+            let (addr, t) = server(b, 64);
+            let r = run_client(&config(b, 1, true), &Target::Remote(addr));
+            t.join().unwrap().unwrap();
+            let r = r.unwrap();
+            for row in &r.throughput {
+                assert_eq!(row.verified_messages, row.messages as u64, "{b:?} {row:?}");
+                assert_eq!(row.backend, b);
+            }
+        }
+    }
+
+    /// A message that differs from the pattern fails the run, naming which and where.
+    #[test]
+    fn a_corrupted_message_fails_the_run_naming_where() {
+        let (addr, t) = server(BenchBackend::Tcp, 4096);
+        let mut e = End::new(BenchBackend::Tcp, 4096, 2 * WINDOW + 1, false).unwrap();
+        for i in 0..WINDOW {
+            e.post_recv(i).unwrap();
+        }
+        e.nic.connect(e.vi, &addr, TIMEOUT).unwrap();
+        let clean = throughput(
+            &mut e,
+            WaitMode::Block,
+            4096,
+            4096 * 100,
+            100,
+            Some(7),
+            None,
+        )
+        .unwrap();
+        assert_eq!(clean.verified, 100);
+        let err = throughput(
+            &mut e,
+            WaitMode::Block,
+            4096,
+            4096 * 100,
+            100,
+            Some(7),
+            Some((37, 1000)),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("1 of 100 messages")
+                && err.contains("message 37")
+                && err.contains("byte 1000"),
+            "{err}"
+        );
+        control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false).unwrap();
+        t.join().unwrap().unwrap();
     }
 }

@@ -5,11 +5,9 @@
 //! slot `i` carries tag `i`, a send from slot `i` carries tag `TAG_SEND | i`; [`End::wait`]
 //! turns a failed completion into [`BenchError::Transfer`].
 
-use crate::{
-    Backend, Completion, CqHandle, Descriptor, MemHandle, Nic, NicConfig, ViHandle, WaitMode,
-};
+use crate::{Completion, CqHandle, Descriptor, MemHandle, Nic, NicConfig, ViHandle, WaitMode};
 
-use super::{BenchError, TAG_SEND, TIMEOUT};
+use super::{BenchBackend, BenchError, TAG_SEND, TIMEOUT};
 
 pub(super) struct End {
     pub nic: Nic,
@@ -21,12 +19,15 @@ pub(super) struct End {
 }
 
 impl End {
-    pub fn new(backend: Backend, slot: usize, slots: usize, zc: bool) -> Result<Self, BenchError> {
+    /// `b`'s NIC (io_uring: SEND_ZC if `zc`; `tcp-batch`: gathered sends) with `slots`
+    /// slots of `slot` bytes.
+    pub fn new(b: BenchBackend, slot: usize, slots: usize, zc: bool) -> Result<Self, BenchError> {
         let cfg = NicConfig {
             send_zc: zc,
+            gather_sends: b.gathers(),
             ..NicConfig::default()
         };
-        let mut nic = Nic::open(backend, cfg)?;
+        let mut nic = Nic::open(b.backend(), cfg)?;
         let cq = nic.create_cq();
         let vi = nic.create_vi(cq, cq)?;
         let mem = nic.register_mem(vec![0; slot * slots]);
@@ -74,16 +75,27 @@ impl End {
         Ok(c)
     }
 
-    /// The first four little-endian words of `slot`.
-    pub fn words(&self, slot: usize) -> Result<[u64; 4], BenchError> {
+    /// The first `N` little-endian words of `slot`.
+    pub fn words<const N: usize>(&self, slot: usize) -> Result<[u64; N], BenchError> {
         let b = &self.nic.mem(self.mem)?[slot * self.slot..];
-        let mut w = [0u64; 4];
+        let mut w = [0u64; N];
         for (k, x) in w.iter_mut().enumerate() {
             let mut le = [0u8; 8];
             le.copy_from_slice(&b[k * 8..k * 8 + 8]);
             *x = u64::from_le_bytes(le);
         }
         Ok(w)
+    }
+
+    /// Slot `i`'s bytes.
+    pub fn slot_mut(&mut self, i: usize) -> Result<&mut [u8], BenchError> {
+        let s = self.slot;
+        Ok(&mut self.nic.mem_mut(self.mem)?[i * s..(i + 1) * s])
+    }
+
+    /// The first `len` bytes of slot `i`.
+    pub fn slot_bytes(&self, i: usize, len: usize) -> Result<&[u8], BenchError> {
+        Ok(&self.nic.mem(self.mem)?[i * self.slot..i * self.slot + len])
     }
 
     pub fn put_words(&mut self, slot: usize, w: &[u64]) -> Result<(), BenchError> {

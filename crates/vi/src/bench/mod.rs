@@ -11,12 +11,19 @@
 //! (a message with no receive descriptor is an error): the server keeps `WINDOW` receives
 //! posted and returns credits. Nothing here prints; errors are [`BenchError`]s.
 //!
-//! The wire protocol: every test starts with a 32-byte control message from the client's
-//! spare slot, four little-endian u64 words `[op, size, count, poll]` (op 1: ping-pong
-//! `count` messages of `size` bytes; op 2: sink `count` messages, returning a credit message
-//! (immediate data = credits) every `WINDOW / 2`, and at the end the server's user and system
-//! CPU microseconds in a message with immediate data `u32::MAX`; op 3: quit). The server acks
-//! ops 1 and 2 with an 8-byte message.
+//! The wire protocol: every test starts with a 40-byte control message from the client's
+//! spare slot, five little-endian u64 words `[op, size, count, flags, seed]` (flags: bit 0
+//! poll, bit 1 verify). Op 1: ping-pong `count` messages of `size` bytes, then the server sends
+//! its user and system CPU microseconds over the exchange in a message with immediate data
+//! `u32::MAX`. Op 2: sink `count` messages, returning a credit message (immediate data =
+//! credits) every `WINDOW / 2`; with verify, check each message against the pattern of
+//! [`pattern`] for `(seed, message number)`; at the end send `[user µs, system µs, messages
+//! checked, messages that differed, first differing message, its first differing byte]` with
+//! immediate data `u32::MAX`. Op 3: quit. The server acks ops 1 and 2 with an 8-byte message.
+//!
+//! CPU: each process's getrusage(RUSAGE_SELF) user and system time over the measured
+//! exchange (the plain-socket reference, whose echo is a thread of the client, uses
+//! RUSAGE_THREAD for each side).
 
 use std::time::Duration;
 
@@ -26,12 +33,16 @@ mod callcost;
 mod client;
 mod end;
 pub mod netns;
+mod pattern;
 mod report;
 mod server;
 
 pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
-pub use report::{fit_line, percentile, CallRow, Fit, PingRow, Report, ThroughputRow};
+pub use report::{
+    fit_line, fit_quality, histogram, percentile, CallRow, Ci95, Fit, PingRow, PingRun, Report,
+    Residual, ThroughputRow, ThroughputRun,
+};
 pub use server::{serve, ServerConfig};
 
 /// Receives the server keeps posted; the client may have this many messages in flight.
@@ -51,6 +62,10 @@ pub enum BenchBackend {
     Shm,
     /// Plain sockets, TCP.
     Tcp,
+    /// Plain sockets, TCP, every batch of posts behind one doorbell in one gathered
+    /// `writev(2)` (`NicConfig::gather_sends`): the batching io_uring's gathered `SENDMSG`
+    /// gets, so io_uring is compared at equal batching.
+    TcpBatch,
     /// Plain sockets, UDP.
     Udp,
     /// io_uring over TCP.
@@ -75,7 +90,7 @@ impl BenchBackend {
     pub fn backend(self) -> Backend {
         match self {
             Self::Shm => Backend::SharedMemory,
-            Self::Tcp | Self::Sock => Backend::Tcp,
+            Self::Tcp | Self::TcpBatch | Self::Sock => Backend::Tcp,
             Self::Udp => Backend::Udp,
             Self::UringTcp => Backend::UringTcp,
             Self::UringUdp => Backend::UringUdp,
@@ -87,7 +102,7 @@ impl BenchBackend {
     pub fn over(self, t: Transport) -> Self {
         match (self, t) {
             (Self::Tcp | Self::Udp, Transport::Tcp) => Self::Tcp,
-            (Self::Tcp | Self::Udp, Transport::Udp) => Self::Udp,
+            (Self::Tcp | Self::Udp | Self::TcpBatch, Transport::Udp) => Self::Udp,
             (Self::UringTcp | Self::UringUdp, Transport::Tcp) => Self::UringTcp,
             (Self::UringTcp | Self::UringUdp, Transport::Udp) => Self::UringUdp,
             (b, _) => b,
@@ -99,12 +114,39 @@ impl BenchBackend {
         match self {
             Self::Shm => "shm",
             Self::Tcp => "tcp",
+            Self::TcpBatch => "tcp-batch",
             Self::Udp => "udp",
             Self::UringTcp => "uring",
             Self::UringUdp => "uring-udp",
             Self::Sock => "sock",
         }
     }
+
+    /// Does it gather a batch of sends into one write (`NicConfig::gather_sends`)?
+    pub fn gathers(self) -> bool {
+        self == Self::TcpBatch
+    }
+}
+
+/// User and system CPU time of the calling thread (getrusage RUSAGE_THREAD); zero if the
+/// call fails.
+pub(crate) fn thread_cpu() -> (Duration, Duration) {
+    // SAFETY: rusage is plain old data; zeroed is a valid value and getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage owned by this frame.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// The CPU the calling thread runs on (-1 if unknown).
+pub(crate) fn current_cpu() -> i64 {
+    // SAFETY: sched_getcpu takes no arguments and only reads the caller's CPU number.
+    i64::from(unsafe { libc::sched_getcpu() })
 }
 
 /// The short name of a wait mode ("poll", "block").

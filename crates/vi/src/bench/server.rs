@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use super::end::End;
 use super::{
-    netns, protocol, BenchBackend, BenchError, Context, ServerCommand, OP_PINGPONG, OP_QUIT,
-    OP_SINK, TAG_SEND, WINDOW,
+    current_cpu, netns, pattern, protocol, BenchBackend, BenchError, Context, ServerCommand,
+    OP_PINGPONG, OP_QUIT, OP_SINK, TAG_SEND, WINDOW,
 };
 use crate::{process_cpu, Completion, WaitMode, WorkQueue};
 
@@ -38,7 +38,7 @@ pub fn serve(
 ) -> Result<(), BenchError> {
     // Slots 0..2*WINDOW: receive buffers / echo sources; slot 2*WINDOW: control replies.
     let ctl = 2 * WINDOW;
-    let mut e = End::new(o.backend.backend(), o.max_size.max(64), ctl + 1, o.zc)?;
+    let mut e = End::new(o.backend, o.max_size.max(64), ctl + 1, o.zc)?;
     let l = e
         .nic
         .listen(&o.addr)
@@ -55,19 +55,21 @@ pub fn serve(
     loop {
         let c = next_receive(&mut e, &mut free, ctl)?;
         let slot = c.tag as usize;
-        let [op, size, count, mode] = e.words(slot)?;
+        let [op, size, count, flags, seed] = e.words::<5>(slot)?;
         if op as u32 == OP_QUIT {
             break;
         }
         e.post_recv(free.pop().ok_or_else(no_slot)?)?;
         free.push(slot);
-        e.mode = if mode == 1 {
+        e.mode = if flags & 1 == 1 {
             WaitMode::Poll
         } else {
             WaitMode::Block
         };
         match op as u32 {
             OP_PINGPONG => {
+                let cpu0 = process_cpu();
+                let t0 = std::time::Instant::now();
                 e.send(ctl, 8, 0)?; // ack
                 let mut left = count;
                 while left > 0 {
@@ -77,11 +79,20 @@ pub fn serve(
                     e.send(s, c.len, 0)?;
                     left -= 1;
                 }
+                // This process's CPU over the exchange, for the client's CPU columns.
+                let cpu1 = process_cpu();
+                let wall = t0.elapsed().as_micros() as u64;
+                let on = current_cpu() as u64;
+                e.put_words(ctl, &[us(cpu0.0, cpu1.0), us(cpu0.1, cpu1.1), on, wall])?;
+                e.send(ctl, 32, u32::MAX)?;
             }
             OP_SINK => {
                 let cpu0 = process_cpu();
                 e.send(ctl, 8, 0)?; // ack: the client now holds WINDOW credits
                 let (mut got, mut since_credit) = (0u64, 0u64);
+                let verify = flags & 2 == 2;
+                // Messages checked, messages that differed, first such message and byte.
+                let (mut checked, mut bad, mut first) = (0u64, 0u64, (0u64, 0u64));
                 while got < count {
                     let c = next_receive(&mut e, &mut free, ctl)?;
                     let s = c.tag as usize;
@@ -90,6 +101,15 @@ pub fn serve(
                             "sink got {} bytes, expected {size}",
                             c.len
                         )));
+                    }
+                    if verify {
+                        if let Some(at) = pattern::check(e.slot_bytes(s, c.len)?, seed, got) {
+                            if bad == 0 {
+                                first = (got, at as u64);
+                            }
+                            bad += 1;
+                        }
+                        checked += 1;
                     }
                     e.post_recv(s)?;
                     got += 1;
@@ -100,15 +120,27 @@ pub fn serve(
                     }
                 }
                 let cpu1 = process_cpu();
-                let us = |a: Duration, b: Duration| (b.saturating_sub(a)).as_micros() as u64;
-                e.put_words(ctl, &[us(cpu0.0, cpu1.0), us(cpu0.1, cpu1.1)])?;
-                e.send(ctl, 16, u32::MAX)?;
+                let report = [
+                    us(cpu0.0, cpu1.0),
+                    us(cpu0.1, cpu1.1),
+                    checked,
+                    bad,
+                    first.0,
+                    first.1,
+                ];
+                e.put_words(ctl, &report)?;
+                e.send(ctl, 48, u32::MAX)?;
             }
             x => return Err(protocol(format!("unknown bench op {x}"))),
         }
     }
     let _ = e.nic.disconnect(e.vi);
     Ok(())
+}
+
+/// Microseconds from `a` to `b`.
+fn us(a: Duration, b: Duration) -> u64 {
+    b.saturating_sub(a).as_micros() as u64
 }
 
 /// The next receive completion. Send completions met on the way give their slot back to
@@ -163,7 +195,7 @@ pub(super) fn spawn_server(
         .args(&program.args)
         .args(["--backend", b.name()])
         .args(["--addr", &addr, "--max-size", &max_size.to_string()])
-        .args(if zc { &[][..] } else { &["--no-zc"][..] })
+        .args(if zc { &["--zc"][..] } else { &[][..] })
         .stdout(Stdio::piped())
         .spawn()
         .context(|| "start bench server".into())?;

@@ -80,6 +80,11 @@ pub struct NicConfig {
     /// io_uring backends: send with `SEND_ZC`/`SENDMSG_ZC` (the kernel may still copy, and
     /// says so); if false, plain `SEND`/`SENDMSG`.
     pub send_zc: bool,
+    /// Byte-stream socket backends (TCP, shared memory): hand every queued send to the wire
+    /// in one gathered write (one `writev(2)` over up to 128 messages' headers and segments)
+    /// instead of one write per message: the batch io_uring's gathered `SENDMSG` takes, so
+    /// a benchmark can compare the two at equal batching. Datagram backends ignore it.
+    pub gather_sends: bool,
 }
 
 impl Default for NicConfig {
@@ -88,6 +93,7 @@ impl Default for NicConfig {
             ring_bytes: 1 << 20,
             deferred_doorbell: false,
             send_zc: true,
+            gather_sends: false,
         }
     }
 }

@@ -12,6 +12,11 @@ use super::{push_cq, Conn, Nic, Posted, Rx, Vi, ViHandle, HEADER_BYTES, RX_IDLE}
 use crate::desc::{Completion, Status, WorkQueue, MAX_SEGMENTS};
 use crate::wire::{WireBuf, WireError};
 
+/// Most messages in one gathered write (`NicConfig::gather_sends`): io_uring's gathered
+/// `SENDMSG` takes as many (`uring.rs`), and 128 × (1 + MAX_SEGMENTS) buffers stay below
+/// IOV_MAX (1024).
+const GATHER_MAX: usize = 128;
+
 /// Send descriptor `p`, taken off its queue, has all its bytes on the wire: unpin its
 /// memory, count it, and complete it successfully.
 fn finish_send(
@@ -140,6 +145,7 @@ impl Nic {
     }
 
     fn progress_inner(&mut self, i: usize) -> Result<(), WireError> {
+        let gather = self.cfg.gather_sends && !self.backend.is_udp();
         let Nic { vis, cqs, mem, .. } = self;
         let Some(Some(v)) = vis.get_mut(i) else {
             return Ok(());
@@ -182,6 +188,51 @@ impl Nic {
                 }
                 let p = v.sq.pop_front().expect("front exists");
                 finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
+            }
+        }
+        // Gathered send (`NicConfig::gather_sends`): the headers and segments of every
+        // queued message, from where the front one stopped, in one write.
+        while gather && !wire.is_async() && !v.sq.is_empty() {
+            let m = v.sq.len().min(GATHER_MAX);
+            let mut hdrs = [[0u8; HEADER_BYTES]; GATHER_MAX];
+            for (h, p) in hdrs.iter_mut().zip(v.sq.iter()) {
+                *h = header(p);
+            }
+            let mut bufs: Vec<&[u8]> = Vec::with_capacity(m * (MAX_SEGMENTS + 1));
+            for (p, hdr) in v.sq.iter().take(m).zip(hdrs.iter()) {
+                let mut skip = p.done;
+                if skip < HEADER_BYTES {
+                    bufs.push(&hdr[skip..]);
+                    skip = 0;
+                } else {
+                    skip -= HEADER_BYTES;
+                }
+                for s in p.desc.segments() {
+                    let b = mem.seg(s);
+                    if skip >= b.len() {
+                        skip -= b.len();
+                        continue;
+                    }
+                    bufs.push(&b[skip..]);
+                    skip = 0;
+                }
+            }
+            let want: usize = bufs.iter().map(|b| b.len()).sum();
+            let n = if want == 0 { 0 } else { wire.write(&bufs)? };
+            drop(bufs);
+            let mut left = n;
+            while let Some(p) = v.sq.front_mut() {
+                let k = left.min(p.desc.total_len() + HEADER_BYTES - p.done);
+                p.done += k;
+                left -= k;
+                if p.done < p.desc.total_len() + HEADER_BYTES {
+                    break;
+                }
+                let p = v.sq.pop_front().expect("front exists");
+                finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
+            }
+            if n < want {
+                break;
             }
         }
         // Send side: gather header + segments from where the front descriptor stopped.
