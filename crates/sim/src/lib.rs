@@ -17,7 +17,8 @@ pub mod overrides;
 pub mod packet;
 pub mod resources;
 pub mod scenario;
-pub mod stats;
+/// Statistics of repeated runs (the `mslink-stats` crate, shared with the benchmarks).
+pub use mslink_stats as stats;
 pub mod tcp;
 pub mod world;
 pub mod www_model;

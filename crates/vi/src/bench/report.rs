@@ -3,7 +3,7 @@
 //! Contract: times are microseconds. Every point is measured `reps` times (runs); each figure
 //! of a row is the mean over its runs, and the row's `ci95` maps the figure's field name to the
 //! half-width of its Student-t 95% confidence interval over the runs
-//! (`mslink_sim::stats::estimate`; infinite, written `null` in JSON, with one run). Round-trip
+//! (`mslink_stats::estimate`; infinite, written `null` in JSON, with one run). Round-trip
 //! percentiles of one run come from an HDR histogram of its round trips (3 significant digits:
 //! within 0.1% of the exact sample quantile, and never above the run's maximum); max and mean
 //! are exact. [`fit_line`] is 000
@@ -230,7 +230,7 @@ pub struct Report {
 
 /// Mean and 95% half-width of `xs` (the project's Student-t interval).
 pub(super) fn mean_ci(xs: &[f64]) -> (f64, f64) {
-    let e = mslink_sim::stats::estimate(xs);
+    let e = mslink_stats::estimate(xs);
     (e.mean, e.half)
 }
 

@@ -2,7 +2,7 @@
 //! intervals, and the intervals of a difference and of a ratio of two such means.
 //!
 //! Contract. One implementation for every tool that summarises repetitions: `mslink
-//! reproduce`'s verdicts, `mslink sim`'s summaries and the Python package's
+//! reproduce`'s verdicts, `mslink sim`'s summaries, `mslink bench`'s repetitions and the Python package's
 //! `mslink.plot.summarize(error="ci95")`. The 97.5% quantile of Student's t with n - 1 degrees
 //! of freedom is used, not the normal 1.96 (which is 30% too narrow at five repetitions:
 //! t = 2.776 at 4 degrees of freedom). One observation has no interval (`half` is infinite);
