@@ -1,8 +1,9 @@
 //! Single mode's NAT (issue 17), in namespaces with no real outside traffic: the test makes a
 //! "host" namespace H joined by a veth to an "internet" namespace I (198.18.0.0/24, a
 //! benchmarking test net), runs a server in I and `mslink emulate -- CLIENT` inside H, and
-//! checks that the client reaches the server with H's address as its source, that `--no-nat`
-//! keeps it from reaching it, and that the nftables table `inet mslink_<pid>` and the
+//! checks that the client reaches the server with H's address as its source (also through an
+//! emulator nested in the command's namespace), that `--no-nat` keeps it from reaching it, and
+//! that the nftables table `inet mslink_<pid>` and the
 //! forwarding it turned on are gone after a normal exit, after SIGKILL (the reaper) and, for a
 //! table whose emulator and reaper are both gone, at the next start (the sweep). H and I are
 //! unnamed namespaces held by this process: the kernel removes them, and everything in them,
@@ -130,8 +131,7 @@ fn the_command_reaches_the_outside_through_the_host_and_nothing_is_left() {
     let w = world();
     let h = &w.pair.a;
     assert_eq!(forwarding(h, "nat-h"), "0");
-    // Without the hop nothing routes from H's own namespace... but H reaches I: the command
-    // must too, masqueraded behind H's address.
+    // H reaches I: the command must too, masqueraded behind H's address.
     let out = mslink_in(h)
         .args(["--set", "delay_ms=5", "--", "python3", "-c", CLIENT])
         .output()
@@ -163,6 +163,37 @@ fn the_command_reaches_the_outside_through_the_host_and_nothing_is_left() {
     assert_eq!(out.status.code(), Some(7), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("unreachable"));
     assert!(tables(h).is_empty());
+
+    // Nested: an emulator inside the command's namespace (and PID namespace) of another
+    // masquerades behind the outer one's command address, the outer one behind H's; both
+    // tables are named by the pids /proc shows and both are gone at the end.
+    let d = common::scratch("nat-nested");
+    std::fs::write(d.join("client.py"), CLIENT).unwrap();
+    let bin = env!("CARGO_BIN_EXE_mslink");
+    let out = mslink_in(h)
+        .args(["--quiet", "--", "sh", "-c"])
+        .arg(format!(
+            "{bin} emulate -- python3 client.py && nft list tables inet | grep -c mslink_ || true"
+        ))
+        .current_dir(&*d)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        ["tcp 198.18.0.1", "udp 198.18.0.1", "0"],
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("NAT to the outside (nftables table inet mslink_"),
+        "{stderr}"
+    );
+    assert!(tables(h).is_empty());
+    assert_eq!(forwarding(h, "nat-h"), "0");
 }
 
 #[test]
