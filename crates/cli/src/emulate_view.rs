@@ -2,16 +2,17 @@
 //! loss, queue delay and retransmissions, from the hop's live counters.
 //!
 //! Contract. [`View::frame`] turns one [`Summary`] from `EmulatedHop::live_summary` (with the
-//! time it was taken) into text lines, remembering what it needs for the next: per direction
-//! the line of counters `--stats-interval` has always printed, then per class the throughput
+//! time it was taken) into text lines, remembering what it needs for the next: the line of
+//! both directions' counters `--stats-interval` has always printed, then per class the throughput
 //! delivered since the previous frame (Mbit/s of IP packets), the loss so far (packets lost on
 //! the air or abandoned by the service, of those the service accepted; a packet counts only
 //! once the hop has settled without it, so the figure never goes down), the median time
 //! packets spent in the direction's queue during the interval (the queue is shared by the
 //! classes: one figure per direction) and the retransmissions so far. [`View::draw`] writes a
-//! frame to a terminal in place (moving the cursor back over the previous frame) or, on
-//! anything else, as plain lines prefixed with the time. Pure apart from the writer it is
-//! given.
+//! frame to a terminal in place (a title, the counters a row per direction, moving the cursor
+//! back over the previous frame, with auto-wrap off so a row wider than the terminal is cut,
+//! not wrapped) or, on anything else, as plain lines prefixed with the time. Pure apart from
+//! the writer it is given.
 
 use std::io::Write;
 
@@ -141,17 +142,24 @@ impl View {
         let lines = self.frame(t_s, live);
         let mut text = String::new();
         if self.in_place {
+            // Auto-wrap off while drawing: a line wider than the terminal is cut at its edge
+            // instead of taking two rows, so moving back up by the lines drawn stays right.
+            text.push_str("\x1b[?7l");
             if self.lines_drawn > 0 {
                 // Back to the first line of the previous frame.
                 text.push_str(&format!("\x1b[{}A", self.lines_drawn));
             }
-            text.push_str(&format!("\x1b[2K\rmslink emulate at {t_s:.1} s\n"));
-            for l in &lines {
+            let mut rows = vec![format!("mslink emulate at {t_s:.1} s")];
+            // The counters one direction a row (the plain line holds both).
+            rows.extend(lines[0].split(" | ").map(str::to_string));
+            rows.extend(lines[1..].iter().cloned());
+            for r in &rows {
                 text.push_str("\x1b[2K\r");
-                text.push_str(l);
+                text.push_str(r);
                 text.push('\n');
             }
-            self.lines_drawn = lines.len() + 1;
+            text.push_str("\x1b[?7h");
+            self.lines_drawn = rows.len();
         } else {
             for (n, l) in lines.iter().enumerate() {
                 let indent = if n == 0 { "" } else { "  " };
@@ -250,9 +258,15 @@ mod tests {
         let mut tty = View::new(true);
         let mut out = Vec::new();
         tty.draw(&mut out, 1.0, &summary(0, 0, 0, 0)).unwrap();
-        assert!(!String::from_utf8_lossy(&out).contains("\x1b[6A"));
+        let first = String::from_utf8_lossy(&out).to_string();
+        assert!(!first.contains("A\x1b[2K"), "{first:?}");
+        // A title, a row per direction's counters, four class rows.
+        assert_eq!(first.matches('\n').count(), 7, "{first:?}");
         out.clear();
         tty.draw(&mut out, 2.0, &summary(0, 0, 0, 0)).unwrap();
-        assert!(String::from_utf8_lossy(&out).starts_with("\x1b[6A"));
+        assert!(
+            String::from_utf8_lossy(&out).starts_with("\x1b[?7l\x1b[7A"),
+            "{out:?}"
+        );
     }
 }
