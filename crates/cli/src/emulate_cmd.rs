@@ -11,6 +11,7 @@
 //! and prints what it reports.
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
@@ -21,9 +22,18 @@ use mslink_emu::{EmuConfig, Summary};
 use mslink_link::Duration;
 use mslink_sim::overrides;
 
+use crate::emulate_view;
+
 const EXAMPLES: &str = "Examples:
   # a shell whose traffic crosses a 10 Mbit/s, 20 ms, 5% loss link (the host is $MSLINK_RIGHT)
   mslink emulate --set rate_bps=10e6 --set delay_ms=20 --loss 0.05 -- bash
+  # the command reaches whatever the host reaches (NAT, removed at exit; --no-nat: the host only)
+  mslink emulate --set delay_ms=50 -- sh -c 'curl -sI -m 5 https://example.org | head -1; exit 0'
+  # live view: per class and direction, Mbit/s, loss, queue delay and retransmissions (on a
+  # terminal it redraws in place; --live forces it, as plain lines where stderr is a file)
+  mslink emulate --pair --link links/wlan.toml --live \\
+      --left 'iperf3 -s -1 >/dev/null & iperf3 -s -p 5202 -1 >/dev/null' \\
+      --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2 >/dev/null & iperf3 -c $MSLINK_LEFT -p 5202 -u -b 1M -t 2 >/dev/null; wait'
   # iperf3 between two namespaces over a 5% loss link, raw vs selective repeat
   mslink emulate --pair --loss 0.05 --scheme raw \\
       --left 'iperf3 -s -1' --right 'sleep 0.5; iperf3 -c $MSLINK_LEFT -t 2'
@@ -144,9 +154,22 @@ pub struct EmulateArgs {
     /// Address of the right side.
     #[arg(long, value_name = "IPV4")]
     pub right_addr: Option<std::net::Ipv4Addr>,
-    /// Print live counters to stderr every SECS seconds.
+    /// Live view every SECS seconds (default 1): per direction the counters, per class
+    /// (service) and direction the throughput, loss, queue delay and retransmissions. Giving
+    /// it turns the view on, as --live does.
     #[arg(long, value_name = "SECS")]
     pub stats_interval: Option<f64>,
+    /// Show the live view even where it would be off (standard error not a terminal, an
+    /// interactive shell, --quiet): redrawn in place on a terminal, plain lines otherwise.
+    /// Without it the view shows when standard error is a terminal and the run is not an
+    /// interactive shell.
+    #[arg(long)]
+    pub live: bool,
+    /// Single mode: no NAT. By default the command's namespace reaches whatever the host
+    /// reaches (the host forwards and masquerades its traffic, nftables table inet
+    /// mslink_<pid>, removed at exit); with --no-nat it reaches only the host.
+    #[arg(long)]
+    pub no_nat: bool,
     /// Print the summary at exit as one JSON document on standard output (`--json FILE`, the
     /// former spelling, writes it to FILE; prefer `--out DIR`).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
@@ -352,20 +375,7 @@ fn log_json(t: mslink_emu::linklog::LogTotals) -> serde_json::Value {
 }
 
 fn line(s: &Summary) -> String {
-    let d = |i: usize| {
-        let p = &s.directions[i].packets;
-        format!(
-            "in {} out {} lost {} abandoned {} qdrop {} inflight {} qdelay p50 {:.1} ms",
-            p.received,
-            p.delivered,
-            p.lost_channel,
-            p.abandoned,
-            p.dropped_queue + p.dropped_service_queue,
-            p.in_flight,
-            s.directions[i].queue.sojourn.quantile_s(0.5) * 1e3
-        )
-    };
-    format!("L->R {} | R->L {}", d(0), d(1))
+    emulate_view::counters_line(s)
 }
 
 /// Runs `mslink emulate`.
@@ -400,6 +410,26 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             crate::convention::parent_dir(f, option)?;
         }
     }
+    if let Some(s) = args.stats_interval {
+        if !(s.is_finite() && s >= 0.01) {
+            bail!("--stats-interval {s}: give a number of seconds, at least 0.01");
+        }
+    }
+    if args.no_nat && args.pair {
+        bail!("--no-nat is for single mode: --pair sets up no NAT");
+    }
+    // The live view: asked for, or a terminal watching a run that is not an interactive
+    // shell (which owns the terminal).
+    let stderr_tty = std::io::stderr().is_terminal();
+    let interactive = !args.pair && args.command.is_empty();
+    let view = if args.live || args.stats_interval.is_some() {
+        Some(args.stats_interval.unwrap_or(1.0))
+    } else if stderr_tty && !interactive && !args.quiet && !args.direct {
+        Some(1.0)
+    } else {
+        None
+    };
+    let mut drawing = emulate_view::View::new(stderr_tty);
     let commands = if args.pair {
         let trailing = (!args.command.is_empty()).then(|| session::shell_join(&args.command));
         if args.right.is_some() && trailing.is_some() {
@@ -424,7 +454,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
         commands,
         left_addr: args.left_addr,
         right_addr: args.right_addr,
-        stats_interval: args.stats_interval.map(Duration::from_secs_f64),
+        stats_interval: view.map(Duration::from_secs_f64),
         pcap: [args.pcap_left.clone(), args.pcap_right.clone()],
         pcap_link: args.pcap_link.clone(),
         direct: args.direct,
@@ -433,6 +463,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             .map(|a| session::shell_join(&[a]))
             .collect::<Vec<_>>()
             .join(" "),
+        nat: !args.no_nat,
     };
     let mut load = load_relative(args.link.as_deref());
     let end = Session::new(config, &mut load)?.run(&mut |event| match event {
@@ -448,8 +479,23 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             if direct { " over a plain veth" } else { "" }
         ),
         Event::Ready { .. } => {}
+        Event::Nat { table, uplinks } if !args.quiet => eprintln!(
+            "mslink emulate: NAT to the outside (nftables table inet {table}{})",
+            if uplinks.is_empty() {
+                String::new()
+            } else {
+                format!("; forwarding on for replies on {}", uplinks.join(", "))
+            }
+        ),
+        Event::Nat { .. } => {}
+        Event::NatUnavailable(e) => {
+            eprintln!("mslink emulate: warning: no NAT to the outside ({e}); the command reaches only the host (--no-nat silences this)")
+        }
+        Event::StaleNatRemoved(table) => {
+            eprintln!("mslink emulate: removed the stale NAT table inet {table}")
+        }
         Event::Stats { now, live } => {
-            eprintln!("[{:8.3}s] {}", now.as_nanos() as f64 / 1e9, line(live))
+            let _ = drawing.draw(&mut std::io::stderr().lock(), now.as_nanos() as f64 / 1e9, live);
         }
     })?;
     let [left, right] = &end.sides;
@@ -554,6 +600,8 @@ mod tests {
             left_addr: None,
             right_addr: None,
             stats_interval: None,
+            live: false,
+            no_nat: false,
             json: None,
             out: None,
             pcap_left: None,

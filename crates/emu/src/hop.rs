@@ -164,6 +164,36 @@ pub struct DirectionSummary {
     pub queue: QueueStats,
     /// True if every packet read is accounted for exactly once.
     pub balanced: bool,
+    /// The same fates per class (link service), in tag order: what the live view shows.
+    #[serde(default)]
+    pub services: Vec<ClassCounts>,
+}
+
+/// What became of one class's (link service's) packets in one direction: the sending end's
+/// and the receiving end's counters of that service, with the packets the hop has decided
+/// lost (raw) or abandoned (recovering schemes) as in [`PacketCounts`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClassCounts {
+    /// Service name (`[[link.service]] name`).
+    pub name: String,
+    /// Its scheme.
+    pub scheme: String,
+    /// Packets the sending end's service accepted.
+    pub accepted: u64,
+    /// Packets refused because the service's queue was full.
+    pub refused: u64,
+    /// Packets the receiving end delivered.
+    pub delivered: u64,
+    /// Bytes of those packets.
+    pub delivered_bytes: u64,
+    /// Accepted packets lost on the air with no recovery (raw services).
+    pub lost_channel: u64,
+    /// Accepted packets a recovering service gave up on.
+    pub abandoned: u64,
+    /// Accepted packets not delivered and not yet decided lost.
+    pub in_flight: u64,
+    /// Data frames the sending end sent again.
+    pub retransmissions: u64,
 }
 
 /// Everything the hop counted.
@@ -416,6 +446,7 @@ impl EmulatedHop {
             let mut p = d.packets;
             p.dropped_queue = d.queue.stats().dropped;
             p.in_flight = d.queue.len() as u64 + d.out.len() as u64;
+            let mut classes = Vec::with_capacity(ends[i].services.len());
             let mut known = self.settled_missing[i].borrow_mut();
             known.resize(ends[i].services.len(), 0);
             for (s, (tx, rx)) in ends[i]
@@ -435,17 +466,31 @@ impl EmulatedHop {
                     (false, false) => 0,
                 };
                 p.in_flight += missing - decided;
-                if tx.scheme == "raw" {
+                let raw = tx.scheme == "raw";
+                if raw {
                     p.lost_channel += decided;
                 } else {
                     p.abandoned += decided;
                 }
+                classes.push(ClassCounts {
+                    name: tx.name.clone(),
+                    scheme: tx.scheme.clone(),
+                    accepted,
+                    refused: tx.packets_refused,
+                    delivered: rx.packets_delivered,
+                    delivered_bytes: rx.bytes_delivered,
+                    lost_channel: if raw { decided } else { 0 },
+                    abandoned: if raw { 0 } else { decided },
+                    in_flight: missing - decided,
+                    retransmissions: tx.service.retransmissions,
+                });
             }
             DirectionSummary {
                 packets: p,
                 frames: d.frames,
                 queue: d.queue.stats().clone(),
                 balanced: p.accounted() == p.received,
+                services: classes,
             }
         });
         Summary {
@@ -695,6 +740,19 @@ mod tests {
         // the other way, the 1600-byte packet over the MTU.
         assert_eq!(h.drops_before_air(0), (15, 14 * 500 + 3));
         assert_eq!(h.drops_before_air(1), (1, 1600));
+        // The one class carries what the link carried: its row is the direction's.
+        let c = &s.directions[0].services[0];
+        assert_eq!(
+            (
+                c.accepted,
+                c.delivered,
+                c.lost_channel,
+                c.abandoned,
+                c.in_flight
+            ),
+            (6, 5, 1, 0, 0)
+        );
+        assert_eq!(c.delivered_bytes, 5 * 500);
     }
 
     #[test]
@@ -738,6 +796,9 @@ mod tests {
                 for (i, d) in h.live_summary().directions.iter().enumerate() {
                     proptest::prop_assert!(d.balanced, "{:?}", d);
                     let p = d.packets;
+                    // The per-class rows split the direction's decided losses.
+                    let classes: (u64, u64) = d.services.iter().fold((0, 0), |a, c| (a.0 + c.lost_channel, a.1 + c.abandoned));
+                    proptest::prop_assert_eq!(classes, (p.lost_channel, p.abandoned));
                     let now = (p.delivered, p.lost_channel, p.abandoned);
                     let b = before[i];
                     proptest::prop_assert!(

@@ -19,6 +19,8 @@
 //! * [`linkpcap`] writes the frames on the emulated air to a pcap file (`--pcap-link`).
 //! * [`linklog`] writes per-packet logs in Mahimahi's format (the driver feeds it) and
 //!   [`linklog_read`] reads them back (ours or Mahimahi's) for `mslink graph`.
+//! * [`nat`] lets a single-mode command reach whatever the host reaches (nftables masquerade,
+//!   per-device forwarding, removed by a reaper even after SIGKILL).
 //! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
 //!   to their end, with every packet accounted for (what `mslink emulate` runs).
 //!
@@ -35,10 +37,11 @@ pub mod hop;
 pub mod linklog;
 pub mod linklog_read;
 pub mod linkpcap;
+pub mod nat;
 pub mod runtime;
 pub mod session;
 pub mod tun;
 
 pub use config::{EmuConfig, EmuConfigError};
-pub use hop::{EmulatedHop, PacketCounts, Summary};
+pub use hop::{ClassCounts, EmulatedHop, PacketCounts, Summary};
 pub use session::{Session, SessionConfig, SessionEnd, SessionError};

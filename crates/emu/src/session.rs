@@ -6,7 +6,9 @@
 //! counters' interval. [`Session::run`] removes devices of dead emulators ([`sweep_stale`]),
 //! makes its namespaces and TUN devices (named `msl<pid>l` and `msl<pid>r`; with
 //! [`SessionConfig::direct`], a plain veth pair instead of the hop), starts the commands
-//! (`sh -c`, with `MSLINK_LEFT`, `MSLINK_RIGHT` and `MSLINK_SIDE` in their environment) and
+//! (`sh -c`, with `MSLINK_LEFT`, `MSLINK_RIGHT` and `MSLINK_SIDE` in their environment; in
+//! single mode with [`SessionConfig::nat`], after setting up NAT from the command's namespace
+//! to whatever the host reaches, [`crate::nat`], removed when the run ends) and
 //! carries their traffic through the [`EmulatedHop`] in real time ([`runtime::run`]) until the
 //! policy says the run is over or SIGINT, SIGTERM or SIGHUP arrives (the session installs
 //! handlers for them). Then it drains the hop, stops the commands still running and returns a
@@ -95,6 +97,8 @@ pub struct SessionConfig {
     pub link_logs: [Option<PathBuf>; 2],
     /// The command line the logs' headers quote.
     pub command_line: String,
+    /// Single mode: NAT the command's traffic to whatever the host reaches ([`crate::nat`]).
+    pub nat: bool,
 }
 
 /// Why a session could not run.
@@ -259,6 +263,18 @@ pub enum Event<'a> {
         /// A plain veth pair joins the sides ([`SessionConfig::direct`]).
         direct: bool,
     },
+    /// NAT to the outside is set up ([`crate::nat`]): the table, and the devices whose
+    /// forwarding it turned on for the replies.
+    Nat {
+        /// The nftables table (`inet mslink_<pid>`).
+        table: &'a str,
+        /// The devices whose forwarding is on for the run.
+        uplinks: &'a [String],
+    },
+    /// NAT was asked for and could not be set up; the run goes on without it.
+    NatUnavailable(&'a io::Error),
+    /// An nftables table of an emulator that is gone was found and removed.
+    StaleNatRemoved(&'a str),
     /// Live counters ([`EmulatedHop::live_summary`]), every [`SessionConfig::stats_interval`].
     Stats {
         /// Hop time (since the session was built).
@@ -776,6 +792,12 @@ impl Session {
         for name in sweep_stale() {
             on_event(Event::StaleDeviceRemoved(&name));
         }
+        let nat_wanted = self.config.nat && !self.pair() && !self.config.direct;
+        if nat_wanted {
+            for table in crate::nat::sweep() {
+                on_event(Event::StaleNatRemoved(&table));
+            }
+        }
         catch_signals();
         let sides = self.sides()?;
         let [left, right] = &sides;
@@ -788,6 +810,25 @@ impl Session {
         let mtu = self.config.emu.mtu;
         configure(left, right.addr, mtu, true)?;
         configure(right, left.addr, mtu, self.pair())?;
+        // Dropped (the table removed) when the run ends, however it ends; after SIGKILL its
+        // reaper removes it.
+        let _nat = if nat_wanted {
+            match crate::nat::Nat::start(&right.dev, left.addr) {
+                Ok(nat) => {
+                    on_event(Event::Nat {
+                        table: nat.table(),
+                        uplinks: nat.uplinks(),
+                    });
+                    Some(nat)
+                }
+                Err(e) => {
+                    on_event(Event::NatUnavailable(&e));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         on_event(Event::Ready {
             left: (left.addr, &left.dev),
             right: (right.addr, &right.dev),

@@ -76,6 +76,9 @@ pub struct ServiceRow {
     pub packets_refused: u64,
     /// Packets delivered above after reassembly.
     pub packets_delivered: u64,
+    /// Bytes of those packets (what a live view's per-class throughput is made of).
+    #[serde(default)]
+    pub bytes_delivered: u64,
     /// Bytes of service tags and CRCs this service's frames carried.
     pub framing_bytes: u64,
     /// The service's own counters.
@@ -306,6 +309,7 @@ impl MultiServiceLink {
         while let Some(d) = slot.service.poll_deliver() {
             if let Some(p) = slot.reassembler.push(d) {
                 slot.row.packets_delivered += 1;
+                slot.row.bytes_delivered += p.len() as u64;
                 out.push_back(p);
             }
         }
