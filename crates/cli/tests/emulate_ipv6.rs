@@ -237,3 +237,30 @@ fn sha2_hex(data: &[u8]) -> String {
         .trim()
         .to_string()
 }
+
+/// A link whose MTU is below IPv6's minimum (1280 bytes, RFC 8200 §5; links/wlan.toml has
+/// 993) runs IPv4 only: no IPv6 addresses, the variables unset, and no error.
+#[test]
+fn a_link_below_ipv6_s_minimum_mtu_runs_ipv4_only() {
+    if skip_without_root() {
+        return;
+    }
+    let d = scratch_inet("mtu1000");
+    let v = emulate(
+        &d,
+        &[
+            "--set",
+            "mtu=1000",
+            "--pair",
+            "--until",
+            "both",
+            "--left",
+            "test -z \"$MSLINK_LEFT6$MSLINK_RIGHT6\"",
+            "--right",
+            "test -z \"$MSLINK_LEFT6$MSLINK_RIGHT6\" && test -n \"$MSLINK_LEFT\"",
+        ],
+    );
+    assert_eq!(v["left"]["addr6"], Value::Null);
+    assert_eq!(v["right"]["addr6"], Value::Null);
+    assert_eq!(packets(&v, "left_to_right", "received"), 0);
+}

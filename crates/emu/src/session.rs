@@ -894,14 +894,15 @@ impl Session {
         } else {
             Some(self.tuns(&sides[0], &sides[1])?)
         };
-        // IPv6 on both sides or neither.
-        if !sides.iter().all(|s| has_ipv6(&s.ns, &s.dev)) {
+        // IPv6 on both sides or neither; not on a link below IPv6's minimum MTU (1280 bytes,
+        // RFC 8200 §5), where the kernel refuses it (links/wlan.toml has 993).
+        let mtu = self.config.emu.mtu;
+        if mtu < 1280 || !sides.iter().all(|s| has_ipv6(&s.ns, &s.dev)) {
             for s in &mut sides {
                 s.addr6 = None;
             }
         }
         let [left, right] = &sides;
-        let mtu = self.config.emu.mtu;
         configure(left, right.addr, right.addr6, mtu, true)?;
         configure(right, left.addr, left.addr6, mtu, self.pair())?;
         on_event(Event::Ready {
