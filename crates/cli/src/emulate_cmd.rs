@@ -2,7 +2,7 @@
 //!
 //! Contract. The verb builds the hop from `--link` TOML (shape: `mslink_emu::EmuConfig`) and
 //! `--set` overrides, makes its namespaces and TUN devices itself (named `msl<pid>l` and
-//! `msl<pid>r`), runs the commands inside, and carries their traffic through an
+//! `msl<pid>r`, with a PID-namespace tag when nested), runs the commands inside, and carries their traffic through an
 //! `mslink_emu::EmulatedHop` in real time. Everything it creates lives in unnamed namespaces
 //! or on descriptors it holds, so the kernel removes it on exit, on Ctrl-C and after SIGKILL;
 //! the commands run in PID namespaces killed with the emulator. At exit it drains the hop,
@@ -67,7 +67,9 @@ const EXAMPLES: &str = "Examples:
       --right 'iperf3 -s -1 >/dev/null' --left 'sleep 0.5; iperf3 -c $MSLINK_RIGHT -t 2 >/dev/null' \\
       && mslink graph up.log -o up.png
 
-Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two addresses).
+Commands run with `sh -c` and see MSLINK_LEFT and MSLINK_RIGHT (the two IPv4 addresses),
+MSLINK_LEFT6 and MSLINK_RIGHT6 (IPv6) and MSLINK_PROMPT (the text naming the link, which the
+shell of single mode without a command shows in its prompt: [mslink 10Mbit/s 20ms 5% sr]).
 See docs/emulator.md.";
 
 /// When a `--pair` run ends.
@@ -343,6 +345,85 @@ fn onoff(text: &str) -> Result<toml::Table> {
     Ok(t)
 }
 
+/// A number without trailing zeros: 10, 86.4, 0.059.
+fn short_number(x: f64) -> String {
+    let t = format!("{x:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The bracket text naming the link in a shell's prompt (`MSLINK_PROMPT`), as Mahimahi's
+/// `[delay 20 ms]`: the link file's stem, else the capacity (trace stem or rate) and the
+/// one-way delay; the loss (independent: its percentage; other models: their name); the
+/// services' schemes, abbreviated as 004's tables do (SR, GBN, ...) in lower case, joined
+/// by `+`. E.g. `[mslink wlan exponential sr+oos]`, `[mslink 10Mbit/s 20ms 5% sr]`.
+pub fn prompt_text(link: Option<&std::path::Path>, cfg: &EmuConfig) -> String {
+    let mut words = vec!["mslink".to_string()];
+    let stem = |p: &std::path::Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    match link {
+        Some(file) => words.push(stem(file)),
+        None => {
+            if let Some(trace) = &cfg.capacity_trace {
+                words.push(stem(std::path::Path::new(trace)));
+            } else if cfg.rate_bps > 0.0 {
+                let (div, unit) = match cfg.rate_bps {
+                    r if r >= 1e9 => (1e9, "Gbit/s"),
+                    r if r >= 1e6 => (1e6, "Mbit/s"),
+                    r if r >= 1e3 => (1e3, "kbit/s"),
+                    _ => (1.0, "bit/s"),
+                };
+                words.push(format!("{}{unit}", short_number(cfg.rate_bps / div)));
+            }
+            if cfg.delay_ms > 0.0 {
+                words.push(format!("{}ms", short_number(cfg.delay_ms)));
+            }
+        }
+    }
+    use mslink_channel::ErrorModelConfig as E;
+    match &cfg.error {
+        E::Perfect => {}
+        E::Independent { loss } => words.push(format!("{}%", short_number(loss * 100.0))),
+        other => {
+            let name = serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v["model"].as_str().map(str::to_string));
+            words.extend(name);
+        }
+    }
+    let schemes: Vec<&str> = cfg
+        .link
+        .services
+        .iter()
+        .map(|s| match s.config.scheme() {
+            "selective_repeat" => "sr",
+            "go_back_n" => "gbn",
+            "karn_rlp" => "karn",
+            "oos_rlp" => "oos",
+            "persistent" => "parq",
+            "xor_fec" => "xor",
+            "rs_fec" => "rs",
+            other => other,
+        })
+        .collect();
+    words.push(schemes.join("+"));
+    // Only what a prompt shows literally: bash and zsh expand `\`, `$`, `!`, backquotes.
+    let text: String = words
+        .join(" ")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " ._+-%/".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("[{}]", text.trim())
+}
+
 /// A seed from the kernel's entropy pool.
 fn fresh_seed() -> Result<u64> {
     session::fresh_seed().context("reading /dev/urandom for a fresh seed (give one with --seed)")
@@ -464,6 +545,7 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(" "),
         nat: !args.no_nat,
+        prompt: Some(prompt_text(args.link.as_deref(), &cfg)),
     };
     let mut load = load_relative(args.link.as_deref());
     let end = Session::new(config, &mut load)?.run(&mut |event| match event {
@@ -511,8 +593,8 @@ fn run_inner(args: &EmulateArgs) -> Result<i32> {
     let (summary, offload) = (&end.summary, &end.offload);
     let json = serde_json::json!({
         "mode": if args.direct { "direct" } else if args.pair { "pair" } else { "single" },
-        "left": {"addr": left.addr.to_string(), "device": left.device, "exit_status": left.exit_status},
-        "right": {"addr": right.addr.to_string(), "device": right.device, "exit_status": right.exit_status},
+        "left": {"addr": left.addr.to_string(), "addr6": left.addr6.map(|a| a.to_string()), "device": left.device, "exit_status": left.exit_status},
+        "right": {"addr": right.addr.to_string(), "addr6": right.addr6.map(|a| a.to_string()), "device": right.device, "exit_status": right.exit_status},
         "wall_s": end.wall.as_secs_f64(),
         "drained": end.drained,
         "balanced": end.balanced(),
@@ -660,5 +742,32 @@ mod tests {
         assert!(err(&|a| a.jitter = Some(-1.0)).contains("--jitter must"));
         assert!(err(&|a| a.jitter_dist = Some("cauchy".into())).contains("--jitter-dist"));
         assert!(err(&|a| a.queue_packets = Some(0)).contains("--queue-packets"));
+    }
+
+    #[test]
+    fn the_prompt_names_the_link() {
+        let cfg = |text: &str| toml::from_str::<EmuConfig>(text).unwrap();
+        let c = cfg(
+            "rate_bps = 10e6\ndelay_ms = 20\n[error]\nmodel = 'independent'\nloss = 0.05\n\
+                     [[link.service]]\nname = 'tcp'\nscheme = 'selective_repeat'\n",
+        );
+        assert_eq!(prompt_text(None, &c), "[mslink 10Mbit/s 20ms 5% sr]");
+        // The file's stem stands for its rate and delay; every service is named.
+        let wlan = concat!(env!("CARGO_MANIFEST_DIR"), "/../../links/wlan.toml");
+        let c = cfg(&std::fs::read_to_string(wlan).unwrap());
+        assert_eq!(
+            prompt_text(Some(std::path::Path::new(wlan)), &c),
+            "[mslink wlan exponential sr+oos]"
+        );
+        // Defaults: an unlimited, perfect link with one raw service.
+        assert_eq!(prompt_text(None, &cfg("")), "[mslink raw]");
+        let c = cfg(
+            "rate_bps = 86400\ndelay_ms = 100\ncapacity_trace = 'traces/12mbps.mahi'\n\
+                     [error]\nmodel = 'independent'\nloss = 0.059\n",
+        );
+        assert_eq!(prompt_text(None, &c), "[mslink 12mbps 100ms 5.9% raw]");
+        // Nothing a shell would expand gets into it.
+        let odd = prompt_text(Some(std::path::Path::new("$(rm -rf x)`.toml")), &cfg(""));
+        assert!(!odd.contains(['$', '`', '(', '\\']), "{odd}");
     }
 }

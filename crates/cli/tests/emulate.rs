@@ -444,7 +444,7 @@ fn single_mode_runs_the_command_in_a_namespace_and_propagates_its_status() {
             "--",
             "sh",
             "-c",
-            "ip -o addr show | grep -c msl; ip route | head -1",
+            "ip -o -4 addr show | grep -c msl; ip route | head -1",
         ])
         .current_dir(&*d)
         .output()

@@ -4,11 +4,17 @@
 //! Contract. A [`Session`] is built from a [`SessionConfig`]: the hop ([`EmuConfig`]), what runs
 //! on each side ([`Commands`], with the [`Until`] policy), addresses, pcap files, the live
 //! counters' interval. [`Session::run`] removes devices of dead emulators ([`sweep_stale`]),
-//! makes its namespaces and TUN devices (named `msl<pid>l` and `msl<pid>r`; with
-//! [`SessionConfig::direct`], a plain veth pair instead of the hop), starts the commands
-//! (`sh -c`, with `MSLINK_LEFT`, `MSLINK_RIGHT` and `MSLINK_SIDE` in their environment; in
-//! single mode with [`SessionConfig::nat`], after setting up NAT from the command's namespace
-//! to whatever the host reaches, [`crate::nat`], removed when the run ends) and
+//! makes its namespaces and TUN devices (named `msl<pid>l` and `msl<pid>r`, plus a tag of the
+//! PID namespace when it runs in one: [`DeviceOwner`]; with [`SessionConfig::direct`], a plain
+//! veth pair instead of the hop), IPv4 forwarding on in the namespaces it makes (so an
+//! emulator nested inside reaches through both hops), starts the commands
+//! (`sh -c`, with `MSLINK_LEFT`, `MSLINK_RIGHT`, their IPv6 twins `MSLINK_LEFT6` and
+//! `MSLINK_RIGHT6` (`ula_pair`; IPv6 set up so the devices send nothing of their own,
+//! `quiet_ipv6`), `MSLINK_SIDE` and the prompt's `MSLINK_PROMPT`, `PS1` and `PROMPT_COMMAND`
+//! ([`prompt_env`]) in their environment; a single-mode command started from a terminal's
+//! foreground gets the terminal, [`Netns::spawn_foreground`]; in single mode with
+//! [`SessionConfig::nat`], after setting up NAT from the command's namespace to whatever the
+//! host reaches, [`crate::nat`], removed when the run ends) and
 //! carries their traffic through the [`EmulatedHop`] in real time ([`runtime::run`]) until the
 //! policy says the run is over or SIGINT, SIGTERM or SIGHUP arrives (the session installs
 //! handlers for them). Then it drains the hop, stops the commands still running and returns a
@@ -23,13 +29,16 @@
 //! emulated error environment.
 
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use mslink_link::{Duration, Instant};
-use mslink_netns::{dev_counters, sweep_stale, LinkChange, Netns};
+use mslink_netns::{
+    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, LinkChange,
+    Netns,
+};
 
 use crate::clock::Clock;
 use crate::config::{EmuConfig, EmuConfigError};
@@ -99,6 +108,10 @@ pub struct SessionConfig {
     pub command_line: String,
     /// Single mode: NAT the command's traffic to whatever the host reaches ([`crate::nat`]).
     pub nat: bool,
+    /// The bracket text naming the link in a shell's prompt (`[mslink wlan 5% sr]`): the
+    /// commands get it, after an outer emulator's, in `MSLINK_PROMPT`, and in front of `PS1`
+    /// ([`prompt_env`]).
+    pub prompt: Option<String>,
 }
 
 /// Why a session could not run.
@@ -289,6 +302,8 @@ pub enum Event<'a> {
 pub struct SideEnd {
     /// Its address.
     pub addr: Ipv4Addr,
+    /// Its IPv6 address (None: the kernel has no IPv6).
+    pub addr6: Option<Ipv6Addr>,
     /// Its device.
     pub device: String,
     /// Exit status of its command (128 + signal if a signal ended it); `None`: no command, or
@@ -358,6 +373,53 @@ pub fn fresh_seed() -> io::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// What `PROMPT_COMMAND` runs in bash before each prompt: puts `$MSLINK_PROMPT` in front of
+/// `PS1` unless it is in it already (bash's start-up files usually set `PS1` after the
+/// environment gave it one, as Debian's /etc/bash.bashrc does).
+pub const PROMPT_COMMAND: &str =
+    r#"case "$PS1" in *"$MSLINK_PROMPT"*) ;; *) PS1="$MSLINK_PROMPT $PS1" ;; esac"#;
+
+/// The environment that names the link in a shell's prompt, as Mahimahi's shells do
+/// (`[delay 20 ms] $`): `MSLINK_PROMPT` (an outer emulator's, then `mine`: nested emulators
+/// read outermost first), `PS1` (that, then the `PS1` the environment had without the outer
+/// emulator's text, else `\$ ` for bash and `# ` or `$ ` for other shells) and, for bash,
+/// `PROMPT_COMMAND` ([`PROMPT_COMMAND`] after any command already there). `env` reads the
+/// caller's environment; `root` picks `#` over `$`.
+pub fn prompt_env(
+    mine: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    root: bool,
+) -> Vec<(String, String)> {
+    let outer = env("MSLINK_PROMPT").filter(|p| !p.trim().is_empty());
+    let prompt = match &outer {
+        Some(o) => format!("{o} {mine}"),
+        None => mine.to_string(),
+    };
+    let shell = env("SHELL").unwrap_or_default();
+    let bash = std::path::Path::new(&shell)
+        .file_name()
+        .is_some_and(|n| n == "bash");
+    let base = match env("PS1").filter(|p| !p.is_empty()) {
+        Some(ps1) => match &outer {
+            Some(o) => ps1.replacen(&format!("{o} "), "", 1),
+            None => ps1,
+        },
+        None if bash => "\\$ ".to_string(),
+        None if root => "# ".to_string(),
+        None => "$ ".to_string(),
+    };
+    let command = match env("PROMPT_COMMAND").filter(|c| !c.trim().is_empty()) {
+        Some(c) if c.contains(PROMPT_COMMAND) => c,
+        Some(c) => format!("{c}\n{PROMPT_COMMAND}"),
+        None => PROMPT_COMMAND.to_string(),
+    };
+    vec![
+        ("MSLINK_PROMPT".to_string(), prompt.clone()),
+        ("PS1".to_string(), format!("{prompt} {base}")),
+        ("PROMPT_COMMAND".to_string(), command),
+    ]
+}
+
 /// Quotes words for `sh -c`.
 pub fn shell_join(words: &[String]) -> String {
     words
@@ -380,18 +442,74 @@ struct Side {
     ns: Netns,
     created: bool,
     addr: Ipv4Addr,
+    /// None where the kernel has no IPv6.
+    addr6: Option<Ipv6Addr>,
     dev: String,
 }
 
-fn configure(side: &Side, peer: Ipv4Addr, mtu: usize, default_route: bool) -> io::Result<()> {
+/// The IPv6 addresses of the sides: unique local addresses (RFC 4193) under fd6d:736c::/32
+/// ("msl" in the global ID, fixed rather than random so they are recognisable, as 10.0.0.x
+/// are): fd6d:736c::1 and ::2 for a pair (its namespaces are private), fd6d:736c:0:I:I::1 and
+/// ::2 in single mode, where the right side is the caller's namespace and `instance` (32 bits)
+/// keeps concurrent and nested emulators apart.
+fn ula_pair(pair: bool, instance: u32) -> (Ipv6Addr, Ipv6Addr) {
+    let (hi, lo) = if pair {
+        (0, 0)
+    } else {
+        ((instance >> 16) as u16, instance as u16)
+    };
+    let a = |last| Ipv6Addr::new(0xfd6d, 0x736c, 0, hi, lo, 0, 0, last);
+    (a(1), a(2))
+}
+
+/// IPv6 on a TUN device without traffic nobody asked for, so counts stay exact: no router
+/// solicitations (`router_solicitations`, `accept_ra`), no link-local address
+/// (`addr_gen_mode` 1: none), no duplicate address detection (`accept_dad`, `dad_transmits`;
+/// a TUN device is IFF_NOARP, so Linux joins no solicited-node group on it and sends no MLD
+/// report for one, `addrconf_join_solict`; IPv6 forwarding stays off, so no all-routers group
+/// either). Written while
+/// the device is down, before any address exists. Without `v6`, IPv6 is off on the device.
+fn quiet_ipv6(ns: &Netns, dev: &str, v6: bool) -> io::Result<()> {
+    let conf = |key: &str, value: &str| ns.sysctl(&format!("net/ipv6/conf/{dev}/{key}"), value);
+    if !v6 {
+        let _ = conf("disable_ipv6", "1");
+        return Ok(());
+    }
+    for (key, value) in [
+        ("accept_ra", "0"),
+        ("router_solicitations", "0"),
+        ("accept_dad", "0"),
+        ("dad_transmits", "0"),
+        ("addr_gen_mode", "1"),
+        ("disable_ipv6", "0"),
+    ] {
+        conf(key, value)
+            .map_err(|e| io::Error::new(e.kind(), format!("setting {dev}'s IPv6 {key}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The kernel gives device `dev` IPv6 (its conf directory exists) in `ns`.
+fn has_ipv6(ns: &Netns, dev: &str) -> bool {
+    ns.run(|| std::path::Path::new(&format!("/proc/sys/net/ipv6/conf/{dev}")).exists())
+        .unwrap_or(false)
+}
+
+fn configure(
+    side: &Side,
+    peer: Ipv4Addr,
+    peer6: Option<Ipv6Addr>,
+    mtu: usize,
+    default_route: bool,
+) -> io::Result<()> {
     let dev = side.dev.as_str();
-    // No IPv6 on the device: router solicitations and MLD reports would be traffic nobody asked
-    // for (and would disturb exact counts).
-    let _ = side
-        .ns
-        .sysctl(&format!("net/ipv6/conf/{dev}/disable_ipv6"), "1");
+    let v6 = side.addr6.zip(peer6);
+    quiet_ipv6(&side.ns, dev, v6.is_some())?;
     if side.created {
         side.ns.set_link("lo", &LinkChange::up())?;
+        // A namespace of ours forwards, so an emulator nested inside (whose right end is a
+        // device in this namespace) reaches the far side through both hops.
+        side.ns.sysctl("net/ipv4/ip_forward", "1")?;
     }
     let mtu = u32::try_from(mtu).map_err(|_| {
         io::Error::new(
@@ -410,8 +528,14 @@ fn configure(side: &Side, peer: Ipv4Addr, mtu: usize, default_route: bool) -> io
     )?;
     side.ns
         .add_peer_address(dev, side.addr.into(), peer.into())?;
+    if let Some((local, peer)) = v6 {
+        side.ns.add_peer_address(dev, local.into(), peer.into())?;
+    }
     if default_route {
         side.ns.add_default_route(dev, false)?;
+        if v6.is_some() {
+            side.ns.add_default_route(dev, true)?;
+        }
     }
     Ok(())
 }
@@ -444,6 +568,8 @@ struct Children {
     procs: [Option<Child>; 2],
     status: [Option<i32>; 2],
     until: Until,
+    /// The command holds the terminal ([`Netns::spawn_foreground`]).
+    foreground: bool,
 }
 
 impl Children {
@@ -476,6 +602,10 @@ impl Children {
             stop_child(c);
         }
         self.poll();
+        if self.foreground {
+            // Best effort: the terminal may be gone (a hang-up).
+            let _ = take_terminal();
+        }
     }
 
     /// The status of the command the policy names.
@@ -644,19 +774,24 @@ impl Session {
 
     /// The two sides: namespaces, addresses, device names.
     fn sides(&self) -> Result<[Side; 2], SessionError> {
-        let pid = std::process::id();
+        // Named by pid and PID namespace: nested emulators run in PID namespaces of their own
+        // (`Netns::spawn`), where pids are small and repeat.
+        let owner = DeviceOwner::me().map_err(os("naming the devices"))?;
+        let instance = owner.instance();
         let (la, ra) = if self.pair() {
             ([10, 0, 0, 1].into(), [10, 0, 0, 2].into())
         } else {
             // 100.64.0.0/10 (shared address space), one /30 per emulator process.
-            let base = 0x6440_0000u32 | ((pid & 0xf_ffff) << 2);
+            let base = 0x6440_0000u32 | ((instance & 0xf_ffff) << 2);
             ((base + 1).into(), (base + 2).into())
         };
+        let (la6, ra6) = ula_pair(self.pair(), instance);
         let left = Side {
             ns: Netns::create().map_err(os("creating the left network namespace"))?,
             created: true,
             addr: self.config.left_addr.unwrap_or(la),
-            dev: format!("msl{pid}l"),
+            addr6: Some(la6),
+            dev: owner.device('l'),
         };
         let right = Side {
             ns: if self.pair() {
@@ -666,7 +801,8 @@ impl Session {
             },
             created: self.pair(),
             addr: self.config.right_addr.unwrap_or(ra),
-            dev: format!("msl{pid}r"),
+            addr6: Some(ra6),
+            dev: owner.device('r'),
         };
         Ok([left, right])
     }
@@ -707,20 +843,35 @@ impl Session {
             Commands::Single(words) => ([Some(shell_join(words)), None], false, None),
             Commands::Pair { left, right, until } => ([left.clone(), right.clone()], false, *until),
         };
-        let env = vec![
+        let mut env = vec![
             ("MSLINK_LEFT".to_string(), sides[0].addr.to_string()),
             ("MSLINK_RIGHT".to_string(), sides[1].addr.to_string()),
         ];
+        for (key, side) in [("MSLINK_LEFT6", &sides[0]), ("MSLINK_RIGHT6", &sides[1])] {
+            if let Some(a) = side.addr6 {
+                env.push((key.to_string(), a.to_string()));
+            }
+        }
+        if let Some(mine) = &self.config.prompt {
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            env.extend(prompt_env(mine, &|k| std::env::var(k).ok(), root));
+        }
+        // Started from a terminal's foreground, a single-mode command (the shell, or e.g.
+        // `-- bash`) gets the terminal: Ctrl-C and job control reach it, not the emulator.
+        let foreground =
+            matches!(self.config.commands, Commands::Single(_)) && in_terminal_foreground();
         let mut procs = [None, None];
         for (i, (side, cmd)) in sides.iter().zip(&cmds).enumerate() {
             let Some(c) = cmd else { continue };
             let mut env = env.clone();
             env.push(("MSLINK_SIDE".into(), ["left", "right"][i].into()));
-            procs[i] = Some(
-                side.ns
-                    .spawn(c, &env, !interactive)
-                    .map_err(os(format!("starting {c:?}")))?,
-            );
+            let child = if foreground {
+                side.ns.spawn_foreground(c, &env)
+            } else {
+                side.ns.spawn(c, &env, !interactive)
+            };
+            procs[i] = Some(child.map_err(os(format!("starting {c:?}")))?);
         }
         let until = until.unwrap_or(if procs[1].is_some() {
             Until::Right
@@ -731,6 +882,7 @@ impl Session {
             procs,
             status: [None, None],
             until,
+            foreground,
         })
     }
 
@@ -799,17 +951,24 @@ impl Session {
             }
         }
         catch_signals();
-        let sides = self.sides()?;
-        let [left, right] = &sides;
+        let mut sides = self.sides()?;
         let tuns = if self.config.direct {
-            Self::veth(left, right)?;
+            Self::veth(&sides[0], &sides[1])?;
             None
         } else {
-            Some(self.tuns(left, right)?)
+            Some(self.tuns(&sides[0], &sides[1])?)
         };
+        // IPv6 on both sides or neither; not on a link below IPv6's minimum MTU (1280 bytes,
+        // RFC 8200 §5), where the kernel refuses it (links/wlan.toml has 993).
         let mtu = self.config.emu.mtu;
-        configure(left, right.addr, mtu, true)?;
-        configure(right, left.addr, mtu, self.pair())?;
+        if mtu < 1280 || !sides.iter().all(|s| has_ipv6(&s.ns, &s.dev)) {
+            for s in &mut sides {
+                s.addr6 = None;
+            }
+        }
+        let [left, right] = &sides;
+        configure(left, right.addr, right.addr6, mtu, true)?;
+        configure(right, left.addr, left.addr6, mtu, self.pair())?;
         // Dropped (the table removed) when the run ends, however it ends; after SIGKILL its
         // reaper removes it.
         let _nat = if nat_wanted {
@@ -868,6 +1027,7 @@ impl Session {
             let s = &sides[i];
             SideEnd {
                 addr: s.addr,
+                addr6: s.addr6,
                 device: s.dev.clone(),
                 exit_status: children.status[i],
                 counters: s.ns.net_dev().ok().and_then(|t| dev_counters(&t, &s.dev)),
@@ -898,6 +1058,68 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prompt_names_the_link_and_nests_outermost_first() {
+        let get = |pairs: &[(&str, &str)], k: &str| {
+            pairs
+                .iter()
+                .find(|(a, _)| *a == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let find =
+            |env: &[(String, String)], k: &str| env.iter().find(|(a, _)| a == k).unwrap().1.clone();
+        // A bash user without PS1 in the environment.
+        let outer = prompt_env(
+            "[mslink wlan 5% sr]",
+            &|k| get(&[("SHELL", "/bin/bash")], k),
+            true,
+        );
+        assert_eq!(find(&outer, "MSLINK_PROMPT"), "[mslink wlan 5% sr]");
+        assert_eq!(find(&outer, "PS1"), "[mslink wlan 5% sr] \\$ ");
+        assert_eq!(find(&outer, "PROMPT_COMMAND"), PROMPT_COMMAND);
+        // An existing PS1 is kept after the text; other shells get # or $.
+        let e = prompt_env("[mslink x]", &|k| get(&[("PS1", "%m> ")], k), false);
+        assert_eq!(find(&e, "PS1"), "[mslink x] %m> ");
+        assert_eq!(
+            find(&prompt_env("[mslink x]", &|_| None, false), "PS1"),
+            "[mslink x] $ "
+        );
+        assert_eq!(
+            find(&prompt_env("[mslink x]", &|_| None, true), "PS1"),
+            "[mslink x] # "
+        );
+        // Nested: the outer emulator's environment, as its shell passes it on.
+        let inner_env: Vec<(&str, &str)> = outer
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain([("SHELL", "/bin/bash")])
+            .collect();
+        let inner = prompt_env("[mslink 1% raw]", &|k| get(&inner_env, k), true);
+        assert_eq!(
+            find(&inner, "MSLINK_PROMPT"),
+            "[mslink wlan 5% sr] [mslink 1% raw]"
+        );
+        assert_eq!(
+            find(&inner, "PS1"),
+            "[mslink wlan 5% sr] [mslink 1% raw] \\$ "
+        );
+        assert_eq!(
+            find(&inner, "PROMPT_COMMAND"),
+            PROMPT_COMMAND,
+            "not appended twice"
+        );
+        // A PROMPT_COMMAND of the user's runs first.
+        let e = prompt_env(
+            "[mslink x]",
+            &|k| get(&[("PROMPT_COMMAND", "history -a")], k),
+            true,
+        );
+        assert_eq!(
+            find(&e, "PROMPT_COMMAND"),
+            format!("history -a\n{PROMPT_COMMAND}")
+        );
+    }
 
     #[test]
     fn shell_join_quotes() {

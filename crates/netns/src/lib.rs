@@ -16,8 +16,9 @@
 //!   inside; the [`rtnl`] requests inside.
 //! * [`VethPair`]: two fresh namespaces joined by a veth pair, both ends and `lo` up.
 //! * [`rtnl`]: the requests themselves, in the calling thread's namespace.
-//! * [`dev_counters`] reads /proc/net/dev text; [`sweep_stale`] removes devices of dead
-//!   emulators (`msl<pid>…`) from the caller's namespace.
+//! * [`dev_counters`] reads /proc/net/dev text; [`DeviceOwner`] names an emulator's devices
+//!   (`msl<pid><side><tag>`, the tag naming its PID namespace) and [`sweep_stale`] removes
+//!   those of dead emulators of the caller's PID namespace from the caller's namespace.
 
 #![warn(missing_docs)]
 
@@ -29,7 +30,9 @@ pub mod rtnl;
 mod veth;
 
 #[cfg(target_os = "linux")]
-pub use netns::{dev_counters, sweep_stale, Entered, Netns};
+pub use netns::{
+    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Entered, Netns,
+};
 #[cfg(target_os = "linux")]
 pub use rtnl::LinkChange;
 #[cfg(target_os = "linux")]
