@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use common::{
@@ -377,15 +376,7 @@ fn killed_emulator_leaves_nothing(signal: libc::c_int) {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("ready") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "emulator exited early"
-        );
-    }
+    let _stderr = common::wait_ready(&mut child);
     let own = std::fs::read_link("/proc/self/ns/net")
         .unwrap()
         .to_string_lossy()
@@ -582,15 +573,7 @@ fn a_signal_stops_a_long_drain_writes_the_summary_and_exits_128_plus_signal() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        while !line.contains("ready") {
-            line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap() > 0,
-                "emulator exited early"
-            );
-        }
+        let _stderr = common::wait_ready(&mut child);
         // Let the right command finish (about 2 s) so the emulator is draining.
         std::thread::sleep(std::time::Duration::from_secs(3));
         // SAFETY: kill(2) on our own child.

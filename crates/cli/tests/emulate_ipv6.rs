@@ -7,24 +7,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::{Ipv6Addr, TcpListener, UdpSocket};
-use std::path::Path;
 use std::process::Stdio;
 
-use common::{check_accounting, devices, emulate, mslink, scratch, skip_without_root};
+use common::{check_accounting, devices, emulate, mslink, skip_without_root};
 use serde_json::Value;
-
-/// A scratch directory with `inet.py` (TCP and UDP of either family) in it.
-fn scratch_inet(name: &str) -> common::Scratch {
-    let d = scratch(name);
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/inet.py"),
-        d.join("inet.py"),
-    )
-    .unwrap();
-    d
-}
 
 fn packets(v: &Value, dir: &str, key: &str) -> u64 {
     v[dir]["packets"][key]
@@ -36,7 +23,7 @@ fn packets(v: &Value, dir: &str, key: &str) -> u64 {
 /// returns the summary after checking that the receiver read all of them and that the hop
 /// carried exactly them: nothing else in either direction.
 fn udp_exact(family: &str, count: u64) -> Value {
-    let d = scratch_inet(&format!("udp{family}"));
+    let d = common::scratch_inet(&format!("udp{family}"));
     let v = emulate(
         &d,
         &[
@@ -85,33 +72,25 @@ fn tcp_over_ipv6_in_pair_mode_arrives_intact_through_the_offloads() {
     if skip_without_root() {
         return;
     }
-    let d = scratch_inet("tcp6");
-    let v = emulate(
-        &d,
-        &[
-            "--set",
-            "rate_bps=50e6",
-            "--set",
-            "delay_ms=5",
-            "--loss",
-            "0.02",
-            "--scheme",
-            "selective_repeat",
-            "--set",
-            "link.service.0.window=256",
-            "--set",
-            "link.service.0.timeout_ms=40",
-            "--set",
-            "link.service.0.nack_interval_ms=20",
-            "--pair",
-            "--until",
-            "both",
-            "--left",
-            "python3 inet.py tcp-server $MSLINK_LEFT6 7011 recv.txt",
-            "--right",
-            "python3 inet.py tcp-client $MSLINK_LEFT6 7011 1.5 sent.txt",
-        ],
-    );
+    let d = common::scratch_inet("tcp6");
+    let link = [
+        "--set",
+        "rate_bps=50e6",
+        "--set",
+        "delay_ms=5",
+        "--loss",
+        "0.02",
+    ];
+    let run = [
+        "--pair",
+        "--until",
+        "both",
+        "--left",
+        "python3 inet.py tcp-server $MSLINK_LEFT6 7011 recv.txt",
+        "--right",
+        "python3 inet.py tcp-client $MSLINK_LEFT6 7011 1.5 sent.txt",
+    ];
+    let v = emulate(&d, &[&link[..], common::SR, &run[..]].concat());
     let recv = std::fs::read_to_string(d.join("recv.txt")).unwrap();
     let sent = std::fs::read_to_string(d.join("sent.txt")).unwrap();
     assert_eq!(recv, sent, "payload differs");
@@ -138,7 +117,7 @@ fn single_mode_reaches_the_caller_over_ipv6() {
     if skip_without_root() {
         return;
     }
-    let d = scratch_inet("single6");
+    let d = common::scratch_inet("single6");
     let json = d.join("summary.json");
     let count = 200u64;
     let script = format!(
@@ -156,15 +135,7 @@ fn single_mode_reaches_the_caller_over_ipv6() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("ready") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "emulator exited early"
-        );
-    }
+    let mut err = common::wait_ready(&mut child);
     let addr6 = loop {
         if let Ok(t) = std::fs::read_to_string(d.join("addr6")) {
             if t.ends_with('\n') {
@@ -245,7 +216,7 @@ fn a_link_below_ipv6_s_minimum_mtu_runs_ipv4_only() {
     if skip_without_root() {
         return;
     }
-    let d = scratch_inet("mtu1000");
+    let d = common::scratch_inet("mtu1000");
     let v = emulate(
         &d,
         &[

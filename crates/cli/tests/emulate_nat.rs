@@ -210,15 +210,7 @@ fn sigkill_and_a_dead_reaper_leave_no_table_behind() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("ready") {
-        line.clear();
-        assert!(
-            err.read_line(&mut line).unwrap() > 0,
-            "emulator exited early"
-        );
-    }
+    let _stderr = common::wait_ready(&mut child);
     assert_eq!(tables(h), [format!("mslink_{pid}")]);
     assert_eq!(forwarding(h, "nat-h"), "1");
     // SAFETY: kill(2) on our own child.

@@ -20,21 +20,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{check_accounting, devices, mslink, scratch, skip_without_root};
+use common::{check_accounting, devices, mslink, skip_without_root};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mslink");
-
-/// A scratch directory with `inet.py` (TCP and UDP of either family) in it.
-fn scratch_inet(name: &str) -> common::Scratch {
-    let d = scratch(name);
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/inet.py"),
-        d.join("inet.py"),
-    )
-    .unwrap();
-    d
-}
 
 /// `mslink ARGS` on a fresh pseudo-terminal, as its session leader (the terminal's foreground
 /// process group), with everything it prints collected.
@@ -259,7 +248,7 @@ fn a_nested_emulator_carries_traffic_through_both_hops_and_accounts_separately()
     if skip_without_root() {
         return;
     }
-    let d = scratch_inet("nested");
+    let d = common::scratch_inet("nested");
     let right = format!(
         "{BIN} emulate --set rate_bps=30e6 --set delay_ms=3 --json inner.json \
          -- python3 inet.py tcp-client $MSLINK_LEFT 7030 1 sent.txt"
@@ -311,7 +300,7 @@ fn emulators_of_different_pid_namespaces_neither_collide_nor_sweep_each_other() 
     if skip_without_root() {
         return;
     }
-    let d = scratch_inet("pidns");
+    let d = common::scratch_inet("pidns");
     let inner = |name: &str| {
         format!("unshare --pid --fork --mount-proc {BIN} emulate --json {name}.json -- sleep 1")
     };

@@ -6,8 +6,9 @@
 //! resident memory over time and are stopped (and fail) if they hang. Linux only.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -238,6 +239,33 @@ pub fn read_counters(path: &Path) -> std::collections::BTreeMap<String, u64> {
             (k.to_string(), v.parse().unwrap())
         })
         .collect()
+}
+
+/// A scratch directory with `inet.py` (TCP and UDP of either address family) in it.
+pub fn scratch_inet(name: &str) -> Scratch {
+    let d = scratch(name);
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emulate/inet.py"),
+        d.join("inet.py"),
+    )
+    .unwrap();
+    d
+}
+
+/// Reads the standard error (piped) of an emulator `child` up to its "ready" line, failing the
+/// test if it exits first; returns the reader, which the caller keeps for as long as the
+/// emulator may still write (dropping it closes the pipe).
+pub fn wait_ready(child: &mut Child) -> BufReader<ChildStderr> {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "emulator exited early"
+        );
+    }
+    err
 }
 
 /// A Selective Repeat link tuned for the emulator tests (window 256, 40 ms timeout, NACKs
