@@ -284,7 +284,7 @@ pub fn veth_tables(
     use std::time::Duration;
 
     let n = n.clamp(1, VETH_MAX_TRANSACTIONS);
-    let ns = crate::veth::pair()
+    let ns = crate::veth::pair_apart()
         .map_err(context("creating namespaces and a veth pair (root needed)"))?;
     let to = Duration::from_millis(100);
     // Opened inside; the sockets stay in their namespaces whatever thread uses them.
@@ -755,7 +755,7 @@ pub fn veth_fig4_table(
     use std::sync::Arc;
     use std::time::Duration;
 
-    let ns = crate::veth::pair()
+    let ns = crate::veth::pair_apart()
         .map_err(context("creating namespaces and a veth pair (root needed)"))?;
     let to = Duration::from_millis(100);
     let dev_a = Arc::new(ns.a.run(move || AfPacket::open("v0", to))??);
