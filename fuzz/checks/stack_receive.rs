@@ -4,9 +4,11 @@
 //! Input: `[sel][frame...]`. `sel % 3` picks the architecture (LLM, DAA, ILLM, in
 //! `Architecture::ALL` order), bit 2 the UDP checksum, bit 3 integrated layer processing; the
 //! rest is one frame received by host 1 (`StackConfig::host(1)`), which has a UDP endpoint on
-//! port 7 talking to host 2's port 7 (DAA application 7 at both ends). Invariant: no panic,
-//! and the frame is delivered or counted as dropped exactly once. Returns the stack's
-//! counters.
+//! port 7 talking to host 2's port 7 (DAA application 7 at both ends) and a TCP endpoint on
+//! port 7 talking to host 2's port 7 (DAA application 8 at both ends, sequence numbers as
+//! `mslink_stack::tcp::initial_seq` gives them). Invariant: no panic, and the frame is
+//! delivered, consumed (a TCP pure ACK) or counted as dropped, exactly once. Returns the
+//! stack's counters.
 
 use mslink_link::Instant;
 use mslink_stack::{Architecture, Participants, Stack, StackConfig, StackStats};
@@ -38,9 +40,14 @@ pub fn run(data: &[u8]) -> Option<StackStats> {
     let (&sel, frame) = data.split_first()?;
     let (mut s, ids) = Stack::udp_ip_eth(config(sel));
     let _ = s.open(ids.udp, participants(sel), 0, Some(7));
+    let tcp = Participants {
+        remote_app: 8,
+        ..participants(sel)
+    };
+    let _ = s.open(ids.tcp, tcp, 0, Some(8));
     s.handle_frame(Instant::ZERO, frame);
     let st = s.stats();
-    assert_eq!(st.delivered + st.dropped(), 1);
+    assert_eq!(st.delivered + st.consumed + st.dropped(), 1);
     while s.poll_deliver().is_some() {}
     Some(st)
 }

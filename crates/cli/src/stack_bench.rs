@@ -1,5 +1,5 @@
 //! `mslink stack-bench`: round-trip latency of the mslink-stack protocol graph (002 §5.2,
-//! Tables 1-3) on the in-memory wire, per stack (ETH, IP-ETH, UDP-IP-ETH), architecture (LLM,
+//! Tables 1-3) on the in-memory wire, per stack (ETH, IP-ETH, UDP-IP-ETH, TCP-IP-ETH), architecture (LLM,
 //! DAA, ILLM) and user data size, and UDP with its checksum on, ILP off vs on.
 //!
 //! Contract: the measurements are `mslink_stack::bench`'s (a client and a server stack in this
@@ -8,7 +8,9 @@
 //! §5.2). Output: a table per experiment, printed as its cells are measured, and with `--csv
 //! FILE` one row per cell plus, beside FILE (unless `--no-plots`), the PNG and SVG figures of
 //! `mslink_plot::stack`: `STEM_rtt_memory` (and `STEM_rtt_veth` with `--veth`; 002 Tables 1-3)
-//! and `STEM_fig4` (002 Fig. 4).
+//! and `STEM_fig4` (002 Fig. 4; `STEM_fig4_veth` with `--veth`: real receive threads per
+//! priority class, `mslink_stack::bench::veth_fig4_table`). Notes (SCHED_FIFO refused, frames
+//! dropped at the dispatcher) go to standard error.
 
 use std::io::Write;
 
@@ -30,7 +32,8 @@ pub struct StackBenchArgs {
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
     /// Also measure over AF_PACKET sockets on a veth pair between two network namespaces this
-    /// command creates and removes (Linux, needs root).
+    /// command creates and removes (Linux, needs root): the round-trip tables, and 002 Fig. 4
+    /// with real receive threads, SCHED_FIFO where the kernel allows it (a note says if not).
     #[arg(long)]
     pub veth: bool,
     /// Write stack.csv (one row per cell) and the figures into this folder (created if
@@ -100,6 +103,7 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
         + 4 * bench::FIG4_BACKGROUND.len()
         + if args.veth {
             Architecture::ALL.len() * Layer::ALL.len() * SIZES.len()
+                + 2 * bench::Fig4Server::ALL.len() * bench::FIG4_BACKGROUND.len()
         } else {
             0
         };
@@ -208,7 +212,7 @@ fn veth_tables(
 ) -> Result<Vec<Row>> {
     let n = args.transactions.clamp(1, bench::VETH_MAX_TRANSACTIONS);
     let mut veth_grid = grid("AF_PACKET over veth", n, args.repeat, 2);
-    let rows = bench::veth_tables(n, args.repeat, &mut |r| {
+    let mut rows = bench::veth_tables(n, args.repeat, &mut |r| {
         bar.inc(1);
         if tables {
             bar.suspend(|| veth_grid(r));
@@ -216,9 +220,69 @@ fn veth_tables(
     })?;
     if tables {
         println!("\n");
+        println!("002 Fig. 4 over the veth, real receive threads: p50 round trip (µs) of a 1-byte flow vs background ping-pong flows");
+        print!("{:<12}", "background");
+        for size in [1, 1000] {
+            for s in bench::Fig4Server::ALL {
+                print!("{:>18}", format!("{}({size})", s.name()));
+            }
+        }
+        println!();
     }
+    let mut line = String::new();
+    let (fig4, notes) = bench::veth_fig4_table(VETH_FIG4_SAMPLES, &mut |r| {
+        bar.inc(1);
+        if !tables {
+            return;
+        }
+        bar.suspend(|| {
+            if r.architecture != line {
+                if !line.is_empty() {
+                    println!();
+                }
+                line.clone_from(&r.architecture);
+                print!("{:<12}", &line["fig4-bg".len()..]);
+            }
+            print!("{:>18.2}", r.rtt_us);
+            let _ = std::io::stdout().flush();
+        })
+    })?;
+    if tables {
+        println!("\n");
+    }
+    // Notes go to standard error, so --json output stays one document.
+    bar.suspend(|| {
+        match &notes.fifo_refused {
+            Some(why) => eprintln!(
+                "note: SCHED_FIFO refused ({why}): every receive thread ran under the default policy, so UDPDAA-prio had no real priority over UDPDAA-equal"
+            ),
+            None => {
+                if let Some((run, period)) = mslink_stack::rt::rt_budget() {
+                    eprintln!("note: receive threads ran under SCHED_FIFO (real-time budget {run} of every {period} µs)");
+                }
+            }
+        }
+        if notes.unclassified > 0 {
+            eprintln!(
+                "note: {} frames reached no open DAA path at the dispatcher and were dropped",
+                notes.unclassified
+            );
+        }
+        if notes.short_cells > 0 {
+            eprintln!(
+                "note: {} Fig. 4 cells stopped at the {} s budget with fewer samples",
+                notes.short_cells,
+                bench::VETH_FIG4_CELL_BUDGET.as_secs()
+            );
+        }
+    });
+    rows.extend(fig4);
     Ok(rows)
 }
+
+/// Probe round trips per Fig. 4 cell over the veth.
+#[cfg(target_os = "linux")]
+const VETH_FIG4_SAMPLES: usize = 2001;
 
 #[cfg(not(target_os = "linux"))]
 fn veth_tables(_: &StackBenchArgs, _: &indicatif::ProgressBar, _: bool) -> Result<Vec<Row>> {

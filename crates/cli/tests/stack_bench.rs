@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod common;
 mod figures;
 
 /// A fresh folder, removed again when dropped (also when the test fails).
@@ -53,11 +54,28 @@ fn stack_bench_writes_csv_and_figures() {
     let csv = d.0.join("stack.csv");
     stack_bench(&csv, &[]);
     let text = std::fs::read_to_string(&csv).unwrap();
-    // 3 architectures x 3 stacks x 5 sizes, ILP off/on x 3, Fig. 4: 6 loads x 2 sizes x 2 flows.
-    assert_eq!(text.lines().count(), 1 + 45 + 6 + 24);
+    // 3 architectures x 4 stacks x 5 sizes, ILP off/on x 3, Fig. 4: 6 loads x 2 sizes x 2 flows.
+    assert_eq!(text.lines().count(), 1 + 60 + 6 + 24);
+    for arch in ["llm", "daa", "illm"] {
+        let tcp = if arch == "daa" {
+            "TCP-IP-ETHDAA"
+        } else {
+            "TCP-IP-ETH"
+        };
+        for size in [1, 100, 500, 1000, 1400] {
+            let row = format!("memory,{arch},{tcp},{size},false,false,");
+            assert!(text.contains(&row), "no row {row}");
+        }
+    }
     figures::check_figure(
         &d.0.join("stack_rtt_memory"),
-        &["llm UDP-IP-ETH", "daa ETHDAA", "illm IP-ETH", "1400"],
+        &[
+            "llm UDP-IP-ETH",
+            "daa ETHDAA",
+            "illm IP-ETH",
+            "llm TCP-IP-ETH",
+            "1400",
+        ],
     );
     figures::check_figure(
         &d.0.join("stack_fig4"),
@@ -77,4 +95,35 @@ fn stack_bench_no_plots_writes_only_the_csv() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["s.csv"]);
+}
+
+/// `--veth` (root): the round-trip tables over the veth with the TCP rows, and 002 Fig. 4
+/// with real receive threads: every server organisation (prioritised DAA, its equal-priority
+/// control, plain UDP) at every load, and its own figure. The values are not checked (wall-clock
+/// times); that the cells exist and the run cleans up after itself is.
+#[test]
+fn stack_bench_veth_has_tcp_rows_and_threaded_fig4() {
+    if common::skip_without_root() {
+        return;
+    }
+    let d = TmpDir::new("veth");
+    let csv = d.0.join("stack.csv");
+    stack_bench(&csv, &["--veth"]);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    // Memory as above, then veth: 60 round-trip cells and 6 loads x 2 sizes x 3 servers.
+    assert_eq!(text.lines().count(), 1 + 60 + 6 + 24 + 60 + 36);
+    assert!(text.contains("veth,llm,TCP-IP-ETH,1400,"));
+    assert!(text.contains("veth,daa,TCP-IP-ETHDAA,1,"));
+    for bg in [0, 2, 4, 8, 12, 16] {
+        for server in ["UDPDAA-prio", "UDPDAA-equal", "UDP"] {
+            for size in [1, 1000] {
+                let row = format!("veth,fig4-bg{bg},{server},{size},");
+                assert!(text.contains(&row), "no row {row}");
+            }
+        }
+    }
+    figures::check_figure(
+        &d.0.join("stack_fig4_veth"),
+        &["UDPDAA-equal (1 B background)", "UDP (1000 B background)"],
+    );
 }

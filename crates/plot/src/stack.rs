@@ -3,9 +3,10 @@
 //!
 //! Contract: [`write_plots`] draws, beside the CSV file `STEM.csv`, `STEM_rtt_memory` (and
 //! `STEM_rtt_veth` when there are veth rows): round trip vs user data size per architecture and
-//! layering, checksum off (002 Tables 1-3); `STEM_fig4`: p50 round trip of the prioritised
-//! UDP-DAA flow and of plain UDP vs the number of background flows, at both background sizes
-//! (002 Fig. 4); each as PNG and SVG. A figure without rows is left out.
+//! layering, checksum off (002 Tables 1-3); `STEM_fig4` (in-memory rows) and `STEM_fig4_veth`
+//! (veth rows, real receive threads): p50 round trip of the prioritised UDP-DAA flow (and its
+//! equal-priority control over the veth) and of plain UDP vs the number of background flows, at
+//! both background sizes (002 Fig. 4); each as PNG and SVG. A figure without rows is left out.
 
 use std::path::{Path, PathBuf};
 
@@ -50,17 +51,30 @@ pub fn write_plots(rows: &[Row], csv: &Path) -> Result<Vec<PathBuf>, PlotError> 
             },
         )?);
     }
-    let mut fig4 = Series::new();
-    for r in rows {
-        if let Some(bg) = (r.architecture.strip_prefix("fig4-bg")).and_then(|b| b.parse().ok()) {
-            let label = format!("{} ({} B background)", r.stack, r.size);
-            push(&mut fig4, label, bg, r.rtt_us);
+    for (device, name, how) in [
+        ("memory", "fig4", "in-memory wire, one server loop"),
+        (
+            "veth",
+            "fig4_veth",
+            "veth, receive threads per priority class",
+        ),
+    ] {
+        let mut fig4 = Series::new();
+        for r in rows.iter().filter(|r| r.device == device) {
+            if let Some(bg) = (r.architecture.strip_prefix("fig4-bg")).and_then(|b| b.parse().ok())
+            {
+                let label = format!("{} ({} B background)", r.stack, r.size);
+                push(&mut fig4, label, bg, r.rtt_us);
+            }
         }
-    }
-    if !fig4.is_empty() {
+        if fig4.is_empty() {
+            continue;
+        }
         files.extend(line_chart(
-            &at("fig4"),
-            "1-byte flow round trip, prioritised UDP-DAA vs plain UDP (002 Fig. 4)",
+            &at(name),
+            &format!(
+                "1-byte flow round trip, prioritised UDP-DAA vs plain UDP, {how} (002 Fig. 4)"
+            ),
             "background ping-pong flows",
             "p50 round trip (µs)",
             fig4,

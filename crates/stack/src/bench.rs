@@ -1,5 +1,5 @@
 //! Round-trip benchmarks of the protocol graph (002 §5.2, Tables 1-3, Fig. 4; what `mslink
-//! stack-bench` runs): per stack (ETH, IP-ETH, UDP-IP-ETH), architecture (LLM, DAA, ILLM) and
+//! stack-bench` runs): per stack (ETH, IP-ETH, UDP-IP-ETH, TCP-IP-ETH), architecture (LLM, DAA, ILLM) and
 //! user data size, UDP with its checksum on with ILP off vs on, and the round trip of a
 //! prioritised flow among background flows.
 //!
@@ -71,11 +71,13 @@ pub enum Layer {
     Ip,
     /// On UDP.
     Udp,
+    /// On (the minimal) TCP: 002 Table 1's TCP-IP-ETH row.
+    Tcp,
 }
 
 impl Layer {
     /// Every layer, lowest first.
-    pub const ALL: [Layer; 3] = [Layer::Eth, Layer::Ip, Layer::Udp];
+    pub const ALL: [Layer; 4] = [Layer::Eth, Layer::Ip, Layer::Udp, Layer::Tcp];
 
     /// The stack's name in 002's tables (`UDP-IP-ETHDAA` for DAA).
     pub fn name(self, arch: Architecture) -> String {
@@ -83,6 +85,7 @@ impl Layer {
             Layer::Eth => "ETH",
             Layer::Ip => "IP-ETH",
             Layer::Udp => "UDP-IP-ETH",
+            Layer::Tcp => "TCP-IP-ETH",
         };
         if arch == Architecture::Daa {
             format!("{base}DAA")
@@ -163,6 +166,7 @@ pub fn pair(
         Layer::Eth => (ic.eth, is.eth, APP_ETHERTYPE),
         Layer::Ip => (ic.ip, is.ip, APP_IPPROTO),
         Layer::Udp => (ic.udp, is.udp, 0),
+        Layer::Tcp => (ic.tcp, is.tcp, 0),
     };
     let (ce, _) = client
         .open(top_c, pc, number, Some(1))
@@ -280,7 +284,7 @@ pub fn veth_tables(
     use std::time::Duration;
 
     let n = n.clamp(1, VETH_MAX_TRANSACTIONS);
-    let ns = crate::veth::pair()
+    let ns = crate::veth::pair_apart()
         .map_err(context("creating namespaces and a veth pair (root needed)"))?;
     let to = Duration::from_millis(100);
     // Opened inside; the sockets stay in their namespaces whatever thread uses them.
@@ -478,4 +482,330 @@ pub fn fig4_table(on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>, BenchError> 
         }
     }
     Ok(rows)
+}
+
+/// How the server of 002 Fig. 4 over the veth processes what it receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fig4Server {
+    /// "UDP": the LLM stack in one receive thread; each frame's whole processing in arrival
+    /// order (under LLM a frame's priority is known only at the top of the stack).
+    Llm,
+    /// "UDPDAA-prio": the DAA stack; a dispatcher thread does the bottom-layer demux
+    /// ([`Stack::classify`]) and hands the frame to the receive thread of its priority class,
+    /// the urgent class's thread at a higher `SCHED_FIFO` priority than the background one's
+    /// (002 §4.2.2, §5.5: the priority field is the priority of the thread).
+    DaaPriority,
+    /// "UDPDAA-equal", the control: as [`Fig4Server::DaaPriority`], every thread at the same
+    /// priority, so what remains is the effect of demultiplexing early into separate threads.
+    DaaEqual,
+}
+
+impl Fig4Server {
+    /// All three, in table order.
+    pub const ALL: [Fig4Server; 3] = [
+        Fig4Server::DaaPriority,
+        Fig4Server::DaaEqual,
+        Fig4Server::Llm,
+    ];
+
+    /// The row's stack name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fig4Server::Llm => "UDP",
+            Fig4Server::DaaPriority => "UDPDAA-prio",
+            Fig4Server::DaaEqual => "UDPDAA-equal",
+        }
+    }
+
+    /// `SCHED_FIFO` priorities of (dispatcher, urgent thread, background thread); the LLM
+    /// server's single thread takes the background one's.
+    fn priorities(self) -> (i32, i32, i32) {
+        match self {
+            Fig4Server::DaaPriority => (3, 2, 1),
+            Fig4Server::DaaEqual | Fig4Server::Llm => (1, 1, 1),
+        }
+    }
+}
+
+/// Most wall-clock time one Fig. 4 cell over the veth may take (its real-time threads block
+/// between frames, and this bounds the whole cell).
+#[cfg(target_os = "linux")]
+pub const VETH_FIG4_CELL_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The CPU every thread of Fig. 4 over the veth runs on.
+#[cfg(target_os = "linux")]
+pub const VETH_FIG4_CPU: usize = 1;
+/// `SCHED_FIFO` priority of the Fig. 4 client thread (above every server thread's).
+#[cfg(target_os = "linux")]
+const CLIENT_PRIORITY: i32 = 10;
+
+/// What a Fig. 4 run over the veth observed besides its rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VethFig4Notes {
+    /// `SCHED_FIFO` was refused (the kernel's reason): every thread ran under the default
+    /// policy, so the `-prio` rows had no real priority.
+    pub fifo_refused: Option<String>,
+    /// Frames the DAA dispatcher could not classify (not for any open path), dropped.
+    pub unclassified: u64,
+    /// Cells that hit [`VETH_FIG4_CELL_BUDGET`] before all their samples.
+    pub short_cells: u32,
+}
+
+/// Sets the calling thread's `SCHED_FIFO` priority, noting a refusal.
+#[cfg(target_os = "linux")]
+fn fifo_or_note(prio: i32, refused: &std::sync::Mutex<Option<String>>) {
+    if let Err(e) = crate::rt::set_fifo(prio) {
+        if let Ok(mut r) = refused.lock() {
+            r.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+/// 002 Fig. 4 over AF_PACKET on a veth pair, with real receive threads at real priorities:
+/// the p50 round trip (µs) of a 1-byte probe flow (DAA priority 7) among `background` ping-pong
+/// flows of `bg_size` bytes, the server organised as `server` says; `samples` probe round trips
+/// after a tenth as many for warm-up, or what [`VETH_FIG4_CELL_BUDGET`] allows. The client is
+/// the calling thread (already pinned and prioritised by [`veth_fig4_table`]), driving every
+/// flow from one loop.
+#[cfg(target_os = "linux")]
+fn veth_fig4_cell(
+    devs: (
+        &std::sync::Arc<crate::afpacket::AfPacket>,
+        &std::sync::Arc<crate::afpacket::AfPacket>,
+    ),
+    server: Fig4Server,
+    background: usize,
+    bg_size: usize,
+    samples: usize,
+    notes: &mut VethFig4Notes,
+) -> Result<f64, BenchError> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{mpsc, Arc, Mutex};
+
+    let (dev_a, dev_b) = devs;
+    let arch = if server == Fig4Server::Llm {
+        Architecture::Llm
+    } else {
+        Architecture::Daa
+    };
+    let cc = StackConfig {
+        architecture: arch,
+        ..Default::default()
+    };
+    let cs = StackConfig {
+        architecture: arch,
+        ..StackConfig::host(2)
+    };
+    let flows = background + 1;
+    let (mut client, _, ce) = fig4_flows(&cc, &cs, flows, 7)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let refused = Arc::new(Mutex::new(None::<String>));
+    let unclassified = Arc::new(AtomicU64::new(0));
+    let (p_disp, p_urgent, p_bg) = server.priorities();
+    let mut threads: Vec<std::thread::JoinHandle<Result<(), BenchError>>> = Vec::new();
+    // A receive thread: its own server stack (every flow open), frames in from a channel,
+    // echoes out through the shared socket.
+    let worker = |rx: mpsc::Receiver<Vec<u8>>, prio: i32| {
+        let db = dev_b.clone();
+        let (cc, cs, refused) = (cc.clone(), cs.clone(), refused.clone());
+        move || -> Result<(), BenchError> {
+            fifo_or_note(prio, &refused);
+            let (_, mut st, _) = fig4_flows(&cc, &cs, flows, 0)?;
+            while let Ok(f) = rx.recv() {
+                st.handle_frame(Instant::ZERO, &f);
+                while let Some(d) = st.poll_deliver() {
+                    let _ = st.send(Instant::ZERO, d.endpoint, &d.data);
+                }
+                db.transmit(&mut st)?;
+            }
+            Ok(())
+        }
+    };
+    if server == Fig4Server::Llm {
+        let db = dev_b.clone();
+        let (st, cc2, cs2, refused2) = (stop.clone(), cc.clone(), cs.clone(), refused.clone());
+        threads.push(std::thread::spawn(move || -> Result<(), BenchError> {
+            fifo_or_note(p_bg, &refused2);
+            let (_, mut srv, _) = fig4_flows(&cc2, &cs2, flows, 0)?;
+            while !st.load(Ordering::Relaxed) {
+                db.receive(Instant::ZERO, &mut srv)?;
+                while let Some(d) = srv.poll_deliver() {
+                    let _ = srv.send(Instant::ZERO, d.endpoint, &d.data);
+                }
+                db.transmit(&mut srv)?;
+            }
+            Ok(())
+        }));
+    } else {
+        let (tx_u, rx_u) = mpsc::channel::<Vec<u8>>();
+        let (tx_b, rx_b) = mpsc::channel::<Vec<u8>>();
+        threads.push(std::thread::spawn(worker(rx_u, p_urgent)));
+        threads.push(std::thread::spawn(worker(rx_b, p_bg)));
+        let db = dev_b.clone();
+        let (st, cc2, cs2, refused2, unc) = (
+            stop.clone(),
+            cc.clone(),
+            cs.clone(),
+            refused.clone(),
+            unclassified.clone(),
+        );
+        threads.push(std::thread::spawn(move || -> Result<(), BenchError> {
+            fifo_or_note(p_disp, &refused2);
+            // The dispatcher's stack is used for its bottom-layer demux only.
+            let (_, classifier, _) = fig4_flows(&cc2, &cs2, flows, 0)?;
+            let mut buf = [0u8; 2048];
+            while !st.load(Ordering::Relaxed) {
+                let Some(n) = db.recv_frame(&mut buf)? else {
+                    continue;
+                };
+                let f = &buf[..n];
+                match classifier.classify(f) {
+                    // 002 §5.5: the frame's priority picks the thread that processes it.
+                    Ok((_, p)) if p > 0 => {
+                        tx_u.send(f.to_vec()).map_err(|_| BenchError::Panicked)?
+                    }
+                    Ok(_) => tx_b.send(f.to_vec()).map_err(|_| BenchError::Panicked)?,
+                    Err(_) => {
+                        unc.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Ok(())
+            // The senders drop here and the receive threads end.
+        }));
+    }
+    // The client: every flow's first message (the probe last), then echo every reply back.
+    let start = WallClock::now();
+    let mut sent_at = vec![start; flows];
+    for f in (0..flows).rev() {
+        client.send(
+            Instant::ZERO,
+            ce[f],
+            &vec![f as u8; if f == 0 { 1 } else { bg_size }],
+        )?;
+        sent_at[f] = WallClock::now();
+        dev_a.transmit(&mut client)?;
+    }
+    let warm = samples / 10;
+    let mut rtts: Vec<f64> = Vec::with_capacity(samples + warm);
+    let mut waits = 0;
+    let result = loop {
+        if rtts.len() >= samples + warm {
+            break Ok(());
+        }
+        if start.elapsed() > VETH_FIG4_CELL_BUDGET {
+            notes.short_cells += 1;
+            break Ok(());
+        }
+        match dev_a.receive(Instant::ZERO, &mut client) {
+            Ok(true) => waits = 0,
+            Ok(false) => {
+                waits += 1;
+                if waits > 20 {
+                    break Err(BenchError::Missing("no reply over the veth after 2 s"));
+                }
+            }
+            Err(e) => break Err(e.into()),
+        }
+        while let Some(d) = client.poll_deliver() {
+            let f = d.endpoint.0 as usize;
+            let now = WallClock::now();
+            if f == 0 {
+                rtts.push(now.duration_since(sent_at[0]).as_secs_f64() * 1e6);
+            }
+            client.send(Instant::ZERO, ce[f], &d.data)?;
+            sent_at[f] = WallClock::now();
+        }
+        if let Err(e) = dev_a.transmit(&mut client) {
+            break Err(e.into());
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().map_err(|_| BenchError::Panicked)??;
+    }
+    result?;
+    // Frames of this cell still on their way must not reach the next one.
+    let mut buf = [0u8; 2048];
+    while dev_a.recv_frame(&mut buf)?.is_some() {}
+    while dev_b.recv_frame(&mut buf)?.is_some() {}
+    if let Some(r) = refused.lock().ok().and_then(|mut r| r.take()) {
+        notes.fifo_refused.get_or_insert(r);
+    }
+    notes.unclassified += unclassified.load(Ordering::Relaxed);
+    if rtts.len() <= warm {
+        return Err(BenchError::Missing(
+            "no probe round trip over the veth in the time budget",
+        ));
+    }
+    let mut v = rtts.split_off(warm);
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// 002 Fig. 4 over the veth with real receive threads ([`Fig4Server`]): for each background
+/// flow count ([`FIG4_BACKGROUND`]) and size (1 and 1000 bytes), the three servers, `samples`
+/// probe round trips each. Creates and removes its namespaces (Linux, root).
+#[cfg(target_os = "linux")]
+pub fn veth_fig4_table(
+    samples: usize,
+    on_row: &mut dyn FnMut(&Row),
+) -> Result<(Vec<Row>, VethFig4Notes), BenchError> {
+    use crate::afpacket::AfPacket;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let ns = crate::veth::pair_apart()
+        .map_err(context("creating namespaces and a veth pair (root needed)"))?;
+    let to = Duration::from_millis(100);
+    let dev_a = Arc::new(ns.a.run(move || AfPacket::open("v0", to))??);
+    let dev_b = Arc::new(ns.b.run(move || AfPacket::open("v1", to))??);
+    let mut notes = VethFig4Notes::default();
+    let mut rows = Vec::new();
+    // Every thread of the experiment on one CPU (the threads spawned per cell inherit the
+    // mask): a wake-up across this VM's two vCPUs costs ~50 µs (docs/stack.md), which would
+    // swamp everything else; on one CPU the threads compete for one processor, as 002's
+    // "single processor" measurements did. The client runs at a real-time priority above the
+    // server's threads, so the server's work queues up behind the client's sends and the
+    // server's scheduling decides the order (see docs/stack.md).
+    let saved = crate::rt::affinity()?;
+    crate::rt::pin_to_cpu(VETH_FIG4_CPU)?;
+    let refused = std::sync::Mutex::new(None);
+    fifo_or_note(CLIENT_PRIORITY, &refused);
+    let result = (|| -> Result<(), BenchError> {
+        for bg in FIG4_BACKGROUND {
+            for size in [1usize, 1000] {
+                for server in Fig4Server::ALL {
+                    let rtt_us = veth_fig4_cell(
+                        (&dev_a, &dev_b),
+                        server,
+                        bg,
+                        size,
+                        samples.max(1),
+                        &mut notes,
+                    )?;
+                    let row = Row {
+                        device: "veth",
+                        architecture: format!("fig4-bg{bg}"),
+                        stack: server.name().into(),
+                        size,
+                        checksum: false,
+                        ilp: false,
+                        rtt_us,
+                    };
+                    on_row(&row);
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(())
+    })();
+    let _ = crate::rt::set_other();
+    crate::rt::set_affinity(&saved)?;
+    result?;
+    if let Some(r) = refused.lock().ok().and_then(|mut r| r.take()) {
+        notes.fifo_refused.get_or_insert(r);
+    }
+    drop(ns);
+    Ok((rows, notes))
 }

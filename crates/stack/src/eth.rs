@@ -156,6 +156,7 @@ impl Protocol for Ethernet {
         Ok(Demuxed {
             session,
             hdr_len: self.hdr_len(),
+            addrs: None,
         })
     }
 
@@ -250,7 +251,8 @@ mod tests {
             d,
             Demuxed {
                 session: sb,
-                hdr_len: 14
+                hdr_len: 14,
+                addrs: None
             }
         );
         // Not for us: a.demux sees dst = B.

@@ -33,8 +33,9 @@ use crate::eth::{Ethernet, ETHERTYPE_IPV4};
 use crate::ipv4::{Ipv4, IPPROTO_UDP};
 use crate::msg::Message;
 use crate::proto::{
-    DropReason, OpenError, OpenMode, Participants, ProtoId, Protocol, RxCtx, SessionId,
+    Below, DropReason, OpenError, OpenMode, Participants, ProtoId, Protocol, RxCtx, SessionId,
 };
+use crate::tcp::{Tcp, IPPROTO_TCP};
 use crate::udp::Udp;
 
 /// Deepest protocol stack a frame may climb (bounds the saved-session array of ILLM).
@@ -144,6 +145,9 @@ pub struct StackStats {
     pub rx_frames: u64,
     /// Deliveries to applications.
     pub delivered: u64,
+    /// Frames a protocol took as control with nothing to deliver (TCP pure ACKs); every
+    /// received frame is delivered, consumed or dropped.
+    pub consumed: u64,
     /// Frames sent.
     pub tx_frames: u64,
     /// Drops per protocol (graph order) and reason ([`DropReason::ALL`] order).
@@ -298,7 +302,7 @@ impl UdpConn {
     }
 }
 
-/// Protocol ids of the standard UDP/IPv4/Ethernet graph.
+/// Protocol ids of the standard graph: UDP and TCP over IPv4 over Ethernet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpIpEth {
     /// Ethernet (DAA-extended under the DAA architecture).
@@ -307,6 +311,8 @@ pub struct UdpIpEth {
     pub ip: ProtoId,
     /// UDP.
     pub udp: ProtoId,
+    /// TCP (the minimal one of [`crate::tcp`]).
+    pub tcp: ProtoId,
 }
 
 /// A protocol stack: graph, anchors, paths.
@@ -324,17 +330,19 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// The standard graph UDP over IPv4 over Ethernet, Ethernet extended for DAA when the
-    /// architecture is DAA.
+    /// The standard graph: UDP and TCP over IPv4 over Ethernet, Ethernet extended for DAA when
+    /// the architecture is DAA.
     pub fn udp_ip_eth(cfg: StackConfig) -> (Stack, UdpIpEth) {
         let daa = cfg.architecture == Architecture::Daa;
         let mut g = GraphBuilder::new(cfg.clone());
         let eth = g.protocol(Box::new(Ethernet::new(cfg.station, daa)));
         let ip = g.protocol(Box::new(Ipv4::new(cfg.address)));
         let udp = g.protocol(Box::new(Udp::new()));
+        let tcp = g.protocol(Box::new(Tcp::new()));
         g.over(ip, eth, ETHERTYPE_IPV4 as u32)
-            .over(udp, ip, IPPROTO_UDP as u32);
-        (g.build(eth), UdpIpEth { eth, ip, udp })
+            .over(udp, ip, IPPROTO_UDP as u32)
+            .over(tcp, ip, IPPROTO_TCP as u32);
+        (g.build(eth), UdpIpEth { eth, ip, udp, tcp })
     }
 
     /// The configuration.
@@ -486,6 +494,25 @@ impl Stack {
         Ok(())
     }
 
+    /// Sends the acknowledgements owed (TCP: data received that no segment sent since has
+    /// acknowledged) as pure ACK segments, one per endpoint whose top session owes one; returns
+    /// how many. A driver calls it when it has no reply to piggyback the ACK on (RFC 1122
+    /// §4.2.3.2 lets an ACK wait for outgoing data; the stack has no timer to bound the wait).
+    pub fn flush_acks(&mut self, now: Instant) -> usize {
+        let mut n = 0;
+        for i in 0..self.paths.len() {
+            let p = &self.paths[i];
+            let Some(&(q, s)) = p.sessions.last().filter(|_| p.open) else {
+                continue;
+            };
+            if self.nodes[q].proto.ack_owed(s) && self.send(now, EndpointId(i as u32), &[]).is_ok()
+            {
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Device anchor, out: copies the next frame into `buf` and returns its length (`None` when
     /// nothing waits or `buf` is too small, in which case the frame stays queued).
     pub fn poll_transmit(&mut self, _now: Instant, buf: &mut [u8]) -> Option<usize> {
@@ -569,6 +596,10 @@ impl Stack {
     }
 
     fn deliver(&mut self, ep: EndpointId, msg: &Message, mut rx: RxCtx, now: Instant) {
+        if rx.consumed {
+            self.stats.consumed += 1;
+            return;
+        }
         // Top anchor: the copy into the application's buffer, unless a layer already did it.
         let data = if rx.copied {
             std::mem::take(&mut rx.user)
@@ -602,11 +633,13 @@ impl Stack {
     /// 002 §3.1: demux and state change alternate at each layer.
     fn receive_llm(&mut self, now: Instant, msg: &mut Message, mut rx: RxCtx) {
         let mut cur = self.bottom;
+        let mut below = Below::default();
         for _ in 0..MAX_DEPTH {
-            let d = match self.nodes[cur].proto.demux(msg.bytes()) {
+            let d = match self.nodes[cur].proto.demux_below(msg.bytes(), &below) {
                 Ok(d) => d,
                 Err(r) => return self.drop_at(cur, r),
             };
+            below.note(&d);
             let Some(rec) = self.rec(cur, d.session) else {
                 return self.drop_at(cur, DropReason::NoSession);
             };
@@ -626,15 +659,17 @@ impl Stack {
         let mut depth = 0;
         let mut off = 0usize;
         let mut cur = self.bottom;
+        let mut below = Below::default();
         let ep = loop {
             if depth == MAX_DEPTH {
                 return;
             }
             let hdr = msg.bytes().get(off..).unwrap_or(&[]);
-            let d = match self.nodes[cur].proto.demux(hdr) {
+            let d = match self.nodes[cur].proto.demux_below(hdr, &below) {
                 Ok(d) => d,
                 Err(r) => return self.drop_at(cur, r),
             };
+            below.note(&d);
             let Some(rec) = self.rec(cur, d.session) else {
                 return self.drop_at(cur, DropReason::NoSession);
             };
@@ -685,6 +720,29 @@ impl Stack {
             // 002 §5.5: the deadline/priority field orders the rest of the processing.
             self.work.push(w);
         }
+    }
+
+    /// DAA, without a state change: the bottom layer's demux alone (the stack's one
+    /// demultiplexing point, 002 §4.2) and the frame's deadline/priority field. A driver uses it
+    /// to pick the thread that will run the rest (`handle_frame`) at that priority before any
+    /// other work is done for the frame (002 §4.2.2: the field is the priority of the thread
+    /// that shepherds the packet). Other architectures: `Err(Unsupported)` (their priority is
+    /// known only at the top).
+    pub fn classify(&self, frame: &[u8]) -> Result<(EndpointId, u32), DropReason> {
+        if self.cfg.architecture != Architecture::Daa {
+            return Err(DropReason::Unsupported);
+        }
+        let b = self.bottom;
+        let d = self.nodes[b].proto.demux(frame)?;
+        let path = self
+            .rec(b, d.session)
+            .and_then(|r| r.path)
+            .filter(|&p| self.paths.get(p as usize).is_some_and(|p| p.open))
+            .ok_or(DropReason::NoSession)?;
+        let prio = mslink_wire::eth::DaaFrame::new_checked(frame)
+            .map_err(DropReason::from)?
+            .priority();
+        Ok((EndpointId(path), prio))
     }
 
     /// DAA: the pops above the bottom layer along the path, then delivery.
@@ -787,6 +845,87 @@ mod tests {
         b.close(EndpointId(1));
         assert!(b.poll_deliver().is_none());
         assert_eq!(b.stats().dropped(), 1);
+    }
+
+    #[test]
+    fn classify_names_the_path_and_priority_without_a_state_change() {
+        let (mut a, b, ea) = daa_pair(0);
+        a.send(Instant::ZERO, ea[1], b"x").unwrap();
+        let m = a.poll_transmit_msg().unwrap();
+        assert_eq!(b.classify(m.bytes()), Ok((EndpointId(1), 9)));
+        assert_eq!(b.stats().rx_frames, 0);
+        assert_eq!(b.path_counters(EndpointId(1)), vec![(0, 0); 3]);
+        assert_eq!(b.classify(&m.bytes()[..10]), Err(DropReason::Truncated));
+        let (llm, _) = Stack::udp_ip_eth(StackConfig::default());
+        assert_eq!(llm.classify(m.bytes()), Err(DropReason::Unsupported));
+    }
+
+    #[test]
+    fn tcp_through_every_architecture_with_owed_acks_flushed() {
+        for arch in Architecture::ALL {
+            let ca = StackConfig {
+                architecture: arch,
+                ..Default::default()
+            };
+            let cb = StackConfig {
+                architecture: arch,
+                ..StackConfig::host(2)
+            };
+            let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
+            let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
+            // A UDP and a TCP endpoint on the same port number: IP's protocol field parts them.
+            let c = UdpConn {
+                local_port: 5000,
+                remote_port: 80,
+                local_app: 1,
+                remote_app: 2,
+                ..Default::default()
+            };
+            let (eu, _) = a.open_udp_to(ia.udp, &cb, c).unwrap();
+            let c2 = UdpConn {
+                local_app: 3,
+                remote_app: 4,
+                ..c
+            };
+            let (et, _) = a.open_udp_to(ia.tcp, &cb, c2).unwrap();
+            b.open_udp_to(ib.udp, &ca, c.reversed()).unwrap();
+            let (bt, _) = b.open_udp_to(ib.tcp, &ca, c2.reversed()).unwrap();
+            a.send(Instant::ZERO, et, b"over tcp").unwrap();
+            a.send(Instant::ZERO, eu, b"over udp").unwrap();
+            carry(&mut a, &mut b);
+            let got: Vec<_> = std::iter::from_fn(|| b.poll_deliver())
+                .map(|d| (d.endpoint.0, d.data))
+                .collect();
+            assert_eq!(
+                got,
+                vec![(1, b"over tcp".to_vec()), (0, b"over udp".to_vec())],
+                "{arch:?}"
+            );
+            // B owes A an ACK for the TCP data and sends it alone; A takes it in silently.
+            assert_eq!(b.flush_acks(Instant::ZERO), 1);
+            assert_eq!(b.flush_acks(Instant::ZERO), 0, "owed once");
+            carry(&mut b, &mut a);
+            assert!(a.poll_deliver().is_none(), "a pure ACK delivers nothing");
+            let s = a.stats();
+            assert_eq!(
+                (s.rx_frames, s.consumed, s.dropped()),
+                (1, 1, 0),
+                "{arch:?}: {s:?}"
+            );
+            // The TCP layer counted the ACK on A's path (bottom to top: eth, ip, tcp).
+            assert_eq!(a.path_counters(et)[2], (1, 0));
+            // A replayed segment is out of order and counted at TCP.
+            let mut a2 = a;
+            a2.send(Instant::ZERO, et, b"again").unwrap();
+            let m = a2.poll_transmit_msg().unwrap();
+            b.handle_frame(Instant::ZERO, m.bytes());
+            b.handle_frame(Instant::ZERO, m.bytes());
+            assert_eq!(b.poll_deliver().map(|d| d.endpoint), Some(bt));
+            assert!(b.poll_deliver().is_none());
+            let tcp_drops = b.stats().drops[3];
+            assert_eq!(tcp_drops.0, "tcp");
+            assert_eq!(tcp_drops.1[DropReason::OutOfOrder.index()], 1, "{arch:?}");
+        }
     }
 
     #[test]

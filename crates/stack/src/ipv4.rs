@@ -102,6 +102,7 @@ impl Protocol for Ipv4 {
         Ok(Demuxed {
             session,
             hdr_len: p.header_len(),
+            addrs: Some((p.src(), p.dst())),
         })
     }
 
@@ -199,7 +200,8 @@ mod tests {
             ib.demux(m.bytes()).unwrap(),
             Demuxed {
                 session: sb,
-                hdr_len: 20
+                hdr_len: 20,
+                addrs: Some((a, b))
             }
         );
         let mut rx = RxCtx::default();

@@ -1,10 +1,10 @@
-//! mslink-stack: an x-kernel-style protocol graph (002 §4.1) in which the same Ethernet, IPv4
-//! and UDP protocol code runs under three receive architectures (002 §3): layered logical
+//! mslink-stack: an x-kernel-style protocol graph (002 §4.1) in which the same Ethernet, IPv4,
+//! UDP and (minimal) TCP protocol code runs under three receive architectures (002 §3): layered logical
 //! multiplexing (LLM), direct application association (DAA) and integrated layered logical
 //! multiplexing (ILLM), with integrated layer processing of the UDP copy and checksum (002 §2.2,
 //! 001 §I, 000 §III).
 //!
-//! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`graph`],
+//! Contract: the protocol core ([`msg`], [`proto`], [`eth`], [`ipv4`], [`udp`], [`tcp`], [`graph`],
 //! [`demux_key`]) is sans-IO (docs/architecture.md, rule 1): bytes in and out by method calls,
 //! time as [`mslink_link::Instant`] arguments. Header layouts and the Internet checksum with
 //! its integrated copy-and-checksum are `mslink_wire`'s, shared with every other crate. Devices drive it from outside: [`wire`] (in-memory)
@@ -21,6 +21,9 @@ pub mod graph;
 pub mod ipv4;
 pub mod msg;
 pub mod proto;
+#[cfg(target_os = "linux")]
+pub mod rt;
+pub mod tcp;
 pub mod udp;
 #[cfg(target_os = "linux")]
 pub mod veth;

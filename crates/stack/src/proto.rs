@@ -41,6 +41,8 @@ pub enum DropReason {
     Unsupported,
     /// A DAA priority queue was full.
     QueueFull,
+    /// A TCP segment that is not the next one expected (there is no reassembly queue).
+    OutOfOrder,
 }
 
 impl From<mslink_wire::WireError> for DropReason {
@@ -58,7 +60,7 @@ impl From<mslink_wire::WireError> for DropReason {
 
 impl DropReason {
     /// Number of reasons (size of per-protocol counter arrays).
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// All reasons, in counter order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Truncated,
@@ -69,6 +71,7 @@ impl DropReason {
         DropReason::NoSession,
         DropReason::Unsupported,
         DropReason::QueueFull,
+        DropReason::OutOfOrder,
     ];
     /// Position in [`DropReason::ALL`].
     pub fn index(self) -> usize {
@@ -83,6 +86,30 @@ pub struct Demuxed {
     pub session: SessionId,
     /// Length of this layer's header (where the next layer's header starts).
     pub hdr_len: usize,
+    /// A network layer's (source, destination) addresses, for the demux of the layer above
+    /// (TCP's 4-tuple); `None` from layers without addresses of that kind.
+    pub addrs: Option<([u8; 4], [u8; 4])>,
+}
+
+/// What the demux calls below a layer found out, handed to [`Protocol::demux_below`]: the
+/// addresses a transport protocol's demux key includes (002 §4.3: ILLM demultiplexes every layer
+/// before any state change, so this cannot come from the pops).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Below {
+    /// Source address of the network layer.
+    pub src_ip: Option<[u8; 4]>,
+    /// Destination address of the network layer.
+    pub dst_ip: Option<[u8; 4]>,
+}
+
+impl Below {
+    /// Takes in what one layer's demux found.
+    pub fn note(&mut self, d: &Demuxed) {
+        if let Some((s, t)) = d.addrs {
+            self.src_ip = Some(s);
+            self.dst_ip = Some(t);
+        }
+    }
 }
 
 /// The participants of a connection: every address a layer may need to open a session or write
@@ -127,6 +154,9 @@ pub struct RxCtx {
     pub src_ip: [u8; 4],
     /// IPv4 destination address, set by the IP layer's pop.
     pub dst_ip: [u8; 4],
+    /// Set by a layer that took the whole frame as control (a TCP segment without data, a pure
+    /// ACK): nothing is delivered to the application, and the stack counts it as consumed.
+    pub consumed: bool,
 }
 
 impl RxCtx {
@@ -188,11 +218,25 @@ pub trait Protocol: Send {
     /// Finds the session of a received frame from the header at the front of `hdr`. Pure.
     fn demux(&self, hdr: &[u8]) -> Result<Demuxed, DropReason>;
 
+    /// [`Protocol::demux`] knowing what the layers below found (the graph calls this one); a
+    /// protocol whose demux key includes lower layers' addresses (TCP) overrides it.
+    fn demux_below(&self, hdr: &[u8], below: &Below) -> Result<Demuxed, DropReason> {
+        let _ = below;
+        self.demux(hdr)
+    }
+
     /// State change for a received frame on session `s`: validate, strip the header, trim.
     fn pop(&mut self, s: SessionId, msg: &mut Message, rx: &mut RxCtx) -> Result<(), DropReason>;
 
     /// Prepends this layer's header for session `s` to an outgoing message.
     fn push(&mut self, s: SessionId, msg: &mut Message);
+
+    /// Whether session `s` owes its peer an acknowledgement no outgoing segment has carried yet
+    /// (TCP; [`crate::Stack::flush_acks`] sends it). Protocols without ACKs owe none.
+    fn ack_owed(&self, s: SessionId) -> bool {
+        let _ = s;
+        false
+    }
 
     /// Frames and bytes popped on session `s` (state the pop phase changes).
     fn session_counters(&self, s: SessionId) -> (u64, u64);

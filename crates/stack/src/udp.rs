@@ -107,6 +107,7 @@ impl Protocol for Udp {
         Ok(Demuxed {
             session,
             hdr_len: UDP_HDR_LEN,
+            addrs: None,
         })
     }
 

@@ -611,6 +611,36 @@ fn stack_receive() -> Vec<Seed> {
             .expect("a frame");
         cat(&[&[sel], &buf[..n]])
     }
+    /// The TCP segments host 2 sends to host 1's TCP endpoint (port 7, DAA application 8),
+    /// one per element of `data` (empty: a pure ACK), as frames behind `sel`.
+    fn tcp_from_host2(sel: u8, data: &[&[u8]]) -> Vec<Vec<u8>> {
+        let me = config(sel);
+        let peer_cfg = StackConfig {
+            architecture: me.architecture,
+            ilp: me.ilp,
+            ..StackConfig::host(2)
+        };
+        let (mut peer, ids) = Stack::udp_ip_eth(peer_cfg);
+        let p = Participants {
+            remote_mac: me.station,
+            remote_ip: me.address,
+            local_port: 7,
+            remote_port: 7,
+            remote_app: 8,
+            ..Default::default()
+        };
+        let (ep, _) = peer.open(ids.tcp, p, 0, Some(8)).expect("host 2 opens");
+        data.iter()
+            .map(|d| {
+                peer.send(Instant::ZERO, ep, d).expect("host 2 sends");
+                let mut buf = vec![0u8; 2048];
+                let n = peer
+                    .poll_transmit(Instant::ZERO, &mut buf)
+                    .expect("a frame");
+                cat(&[&[sel], &buf[..n]])
+            })
+            .collect()
+    }
     let sel = |arch: Architecture, csum: bool, ilp: bool| {
         selector(|s| {
             let c = config(s);
@@ -657,6 +687,41 @@ fn stack_receive() -> Vec<Seed> {
         "illm-unknown-port",
         from_host2(sel(illm, false, false), 8, 7, &payload(32)),
     ));
+    for arch in Architecture::ALL {
+        for ilp in [false, true] {
+            let s = sel(arch, false, ilp);
+            let suffix = if ilp { "-ilp" } else { "" };
+            let segs = tcp_from_host2(s, &[&payload(32), &[]]);
+            let st = run(&segs[0]).expect("a frame");
+            assert_eq!(st.delivered, 1, "{arch:?} tcp data");
+            out.add(format!("{}-tcp{suffix}", arch.name()), segs[0].clone());
+            // A pure ACK from host 2 acknowledging nothing new: consumed, not delivered.
+            let ack = tcp_from_host2(s, &[&[]]).remove(0);
+            let st = run(&ack).expect("a frame");
+            assert_eq!((st.delivered, st.consumed), (0, 1), "{arch:?} tcp ack");
+            out.add(format!("{}-tcp-ack{suffix}", arch.name()), ack);
+        }
+        // The second data segment alone is out of order; a corrupted one fails its checksum.
+        let segs = tcp_from_host2(sel(arch, false, false), &[&payload(32), &payload(32)]);
+        drops.push((
+            match arch {
+                Architecture::Llm => "llm-tcp-out-of-order",
+                Architecture::Daa => "daa-tcp-out-of-order",
+                Architecture::Illm => "illm-tcp-out-of-order",
+            },
+            segs[1].clone(),
+        ));
+        let mut b = segs[0].clone();
+        *b.last_mut().unwrap() ^= 1;
+        drops.push((
+            match arch {
+                Architecture::Llm => "llm-tcp-checksum-corrupted",
+                Architecture::Daa => "daa-tcp-checksum-corrupted",
+                Architecture::Illm => "illm-tcp-checksum-corrupted",
+            },
+            b,
+        ));
+    }
     for (name, b) in drops {
         let st = run(&b).expect("a frame");
         assert_eq!((st.delivered, st.dropped()), (0, 1), "{name}");
