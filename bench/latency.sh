@@ -16,7 +16,8 @@
 # Environment: SIZE (UDP payload bytes, 64), WARMUP (untimed round trips per run, 1000),
 #   GAP_US (sleep between round trips, 0: back to back; e.g. 1000 for a lightly loaded path,
 #   where every packet finds the emulator asleep),
-#   MSLINK_ARGS (extra flags for the mslink run, e.g. '--set tun_offload=false'),
+#   MSLINK_ARGS (extra flags for the mslink run, e.g. '--set busy_poll_us=0': the loop that
+#   sleeps after every packet, without the default 30 us of busy polling),
 #   PIN (a CPU list, e.g. 0: the server, the client and the emulator of every case all run
 #   there, through taskset; default: no pinning, the scheduler places them).
 set -eu

@@ -7,7 +7,7 @@
 //! a real-time hop needs: a Mahimahi capacity trace, the MTU of the
 //! TUN devices and their offloads (`tun_offload`, `tun_coalesce`, on by default; the link
 //! still sees MTU-sized packets either way), the drain time at exit and the event loop's
-//! bounded busy polling (`busy_poll_us`, off by default). Every key is optional;
+//! bounded busy polling (`busy_poll_us`, [`DEFAULT_BUSY_POLL_US`] by default, 0: off). Every key is optional;
 //! [`EmuConfig::build`] checks the numbers, names the offending key in its error, and builds
 //! an [`EmulatedHop`]. Files (traces) are read through the caller's loader: this module does
 //! no I/O.
@@ -112,9 +112,10 @@ pub struct EmuConfig {
     /// With `tun_offload`: consecutive segments of one TCP flow that leave the link together
     /// are written as one super-packet (`crate::coalesce`).
     pub tun_coalesce: bool,
-    /// Bounded busy polling (0, the default: off): after a packet moves, the event loop polls
-    /// its devices without sleeping for this many microseconds, so a packet arriving meanwhile
-    /// does not wait for the loop to wake; costs CPU (`crate::runtime`).
+    /// Bounded busy polling ([`DEFAULT_BUSY_POLL_US`] by default; 0: off): after a packet
+    /// moves, the event loop polls its devices without sleeping for this many microseconds, so
+    /// a packet arriving meanwhile does not wait for the loop to wake; costs CPU
+    /// (`crate::runtime`).
     pub busy_poll_us: f64,
 }
 
@@ -142,7 +143,7 @@ impl Default for EmuConfig {
             drain_ms: 1000.0,
             tun_offload: true,
             tun_coalesce: true,
-            busy_poll_us: 0.0,
+            busy_poll_us: DEFAULT_BUSY_POLL_US,
         }
     }
 }
@@ -174,6 +175,12 @@ pub const MAX_RATE_BPS: f64 = 1e12;
 pub const MAX_DELAY_MS: f64 = 60_000.0;
 /// See [`MAX_RATE_BPS`].
 pub const MAX_DRAIN_MS: f64 = 600_000.0;
+/// Default `busy_poll_us`: the smallest window that, measured unpinned and back to back on
+/// a 2-vCPU VM, kept the emulator's added latency below Mahimahi's (docs/PERFORMANCE.md,
+/// "Emulator latency against Mahimahi"), at a cost of this many microseconds of CPU per
+/// packet on a sparse link.
+pub const DEFAULT_BUSY_POLL_US: f64 = 30.0;
+
 /// Longest `busy_poll_us`: the loop's longest sleep (`runtime::MAX_SLEEP`), beyond which it
 /// would never sleep at all.
 pub const MAX_BUSY_POLL_US: f64 = 10_000.0;

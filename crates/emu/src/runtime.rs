@@ -13,7 +13,8 @@
 //! comes after the write. Waits shorter than [`SPIN`] are spun instead of slept, since waking
 //! from a sleep costs more than that; a turn that did not sleep reads both devices.
 //!
-//! Busy polling (`busy_poll`, off when zero): for that long after a packet was read or
+//! Busy polling (`busy_poll`, off when zero; the link file's default is
+//! `config::DEFAULT_BUSY_POLL_US`): for that long after a packet was read or
 //! written, the loop does not sleep but polls both devices with a zero timeout, so a packet
 //! that arrives meanwhile (a reply, the next packet of a burst) is read without the cost of
 //! waking the thread — the bounded polling of Linux's `SO_BUSY_POLL` and of the guest halt
