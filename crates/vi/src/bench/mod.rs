@@ -25,12 +25,14 @@ use crate::{Backend, Status, VipError, WaitMode, WorkQueue};
 mod callcost;
 mod client;
 mod end;
+mod floor;
 pub mod netns;
 mod report;
 mod server;
 
 pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
+pub use floor::{floor_pingpong, FLOOR_C};
 pub use report::{fit_line, percentile, CallRow, Fit, PingRow, Report, ThroughputRow};
 pub use server::{serve, ServerConfig};
 
@@ -59,6 +61,9 @@ pub enum BenchBackend {
     UringUdp,
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
     Sock,
+    /// The C spin-loop floor over shared memory without the VI layer (`--floor`, local
+    /// ping-pong reference only).
+    Floor,
 }
 
 /// Transport of the sockets and io_uring backends.
@@ -76,6 +81,7 @@ impl BenchBackend {
         match self {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::Sock => Backend::Tcp,
+            Self::Floor => Backend::SharedMemory,
             Self::Udp => Backend::Udp,
             Self::UringTcp => Backend::UringTcp,
             Self::UringUdp => Backend::UringUdp,
@@ -103,6 +109,7 @@ impl BenchBackend {
             Self::UringTcp => "uring",
             Self::UringUdp => "uring-udp",
             Self::Sock => "sock",
+            Self::Floor => "floor",
         }
     }
 }

@@ -9,8 +9,13 @@
 //! untrusted: a peer that corrupts them is reported as [`Corrupt`], never a panic or an
 //! out-of-bounds access.
 //!
+//! Besides the bytes, each direction has a message counter `acked` that only its consumer
+//! advances (Release) once it is done with a message, so the producer learns (Acquire) that
+//! the memory a message named may be reused.
+//!
 //! Layout (byte offsets): 0 magic u64, 8 capacity u64; per direction d a tail at 128+256d
-//! and a head at 256+256d (each on its own cache line); per side s an event word at
+//! and a head at 256+256d (each on its own cache line; `acked` at 264+256d shares the head's
+//! line: both are written by the consumer only); per side s an event word at
 //! 640+128s and a waiting flag at 644+128s; closed flags at 896+4s; ring data of direction
 //! d at 4096 + d*capacity. Direction 0 carries side 0 (connector) to side 1 (acceptor).
 
@@ -29,6 +34,9 @@ fn off_tail(dir: usize) -> usize {
 }
 fn off_head(dir: usize) -> usize {
     256 + 256 * dir
+}
+fn off_acked(dir: usize) -> usize {
+    264 + 256 * dir
 }
 fn off_event(side: usize) -> usize {
     640 + 128 * side
@@ -205,6 +213,19 @@ impl Endpoint {
         Ok(n)
     }
 
+    /// Messages of our transmit direction the peer has finished with (Acquire: its reads of
+    /// the memory they named happened before).
+    pub(crate) fn acked(&self) -> u64 {
+        self.u64_at(off_acked(self.side)).load(Ordering::Acquire)
+    }
+
+    /// Tell the peer we are done with one more of its messages (and wake it at `flush`).
+    pub(crate) fn ack_one(&mut self) {
+        let w = self.u64_at(off_acked(self.peer()));
+        w.store(w.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        self.dirty = true;
+    }
+
     /// After a batch of `write`/`read` calls: wake the peer if it sleeps (one fence per
     /// batch instead of one per call). Must run before this side blocks.
     pub(crate) fn flush(&mut self) {
@@ -237,17 +258,21 @@ impl Endpoint {
         self.u32_at(off_closed(self.peer())).load(Ordering::SeqCst) != 0
     }
 
-    /// Sleep until data arrives, (if `want_write`) space frees, the peer closes, or `timeout`.
-    /// The Dekker-style handshake with `notify` (flag store, SeqCst fence, re-check) means a
-    /// wake-up cannot be lost; a spurious early return is allowed.
-    pub(crate) fn wait(&mut self, want_write: bool, timeout: Duration) -> Result<(), Corrupt> {
+    /// Sleep until `ready` holds, the peer closes, or `timeout`. The Dekker-style handshake
+    /// with `notify` (flag store, SeqCst fence, then `ready` evaluated) means a wake-up
+    /// cannot be lost: any change the peer publishes (and then `flush`es) after that either
+    /// makes `ready` true or wakes us. A spurious early return is allowed.
+    pub(crate) fn wait_until(
+        &mut self,
+        timeout: Duration,
+        ready: impl Fn(&Self) -> Result<bool, Corrupt>,
+    ) -> Result<(), Corrupt> {
         self.flush();
         let me = self.side;
         self.u32_at(off_waiting(me)).store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let e = self.u32_at(off_event(me)).load(Ordering::SeqCst);
-        let ready =
-            self.rx_available()? > 0 || (want_write && self.tx_space()? > 0) || self.peer_closed();
+        let ready = ready(self)? || self.peer_closed();
         if !ready {
             futex_wait(self.u32_at(off_event(me)), e, timeout);
         }
