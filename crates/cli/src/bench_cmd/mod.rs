@@ -42,6 +42,7 @@ enum Role {
         "Examples:\n",
         "  mslink bench local --quick               # both backends, small settings (CI)\n",
         "  mslink bench local --backend shm --sizes 64 --iters 100000\n",
+        "  mslink bench local --backend shm --mode poll --sizes 64 --cpu 0,1 --floor --quick   # VI vs the C floor\n",
         "  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536 --out results/bench\n",
         "  mslink bench local --netns --backend uring --quick --json -q   # across a veth between two namespaces (root)"
     ))]
@@ -180,6 +181,15 @@ struct ClientOpts {
     /// Small settings that finish in seconds (CI).
     #[arg(long)]
     quick: bool,
+    /// Pin the server and the client to these CPUs (SERVER,CLIENT; sched_setaffinity, like
+    /// sockperf/netperf/iperf3 affinity options); `local` pins its server child, the floor
+    /// program and the client; `client` pins the client only (the second number).
+    #[arg(long, value_delimiter = ',', value_name = "SERVER,CLIENT")]
+    cpu: Vec<usize>,
+    /// `local` only: also run the machine's floor, a C two-process spin ping-pong over shared
+    /// memory (compiled at run time with $CC or cc), as `floor` rows beside the shm rows.
+    #[arg(long)]
+    floor: bool,
     /// Write pingpong.csv, throughput.csv and callcost.csv into this folder (created if
     /// missing), with the figures throughput, cpu_per_byte and rtt as PNG and SVG beside them
     /// (`--csv` is the former name).
@@ -197,8 +207,16 @@ struct ClientOpts {
 }
 
 impl ClientOpts {
-    fn config(&self) -> ClientConfig {
-        ClientConfig {
+    fn config(&self) -> Result<ClientConfig> {
+        let cpus = match self.cpu[..] {
+            [] => None,
+            [s, c] => Some((s, c)),
+            _ => bail!(
+                "--cpu takes two CPU numbers, SERVER,CLIENT (e.g. --cpu 0,1), got {:?}",
+                self.cpu
+            ),
+        };
+        Ok(ClientConfig {
             backends: self.backend.iter().map(|b| b.bench()).collect(),
             transports: (self.transport.iter())
                 .map(|t| match t {
@@ -216,7 +234,9 @@ impl ClientOpts {
             max_messages: self.max_messages,
             calls: self.calls,
             quick: self.quick,
-        }
+            cpus,
+            floor: self.floor,
+        })
     }
 }
 
@@ -242,6 +262,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Role::Client(o) => {
             if o.netns {
                 bail!("--netns needs `mslink bench local`");
+            }
+            if o.floor {
+                bail!("--floor needs `mslink bench local` (the floor runs on this host)");
             }
             if o.addr.is_empty() {
                 bail!(
@@ -288,7 +311,8 @@ fn measure(o: &ClientOpts, target: &Target) -> Result<bench::Report> {
     } else {
         "(full settings; --quick for seconds)"
     });
-    let r = bench::run_client_with(&o.config(), target, &mut |done, total| {
+    let cfg = o.config()?;
+    let r = bench::run_client_with(&cfg, target, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     });

@@ -81,6 +81,12 @@ pub struct ClientConfig {
     pub calls: usize,
     /// Small settings that finish in seconds (CI).
     pub quick: bool,
+    /// (server CPU, client CPU): pin a local server and this thread there (sched_setaffinity;
+    /// the floor program too). The thread stays pinned after the run.
+    pub cpus: Option<(usize, usize)>,
+    /// Local runs: also measure the C spin-loop floor ([`super::floor_pingpong`]) at every
+    /// size, as `floor` ping-pong rows.
+    pub floor: bool,
 }
 
 /// Runs every test against `target` (see the module contract).
@@ -144,12 +150,19 @@ pub fn run_client_with(
             .collect()
     };
     let reference = matches!(target, Target::Local { .. }) && backends.contains(&BenchBackend::Tcp);
+    let floor = o.floor && matches!(target, Target::Local { .. });
     let total = backends
         .iter()
         .map(|&b| 2 * o.modes.len() * sizes_of(b).len())
         .sum::<usize>()
         + if reference { sizes.len() } else { 0 }
+        + if floor { sizes.len() } else { 0 }
         + 1;
+    let pin =
+        |cpu: usize| crate::pin_thread_to_cpu(cpu).context(|| format!("--cpu: pin to CPU {cpu}"));
+    if let Some((_, c)) = o.cpus {
+        pin(c)?;
+    }
     let mut done = 0usize;
     let mut step = || {
         done += 1;
@@ -161,7 +174,15 @@ pub fn run_client_with(
         let (_child, addr) = match target {
             Target::Local { server, .. } => {
                 let ns = ns.as_ref().map(|n| n.server());
-                let (c, a) = spawn_server(server, b, max, o.zc, ns)?;
+                // The child inherits this thread's CPU mask: the server's CPU while it starts.
+                if let Some((s, _)) = o.cpus {
+                    pin(s)?;
+                }
+                let started = spawn_server(server, b, max, o.zc, ns);
+                if let Some((_, c)) = o.cpus {
+                    pin(c)?;
+                }
+                let (c, a) = started?;
                 (Some(c), a)
             }
             Target::Remote(addr) => (None, addr.clone()),
@@ -220,6 +241,15 @@ pub fn run_client_with(
             fixed_us: a,
             us_per_byte: k,
         });
+    }
+    if floor {
+        // The machine's floor for the same ping-pong (C, two processes, same CPUs).
+        for &s in &sizes {
+            let row = super::floor_pingpong(s, o.iters, o.warmup, o.cpus)
+                .context(|| format!("floor ping-pong {s} B"))?;
+            rep.pingpong.push(row);
+            step();
+        }
     }
     rep.callcost = call_costs(o.calls)?;
     step();
@@ -452,6 +482,8 @@ mod tests {
             max_messages: 64,
             calls: 5,
             quick: true,
+            cpus: None,
+            floor: false,
         };
         let mut seen = Vec::new();
         let r = run_client_with(&o, &Target::Remote(addr), &mut |d, t| seen.push((d, t)));
