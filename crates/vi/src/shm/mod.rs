@@ -480,7 +480,7 @@ impl Wire for ShmWire {
         let payload = bytes - crate::HEADER_BYTES;
         if payload <= self.inline_max {
             // Inline: the record head, then the payload streamed behind it.
-            if self.ep.tx_space().or_else(Self::corrupt)? < REC_HEAD {
+            if self.ep.tx_free(REC_HEAD).or_else(Self::corrupt)? < REC_HEAD {
                 self.blocked = REC_HEAD;
                 return Ok(false);
             }
@@ -532,7 +532,7 @@ impl Wire for ShmWire {
         }
         rec[8..12].copy_from_slice(&(n as u32).to_le_bytes());
         let rec = &rec[..REC_HEAD + n * REC_SEG];
-        if self.ep.tx_space().or_else(Self::corrupt)? < rec.len() {
+        if self.ep.tx_free(rec.len()).or_else(Self::corrupt)? < rec.len() {
             self.blocked = rec.len();
             return Ok(false);
         }
