@@ -46,6 +46,21 @@ pub enum VipError {
     /// Nothing completed within the timeout.
     #[error("timed out")]
     Timeout,
+    /// Registering a region could not pin it in RAM (`mlock` refused).
+    #[error(
+        "cannot pin a {bytes}-byte memory region in RAM: mlock refused ({cause}); the \
+         locked-memory limit (RLIMIT_MEMLOCK) of this process is {limit}, shared by every \
+         region it has registered. Raise it with `ulimit -l <KiB>` (or `ulimit -l unlimited`), \
+         LimitMEMLOCK= in a systemd unit, or run with CAP_IPC_LOCK"
+    )]
+    MemLock {
+        /// Bytes the region needed locked (rounded up to whole pages).
+        bytes: usize,
+        /// The limit, as text ("65536 bytes", "unlimited").
+        limit: String,
+        /// What the kernel said.
+        cause: std::io::Error,
+    },
     /// An operating-system call on the control path failed.
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),

@@ -19,7 +19,7 @@
 //! let mut nic = Nic::open(Backend::SharedMemory, NicConfig::default())?;
 //! let cq = nic.create_cq();
 //! let vi = nic.create_vi(cq, cq)?;
-//! let mem = nic.register_mem(vec![0; 4096]);
+//! let mem = nic.register_mem(vec![0; 4096])?;
 //! nic.connect(vi, "/tmp/mslink-vi.sock", Duration::from_secs(1))?;
 //! let seg = nic.segment(mem, 0, 64)?;
 //! nic.post_send(vi, &Descriptor::single(seg, 7))?;
@@ -49,7 +49,7 @@ pub use mem::{MemHandle, Segment};
 pub use nic::{
     Backend, CqHandle, ListenerHandle, Nic, NicConfig, ViHandle, ViStats, WaitMode, HEADER_BYTES,
 };
-pub use sys::process_cpu;
+pub use sys::{pin_thread_to_cpu, process_cpu};
 pub use syscost::{socket_call_costs, SocketCallCost};
 pub use udp::MAX_UDP_MESSAGE;
 pub use uring::{DIRECT_MIN, FIXED_SLOTS};

@@ -7,8 +7,17 @@
 //! Descriptors name memory by (region, offset, length): bounds are checked when a
 //! descriptor is posted, and a region referenced by a posted descriptor cannot be
 //! deregistered (lifetime check) — the refusal is an error, never a dangling buffer.
+//! Registered memory is pinned as in 000 §III.A: each region gets its own page-aligned
+//! mapping, locked with `mlock(2)` until deregistered (or the NIC drops); if RLIMIT_MEMLOCK
+//! refuses, registration fails with [`VipError::MemLock`] naming the size and the limit.
+//! Registration copies the caller's buffer in, deregistration copies it back out (control
+//! path). On the shared-memory backend a region is a sealed memfd the peer may map
+//! read-only, so a message moves with one copy (see `shm`).
+
+use std::os::fd::AsRawFd;
 
 use crate::error::VipError;
+use crate::sys::{PinError, PinnedBuf};
 
 /// Handle of a registered memory region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,7 +36,7 @@ pub struct Segment {
 
 #[derive(Debug)]
 struct Region {
-    buf: Vec<u8>,
+    buf: PinnedBuf,
     /// Posted descriptors (send or receive, any VI) that reference this region.
     in_use: u32,
 }
@@ -39,9 +48,28 @@ pub(crate) struct MemTable {
 }
 
 impl MemTable {
-    pub(crate) fn register(&mut self, buf: Vec<u8>) -> MemHandle {
-        self.regions.push(Some(Region { buf, in_use: 0 }));
-        MemHandle((self.regions.len() - 1) as u32)
+    /// Pin a copy of `buf` (a memfd the peer may map if `shareable`) and register it.
+    pub(crate) fn register(
+        &mut self,
+        buf: Vec<u8>,
+        shareable: bool,
+    ) -> Result<MemHandle, VipError> {
+        let mut pinned = PinnedBuf::new(buf.len(), shareable).map_err(|e| match e {
+            PinError::Io(e) => VipError::Io(e),
+            PinError::Lock(l) => VipError::MemLock {
+                bytes: l.bytes,
+                limit: l
+                    .limit
+                    .map_or_else(|| "unlimited".to_string(), |b| format!("{b} bytes")),
+                cause: l.err,
+            },
+        })?;
+        pinned.as_mut_slice().copy_from_slice(&buf);
+        self.regions.push(Some(Region {
+            buf: pinned,
+            in_use: 0,
+        }));
+        Ok(MemHandle((self.regions.len() - 1) as u32))
     }
 
     fn region(&self, h: MemHandle) -> Result<&Region, VipError> {
@@ -64,20 +92,23 @@ impl MemTable {
             return Err(VipError::MemoryInUse(r.in_use));
         }
         let slot = &mut self.regions[h.0 as usize];
-        Ok(slot.take().map(|r| r.buf).unwrap_or_default())
+        Ok(slot
+            .take()
+            .map(|r| r.buf.as_slice().to_vec())
+            .unwrap_or_default())
     }
 
     pub(crate) fn bytes(&self, h: MemHandle) -> Result<&[u8], VipError> {
-        Ok(&self.region(h)?.buf)
+        Ok(self.region(h)?.buf.as_slice())
     }
 
     pub(crate) fn bytes_mut(&mut self, h: MemHandle) -> Result<&mut [u8], VipError> {
-        Ok(&mut self.region_mut(h)?.buf)
+        Ok(self.region_mut(h)?.buf.as_mut_slice())
     }
 
     /// Check that a segment lies inside its region.
     pub(crate) fn check(&self, s: &Segment) -> Result<(), VipError> {
-        let region_len = self.region(s.mem)?.buf.len();
+        let region_len = self.region(s.mem)?.buf.as_slice().len();
         match s.offset.checked_add(s.len) {
             Some(end) if end <= region_len => Ok(()),
             _ => Err(VipError::OutOfBounds {
@@ -104,10 +135,12 @@ impl MemTable {
     /// Where a segment's region lives, for backends that register memory with the kernel.
     pub(crate) fn region_ref(&self, h: MemHandle) -> Option<crate::wire::RegionRef> {
         let r = self.region(h).ok()?;
+        let b = r.buf.as_slice();
         Some(crate::wire::RegionRef {
             id: h.0,
-            base: r.buf.as_ptr() as usize,
-            len: r.buf.len(),
+            base: b.as_ptr() as usize,
+            len: b.len(),
+            fd: r.buf.fd().map(|f| (f.as_raw_fd(), r.buf.map_len())),
         })
     }
 

@@ -30,6 +30,9 @@ pub(crate) struct RegionRef {
     pub base: usize,
     /// Length of the whole region.
     pub len: usize,
+    /// A shareable region's memfd and its mapped length (shared-memory backend), which the
+    /// peer may map read-only; valid while the region is registered.
+    pub fd: Option<(std::os::fd::RawFd, usize)>,
 }
 
 /// One piece of a message handed to an asynchronous wire.

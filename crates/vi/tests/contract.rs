@@ -41,8 +41,8 @@ fn pump(x: &mut End, y: &mut End, ys: &mut Vec<mslink_vi::Completion>) -> mslink
 #[test]
 fn descriptor_lifecycle_posted_in_progress_done() {
     let (mut a, mut b) = pair(Backend::SharedMemory, small_ring(), "life");
-    let rmem = a.nic.register_mem(vec![0; 1024]);
-    let smem = b.nic.register_mem(vec![0; 1000]);
+    let rmem = a.nic.register_mem(vec![0; 1024]).unwrap();
+    let smem = b.nic.register_mem(vec![0; 1000]).unwrap();
     let data = fill(&mut b.nic, smem, 1);
     let rseg = a.nic.segment(rmem, 0, 1024).unwrap();
     let rid = a
@@ -107,10 +107,10 @@ fn descriptor_lifecycle_posted_in_progress_done() {
 fn done_state_visible_until_reaped() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, NicConfig::default(), "reap");
-        let rm = a.nic.register_mem(vec![0; 64]);
+        let rm = a.nic.register_mem(vec![0; 64]).unwrap();
         let rseg = a.nic.segment(rm, 0, 64).unwrap();
         let rid = a.nic.post_recv(a.vi, &Descriptor::single(rseg, 3)).unwrap();
-        let m = b.nic.register_mem(vec![5; 64]);
+        let m = b.nic.register_mem(vec![5; 64]).unwrap();
         let seg = b.nic.segment(m, 0, 64).unwrap();
         b.nic.post_send(b.vi, &Descriptor::single(seg, 1)).unwrap();
         assert!(b.nic.cq_wait(b.cq, T, WaitMode::Poll).unwrap().is_ok());
@@ -134,8 +134,8 @@ fn done_state_visible_until_reaped() {
 fn completion_order_per_work_queue_and_shared_cq() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, small_ring(), "order");
-        let rmem = a.nic.register_mem(vec![0; 16 * 600]);
-        let smem = b.nic.register_mem(vec![0; 600]);
+        let rmem = a.nic.register_mem(vec![0; 16 * 600]).unwrap();
+        let smem = b.nic.register_mem(vec![0; 600]).unwrap();
         fill(&mut b.nic, smem, 2);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut rids = Vec::new();
@@ -200,7 +200,7 @@ fn one_cq_serves_two_vis() {
             let v2 = n.create_vi(cq, cq).unwrap();
             n.connect(v1, &at, T).unwrap();
             n.connect(v2, &at, T).unwrap();
-            let m = n.register_mem(vec![9; 32]);
+            let m = n.register_mem(vec![9; 32]).unwrap();
             let seg = n.segment(m, 0, 32).unwrap();
             n.post_send(v1, &Descriptor::single(seg, 1)).unwrap();
             n.post_send(v2, &Descriptor::single(seg, 2)).unwrap();
@@ -209,7 +209,7 @@ fn one_cq_serves_two_vis() {
             }
             n
         });
-        let m = a1.nic.register_mem(vec![0; 64]);
+        let m = a1.nic.register_mem(vec![0; 64]).unwrap();
         for (vi, off) in [(vi2, 0), (vi3, 32)] {
             let seg = a1.nic.segment(m, off, 32).unwrap();
             a1.nic
@@ -237,7 +237,7 @@ fn buffer_outside_registered_region_refused() {
     let mut nic = Nic::open(Backend::SharedMemory, NicConfig::default()).unwrap();
     let cq = nic.create_cq();
     let vi = nic.create_vi(cq, cq).unwrap();
-    let m = nic.register_mem(vec![0; 4096]);
+    let m = nic.register_mem(vec![0; 4096]).unwrap();
     assert!(matches!(
         nic.segment(m, 4000, 200),
         Err(VipError::OutOfBounds { .. })
@@ -278,7 +278,7 @@ fn buffer_outside_registered_region_refused() {
 fn deregister_with_posted_descriptor_refused_and_disconnect_flushes() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, NicConfig::default(), "flush");
-        let m = a.nic.register_mem(vec![0; 300]);
+        let m = a.nic.register_mem(vec![0; 300]).unwrap();
         let mut ids = Vec::new();
         for k in 0..3 {
             let seg = a.nic.segment(m, k * 100, 100).unwrap();
@@ -305,7 +305,7 @@ fn deregister_with_posted_descriptor_refused_and_disconnect_flushes() {
         assert_eq!(a.nic.deregister_mem(m).unwrap().len(), 300);
         a.nic.destroy_vi(a.vi).unwrap();
         // The peer's posted receive completes with an error, and further posts are refused.
-        let pm = b.nic.register_mem(vec![0; 8]);
+        let pm = b.nic.register_mem(vec![0; 8]).unwrap();
         let seg = b.nic.segment(pm, 0, 8).unwrap();
         let pid = b.nic.post_recv(b.vi, &Descriptor::single(seg, 9)).unwrap();
         let c = b.nic.cq_wait(b.cq, T, WaitMode::Block).unwrap();
@@ -325,7 +325,7 @@ fn deregister_with_posted_descriptor_refused_and_disconnect_flushes() {
 fn receive_without_descriptor_is_an_error_completion() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, NicConfig::default(), "nodesc");
-        let sm = b.nic.register_mem(vec![1; 50]);
+        let sm = b.nic.register_mem(vec![1; 50]).unwrap();
         let seg = b.nic.segment(sm, 0, 50).unwrap();
         b.nic.post_send(b.vi, &Descriptor::single(seg, 0)).unwrap();
         let c = a.nic.cq_wait(a.cq, T, WaitMode::Block).unwrap();
@@ -335,7 +335,7 @@ fn receive_without_descriptor_is_an_error_completion() {
         );
         assert_eq!(a.nic.vi_stats(a.vi).unwrap().recv_no_descriptor, 1);
         // Too long for the posted descriptor: LengthError on that descriptor.
-        let rm = a.nic.register_mem(vec![0; 64]);
+        let rm = a.nic.register_mem(vec![0; 64]).unwrap();
         let small = a.nic.segment(rm, 0, 10).unwrap();
         let id = a
             .nic
@@ -361,14 +361,14 @@ fn receive_without_descriptor_is_an_error_completion() {
 fn scatter_gather_across_segments() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, small_ring(), "sg");
-        let sm = b.nic.register_mem(vec![0; 3000]);
+        let sm = b.nic.register_mem(vec![0; 3000]).unwrap();
         let data = fill(&mut b.nic, sm, 4);
         let mut sd = Descriptor::new(1);
         sd.push(b.nic.segment(sm, 0, 700).unwrap()).unwrap();
         sd.push(b.nic.segment(sm, 700, 1).unwrap()).unwrap();
         sd.push(b.nic.segment(sm, 701, 2299).unwrap()).unwrap();
-        let r1 = a.nic.register_mem(vec![0; 1000]);
-        let r2 = a.nic.register_mem(vec![0; 2500]);
+        let r1 = a.nic.register_mem(vec![0; 1000]).unwrap();
+        let r2 = a.nic.register_mem(vec![0; 2500]).unwrap();
         let mut rd = Descriptor::new(2);
         rd.push(a.nic.segment(r1, 0, 1000).unwrap()).unwrap();
         rd.push(a.nic.segment(r2, 0, 2500).unwrap()).unwrap();
@@ -394,7 +394,7 @@ fn blocking_echo_between_threads() {
         let t = std::thread::spawn(move || {
             // Two buffers: the next receive is posted before the echo is sent, so the
             // peer's next message always finds a descriptor.
-            let m = a.nic.register_mem(vec![0; 2000]);
+            let m = a.nic.register_mem(vec![0; 2000]).unwrap();
             let seg = a.nic.segment(m, 0, 1000).unwrap();
             a.nic.post_recv(a.vi, &Descriptor::single(seg, 0)).unwrap();
             let mut sends_done = 0;
@@ -421,8 +421,8 @@ fn blocking_echo_between_threads() {
                 sends_done += 1;
             }
         });
-        let sm = b.nic.register_mem(vec![0; 1000]);
-        let rm = b.nic.register_mem(vec![0; 1000]);
+        let sm = b.nic.register_mem(vec![0; 1000]).unwrap();
+        let rm = b.nic.register_mem(vec![0; 1000]).unwrap();
         for k in 0..50usize {
             let len = (k * 37) % 1000;
             b.nic.mem_mut(sm).unwrap()[..len].fill(k as u8);
@@ -469,14 +469,14 @@ fn deferred_doorbell_batches_posts_until_rung() {
     };
     for backend in ALL {
         let (mut a, mut b) = pair(backend, cfg.clone(), "bell");
-        let rm = a.nic.register_mem(vec![0; 3 * 16]);
+        let rm = a.nic.register_mem(vec![0; 3 * 16]).unwrap();
         for k in 0..3 {
             let seg = a.nic.segment(rm, k * 16, 16).unwrap();
             a.nic
                 .post_recv(a.vi, &Descriptor::single(seg, k as u64))
                 .unwrap();
         }
-        let sm = b.nic.register_mem(vec![3; 16]);
+        let sm = b.nic.register_mem(vec![3; 16]).unwrap();
         let seg = b.nic.segment(sm, 0, 16).unwrap();
         let ids: Vec<_> = (0..3)
             .map(|k| b.nic.post_send(b.vi, &Descriptor::single(seg, k)).unwrap())
@@ -520,14 +520,14 @@ fn post_send_deferred_waits_for_the_doorbell_and_keeps_order() {
     for backend in ALL {
         let (mut a, mut b) = pair(backend, NicConfig::default(), "defer1");
         let n = 40_000;
-        let rm = a.nic.register_mem(vec![0; 3 * n]);
+        let rm = a.nic.register_mem(vec![0; 3 * n]).unwrap();
         for k in 0..3 {
             let seg = a.nic.segment(rm, k * n, n).unwrap();
             a.nic
                 .post_recv(a.vi, &Descriptor::single(seg, k as u64))
                 .unwrap();
         }
-        let sm = b.nic.register_mem(vec![0; 3 * n]);
+        let sm = b.nic.register_mem(vec![0; 3 * n]).unwrap();
         let data = fill(&mut b.nic, sm, 77);
         let ids: Vec<_> = (0..3)
             .map(|k| {

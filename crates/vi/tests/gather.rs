@@ -25,7 +25,7 @@ fn batch(gather: bool, k: usize) -> u64 {
         ..NicConfig::default()
     };
     let (mut a, mut b) = pair(Backend::Tcp, cfg, if gather { "g1" } else { "g0" });
-    let rmem = a.nic.register_mem(vec![0; k * 4096]);
+    let rmem = a.nic.register_mem(vec![0; k * 4096]).unwrap();
     for i in 0..k {
         let seg = a.nic.segment(rmem, i * 4096, 4096).unwrap();
         a.nic
@@ -33,7 +33,7 @@ fn batch(gather: bool, k: usize) -> u64 {
             .unwrap();
     }
     let data: Vec<u8> = (0..k * 4096).map(|i| (i * 31 % 251) as u8).collect();
-    let smem = b.nic.register_mem(data.clone());
+    let smem = b.nic.register_mem(data.clone()).unwrap();
     let len = |i: usize| 100 + i * 97;
     for i in 0..k {
         let s1 = b.nic.segment(smem, i * 4096, 10).unwrap();

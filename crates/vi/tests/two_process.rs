@@ -38,7 +38,7 @@ fn peer_helper() {
     let mut nic = Nic::open(backend, NicConfig::default()).unwrap();
     let cq = nic.create_cq();
     let vi = nic.create_vi(cq, cq).unwrap();
-    let m = nic.register_mem(vec![0; 2 * 65536]);
+    let m = nic.register_mem(vec![0; 2 * 65536]).unwrap();
     let seg = nic.segment(m, 0, backend.max_message().min(65536)).unwrap();
     nic.post_recv(vi, &Descriptor::single(seg, 0)).unwrap();
     nic.connect(vi, &addr, T).unwrap();
@@ -86,8 +86,8 @@ fn shared_memory_echo_across_processes() {
     let cq = nic.create_cq();
     let vi = nic.create_vi(cq, cq).unwrap();
     nic.accept(l, vi, T).unwrap();
-    let sm = nic.register_mem(vec![0; 65536]);
-    let rm = nic.register_mem(vec![0; 65536]);
+    let sm = nic.register_mem(vec![0; 65536]).unwrap();
+    let rm = nic.register_mem(vec![0; 65536]).unwrap();
     for (k, len) in [1usize, 64, 4096, 65536, 3000].into_iter().enumerate() {
         for (i, b) in nic.mem_mut(sm).unwrap()[..len].iter_mut().enumerate() {
             *b = (i * 31 + k) as u8;
@@ -134,7 +134,7 @@ fn peer_that_dies_leaves_errors_not_a_hang() {
             let mut child = spawn_peer(backend, "die", &addr);
             let cq = nic.create_cq();
             let vi = nic.create_vi(cq, cq).unwrap();
-            let m = nic.register_mem(vec![0; 64]);
+            let m = nic.register_mem(vec![0; 64]).unwrap();
             for off in [0, 32] {
                 let s = nic.segment(m, off, 32).unwrap();
                 nic.post_recv(vi, &Descriptor::single(s, off as u64))

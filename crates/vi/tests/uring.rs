@@ -19,12 +19,12 @@ fn large_message_through_fixed_buffers_and_zero_copy_accounting() {
         };
         let (mut a, mut b) = pair(Backend::UringTcp, cfg, "big");
         let n = 1 << 20;
-        let sm = b.nic.register_mem(vec![0; n]);
+        let sm = b.nic.register_mem(vec![0; n]).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(61);
         rng.fill(b.nic.mem_mut(sm).unwrap());
         let data = b.nic.mem(sm).unwrap().to_vec();
-        let r1 = a.nic.register_mem(vec![0; n / 4]);
-        let r2 = a.nic.register_mem(vec![0; n]);
+        let r1 = a.nic.register_mem(vec![0; n / 4]).unwrap();
+        let r2 = a.nic.register_mem(vec![0; n]).unwrap();
         let mut rd = Descriptor::new(1);
         rd.push(a.nic.segment(r1, 0, n / 4).unwrap()).unwrap();
         rd.push(a.nic.segment(r2, 0, n).unwrap()).unwrap();
@@ -61,7 +61,7 @@ fn large_message_through_fixed_buffers_and_zero_copy_accounting() {
 fn udp_message_limit_refused_at_post() {
     for backend in [Backend::Udp, Backend::UringUdp] {
         let (_a, mut b) = pair(backend, NicConfig::default(), "udplim");
-        let m = b.nic.register_mem(vec![0; MAX_UDP_MESSAGE + 1]);
+        let m = b.nic.register_mem(vec![0; MAX_UDP_MESSAGE + 1]).unwrap();
         let too_long = b.nic.segment(m, 0, MAX_UDP_MESSAGE + 1).unwrap();
         assert!(matches!(
             b.nic.post_send(b.vi, &Descriptor::single(too_long, 0)),
@@ -80,7 +80,7 @@ fn udp_message_limit_refused_at_post() {
 fn udp_unposted_and_truncated_datagrams_reported() {
     for backend in [Backend::Udp, Backend::UringUdp] {
         let (mut a, mut b) = pair(backend, NicConfig::default(), "udptr");
-        let m = b.nic.register_mem(vec![7; MAX_UDP_MESSAGE]);
+        let m = b.nic.register_mem(vec![7; MAX_UDP_MESSAGE]).unwrap();
         let seg = b.nic.segment(m, 0, MAX_UDP_MESSAGE).unwrap();
         b.nic.post_send(b.vi, &Descriptor::single(seg, 0)).unwrap();
         let c = a.nic.cq_wait(a.cq, T, WaitMode::Block).unwrap();
@@ -88,7 +88,7 @@ fn udp_unposted_and_truncated_datagrams_reported() {
             (c.id, c.status, c.len),
             (None, Status::NoRecvDescriptor, MAX_UDP_MESSAGE)
         );
-        let rm = a.nic.register_mem(vec![0; 4096]);
+        let rm = a.nic.register_mem(vec![0; 4096]).unwrap();
         let rs = a.nic.segment(rm, 0, 4096).unwrap();
         let id = a.nic.post_recv(a.vi, &Descriptor::single(rs, 9)).unwrap();
         b.nic.post_send(b.vi, &Descriptor::single(seg, 0)).unwrap();
@@ -108,7 +108,7 @@ fn udp_unposted_and_truncated_datagrams_reported() {
 #[test]
 fn vanished_tcp_peer_leaves_errors_not_a_hang() {
     let (mut a, b) = pair(Backend::UringTcp, NicConfig::default(), "gone");
-    let m = a.nic.register_mem(vec![0; 64]);
+    let m = a.nic.register_mem(vec![0; 64]).unwrap();
     let seg = a.nic.segment(m, 0, 64).unwrap();
     let id = a.nic.post_recv(a.vi, &Descriptor::single(seg, 5)).unwrap();
     drop(b);

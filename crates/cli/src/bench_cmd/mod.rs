@@ -45,6 +45,7 @@ enum Role {
         "  mslink bench local --backend tcp --mode block --sizes 64,4096 --reps 5   # means ± 95% CI\n",
         "  mslink bench local --backend tcp-batch --backend uring --sizes 65536 --verify --out results/fair\n",
         "  mslink bench local --backend shm --sizes 64 --log results/rtt.csv       # every round trip\n",
+        "  mslink bench local --backend shm --mode poll --sizes 64 --cpu 0,1 --floor --quick   # VI vs the C floor\n",
         "  mslink bench local --backend tcp --backend uring --transport tcp --transport udp --sizes 65536 --out results/bench\n",
         "  mslink bench local --netns --backend uring --quick --json -q   # across a veth between two namespaces (root)"
     ))]
@@ -212,6 +213,15 @@ struct ClientOpts {
     /// Small settings that finish in seconds (CI).
     #[arg(long)]
     quick: bool,
+    /// Pin the server and the client to these CPUs (SERVER,CLIENT; sched_setaffinity, like
+    /// sockperf/netperf/iperf3 affinity options); `local` pins its server child, the floor
+    /// program and the client; `client` pins the client only (the second number).
+    #[arg(long, value_delimiter = ',', value_name = "SERVER,CLIENT")]
+    cpu: Vec<usize>,
+    /// `local` only: also run the machine's floor, a C two-process spin ping-pong over shared
+    /// memory (compiled at run time with $CC or cc), as `floor` rows beside the shm rows.
+    #[arg(long)]
+    floor: bool,
     /// Write pingpong.csv, throughput.csv, callcost.csv (000 Tables 1 and 2), rtt_fit.csv
     /// (lines, R² and residuals) and rtt_hist.csv (each point's HDR percentile distribution)
     /// into this folder (created if missing), with the figures of 000 Figs. 4-7 as PNG and SVG
@@ -230,8 +240,16 @@ struct ClientOpts {
 }
 
 impl ClientOpts {
-    fn config(&self) -> ClientConfig {
-        ClientConfig {
+    fn config(&self) -> Result<ClientConfig> {
+        let cpus = match self.cpu[..] {
+            [] => None,
+            [s, c] => Some((s, c)),
+            _ => bail!(
+                "--cpu takes two CPU numbers, SERVER,CLIENT (e.g. --cpu 0,1), got {:?}",
+                self.cpu
+            ),
+        };
+        Ok(ClientConfig {
             backends: self.backend.iter().map(|b| b.bench()).collect(),
             transports: (self.transport.iter())
                 .map(|t| match t {
@@ -251,7 +269,9 @@ impl ClientOpts {
             quick: self.quick,
             reps: self.reps as usize,
             verify: self.verify,
-        }
+            cpus,
+            floor: self.floor,
+        })
     }
 }
 
@@ -277,6 +297,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         Role::Client(o) => {
             if o.netns {
                 bail!("--netns needs `mslink bench local`");
+            }
+            if o.floor {
+                bail!("--floor needs `mslink bench local` (the floor runs on this host)");
             }
             if o.addr.is_empty() {
                 bail!(
@@ -326,7 +349,8 @@ fn measure(o: &ClientOpts, target: &Target) -> Result<bench::Report> {
     } else {
         "(full settings; --quick for seconds)"
     });
-    let r = bench::run_client_with(&o.config(), target, &mut |done, total| {
+    let cfg = o.config()?;
+    let r = bench::run_client_with(&cfg, target, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     });

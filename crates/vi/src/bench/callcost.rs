@@ -78,13 +78,13 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     let via = a.create_vi(cqa, cqa)?;
     let t_create = t0.elapsed();
     let t0 = Instant::now();
-    let ma = a.register_mem(vec![0; 4096]);
+    let ma = a.register_mem(vec![0; 4096])?;
     let t_reg = t0.elapsed();
     let mut b = Nic::open(Backend::SharedMemory, NicConfig::default())?;
     let lb = b.listen(&path)?;
     let cqb = b.create_cq();
     let vib = b.create_vi(cqb, cqb)?;
-    let mb = b.register_mem(vec![0; 4096]);
+    let mb = b.register_mem(vec![0; 4096])?;
     let acceptor = std::thread::spawn(move || -> Result<Nic> {
         b.accept(lb, vib, TIMEOUT)?;
         Ok(b)

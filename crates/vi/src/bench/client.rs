@@ -92,6 +92,12 @@ pub struct ClientConfig {
     /// Throughput test: the sender fills every message with a seeded pattern and the server
     /// checks it.
     pub verify: bool,
+    /// (server CPU, client CPU): pin a local server and this thread there (sched_setaffinity;
+    /// the floor program too). The thread stays pinned after the run.
+    pub cpus: Option<(usize, usize)>,
+    /// Local runs: also measure the C spin-loop floor ([`super::floor_pingpong`]) at every
+    /// size, as `floor` ping-pong rows.
+    pub floor: bool,
 }
 
 /// Runs every test against `target` (see the module contract).
@@ -159,12 +165,19 @@ pub fn run_client_with(
             .iter()
             .any(|b| matches!(b, BenchBackend::Tcp | BenchBackend::TcpBatch));
     let reps = o.reps.max(1);
+    let floor = o.floor && matches!(target, Target::Local { .. });
     let total = backends
         .iter()
         .map(|&b| 2 * o.modes.len() * sizes_of(b).len() * reps)
         .sum::<usize>()
         + if reference { sizes.len() * reps } else { 0 }
+        + if floor { sizes.len() * reps } else { 0 }
         + 1;
+    let pin =
+        |cpu: usize| crate::pin_thread_to_cpu(cpu).context(|| format!("--cpu: pin to CPU {cpu}"));
+    if let Some((_, c)) = o.cpus {
+        pin(c)?;
+    }
     let mut done = 0usize;
     let mut step = || {
         done += 1;
@@ -180,7 +193,15 @@ pub fn run_client_with(
         let (_child, addr) = match target {
             Target::Local { server, .. } => {
                 let ns = ns.as_ref().map(|n| n.server());
-                let (c, a) = spawn_server(server, b, max, o.zc, ns)?;
+                // The child inherits this thread's CPU mask: the server's CPU while it starts.
+                if let Some((s, _)) = o.cpus {
+                    pin(s)?;
+                }
+                let started = spawn_server(server, b, max, o.zc, ns);
+                if let Some((_, c)) = o.cpus {
+                    pin(c)?;
+                }
+                let (c, a) = started?;
                 (Some(c), a)
             }
             Target::Remote(addr) => (None, addr.clone()),
@@ -244,6 +265,23 @@ pub fn run_client_with(
             .collect();
         rep.rtt_fit.push(fit_of(b, m, &rows));
         rep.pingpong.extend(rows);
+    }
+    if floor {
+        // The machine's floor for the same ping-pong (C, two processes, same CPUs).
+        let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
+        for _ in 0..reps {
+            for (k, &s) in sizes.iter().enumerate() {
+                let run = super::floor_pingpong(s, o.iters, o.warmup, o.cpus)
+                    .context(|| format!("floor ping-pong {s} B"))?;
+                runs[k].push(run);
+                step();
+            }
+        }
+        let (b, m) = (BenchBackend::Floor, WaitMode::Poll);
+        rep.pingpong.extend(
+            (sizes.iter().zip(runs))
+                .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r)),
+        );
     }
     rep.callcost = call_costs(o.calls, reps)?;
     step();
@@ -591,6 +629,8 @@ mod tests {
             quick: true,
             reps,
             verify,
+            cpus: None,
+            floor: false,
         }
     }
 

@@ -30,7 +30,7 @@ impl End {
         let mut nic = Nic::open(b.backend(), cfg)?;
         let cq = nic.create_cq();
         let vi = nic.create_vi(cq, cq)?;
-        let mem = nic.register_mem(vec![0; slot * slots]);
+        let mem = nic.register_mem(vec![0; slot * slots])?;
         Ok(Self {
             nic,
             cq,

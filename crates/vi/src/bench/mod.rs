@@ -32,6 +32,7 @@ use crate::{Backend, Status, VipError, WaitMode, WorkQueue};
 mod callcost;
 mod client;
 mod end;
+mod floor;
 pub mod netns;
 mod pattern;
 mod report;
@@ -39,6 +40,7 @@ mod server;
 
 pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
+pub use floor::{floor_pingpong, FLOOR_C};
 pub use report::{
     fit_line, fit_quality, histogram, percentile, CallRow, Ci95, Fit, PingRow, PingRun, Report,
     Residual, ThroughputRow, ThroughputRun,
@@ -74,6 +76,9 @@ pub enum BenchBackend {
     UringUdp,
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
     Sock,
+    /// The C spin-loop floor over shared memory without the VI layer (`--floor`, local
+    /// ping-pong reference only).
+    Floor,
 }
 
 /// Transport of the sockets and io_uring backends.
@@ -91,6 +96,7 @@ impl BenchBackend {
         match self {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::TcpBatch | Self::Sock => Backend::Tcp,
+            Self::Floor => Backend::SharedMemory,
             Self::Udp => Backend::Udp,
             Self::UringTcp => Backend::UringTcp,
             Self::UringUdp => Backend::UringUdp,
@@ -119,6 +125,7 @@ impl BenchBackend {
             Self::UringTcp => "uring",
             Self::UringUdp => "uring-udp",
             Self::Sock => "sock",
+            Self::Floor => "floor",
         }
     }
 

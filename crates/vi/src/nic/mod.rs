@@ -85,6 +85,11 @@ pub struct NicConfig {
     /// instead of one write per message: the batch io_uring's gathered `SENDMSG` takes, so
     /// a benchmark can compare the two at equal batching. Datagram backends ignore it.
     pub gather_sends: bool,
+    /// Shared memory: payloads of at most this many bytes are streamed through the ring
+    /// (two copies; the send completes once written); longer ones are copied once, by the
+    /// receiver, straight out of the sender's registered region (the send completes when
+    /// the receiver has them). 0: every message by one copy.
+    pub shm_inline_max: usize,
 }
 
 impl Default for NicConfig {
@@ -94,6 +99,7 @@ impl Default for NicConfig {
             deferred_doorbell: false,
             send_zc: true,
             gather_sends: false,
+            shm_inline_max: 1024,
         }
     }
 }
@@ -244,9 +250,11 @@ impl Nic {
     /// Open a NIC on `backend` (VipOpenNic).
     pub fn open(backend: Backend, cfg: NicConfig) -> Result<Self, VipError> {
         if backend == Backend::SharedMemory
-            && (!cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 64)
+            && (!cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < shm::MIN_RING)
         {
-            return Err(VipError::Backend("ring_bytes must be a power of two >= 64"));
+            return Err(VipError::Backend(
+                "ring_bytes must be a power of two >= 128",
+            ));
         }
         Ok(Self {
             backend,
@@ -263,9 +271,12 @@ impl Nic {
         self.backend
     }
 
-    /// Register a buffer (VipRegisterMem); the NIC owns it until deregistered.
-    pub fn register_mem(&mut self, buf: Vec<u8>) -> MemHandle {
-        self.mem.register(buf)
+    /// Register a buffer (VipRegisterMem): the NIC pins a copy of it in RAM (`mlock`) and
+    /// owns it until deregistered. Fails with [`VipError::MemLock`] when RLIMIT_MEMLOCK
+    /// does not cover it.
+    pub fn register_mem(&mut self, buf: Vec<u8>) -> Result<MemHandle, VipError> {
+        self.mem
+            .register(buf, self.backend == Backend::SharedMemory)
     }
 
     /// Deregister a region and get its buffer back (VipDeregisterMem); refused while a
@@ -410,7 +421,7 @@ impl Nic {
         self.check_idle(vi)?;
         let (backend, zc) = (self.backend, self.cfg.send_zc);
         let wire: Box<dyn Wire> = match get(&self.listeners, l.0)? {
-            Listener::Unix(u, _) => Box::new(shm::accept(u, timeout)?),
+            Listener::Unix(u, _) => Box::new(shm::accept(u, self.cfg.shm_inline_max, timeout)?),
             Listener::Tcp(t) => {
                 let ev = sys::poll_fd(t.as_raw_fd(), false, timeout)?;
                 if !ev.readable {
@@ -455,7 +466,12 @@ impl Nic {
     /// The wire of one connection attempt to `addr`.
     fn open_wire(&self, addr: &str, timeout: Duration) -> Result<Box<dyn Wire>, VipError> {
         Ok(match self.backend {
-            Backend::SharedMemory => Box::new(shm::connect(addr, self.cfg.ring_bytes, timeout)?),
+            Backend::SharedMemory => Box::new(shm::connect(
+                addr,
+                self.cfg.ring_bytes,
+                self.cfg.shm_inline_max,
+                timeout,
+            )?),
             b => {
                 let sa: SocketAddr = addr
                     .parse()

@@ -3,14 +3,22 @@
 //!
 //! Contract: on the data path (`write`, `read`) there is no system call: a copy into or out
 //! of the mapping, a Release store of the producer tail (the doorbell, 000 §III.A: "the
-//! doorbell ... requires no operating system involvement") or consumer head, and once per
-//! batch (`flush`) a SeqCst fence and one relaxed load of the peer's `waiting` flag. Only when the peer sleeps in
+//! doorbell ... requires no operating system involvement"), and once per batch (`flush`) a
+//! Release store of the consumer head and message count, a SeqCst fence and one relaxed
+//! load of the peer's `waiting` flag. The producer keeps the last consumer head it saw and
+//! reads the consumer's line again only when that leaves too little room, so in steady
+//! state each index line is written by one side and only read by the other. Only when the peer sleeps in
 //! wait-for-completion is a futex wake issued. Counters read from the mapping are
 //! untrusted: a peer that corrupts them is reported as [`Corrupt`], never a panic or an
 //! out-of-bounds access.
 //!
+//! Besides the bytes, each direction has a message counter `acked` that only its consumer
+//! advances (Release) once it is done with a message, so the producer learns (Acquire) that
+//! the memory a message named may be reused.
+//!
 //! Layout (byte offsets): 0 magic u64, 8 capacity u64; per direction d a tail at 128+256d
-//! and a head at 256+256d (each on its own cache line); per side s an event word at
+//! and a head at 256+256d (each on its own cache line; `acked` at 264+256d shares the head's
+//! line: both are written by the consumer only); per side s an event word at
 //! 640+128s and a waiting flag at 644+128s; closed flags at 896+4s; ring data of direction
 //! d at 4096 + d*capacity. Direction 0 carries side 0 (connector) to side 1 (acceptor).
 
@@ -29,6 +37,9 @@ fn off_tail(dir: usize) -> usize {
 }
 fn off_head(dir: usize) -> usize {
     256 + 256 * dir
+}
+fn off_acked(dir: usize) -> usize {
+    264 + 256 * dir
 }
 fn off_event(side: usize) -> usize {
     640 + 128 * side
@@ -58,6 +69,14 @@ pub(crate) struct Endpoint {
     side: usize,
     /// Something was published since the last `flush` (the peer may need a wake-up).
     dirty: bool,
+    /// The consumer head of our transmit direction as last read: the producer reloads it
+    /// (a cache line the consumer writes) only when this says the ring is too full.
+    head_seen: u64,
+    /// Our consumer head and message count of the receive direction, published to the
+    /// peer at `flush` (one store pair per batch, not one per read).
+    rx_head: u64,
+    rx_acked: u64,
+    rx_dirty: bool,
 }
 
 impl Endpoint {
@@ -71,6 +90,10 @@ impl Endpoint {
             cap,
             side: 0,
             dirty: false,
+            head_seen: 0,
+            rx_head: 0,
+            rx_acked: 0,
+            rx_dirty: false,
         };
         ep.u64_at(OFF_CAP).store(cap as u64, Ordering::Relaxed);
         ep.u64_at(0).store(MAGIC, Ordering::Release);
@@ -87,6 +110,10 @@ impl Endpoint {
             cap: 0,
             side: 1,
             dirty: false,
+            head_seen: 0,
+            rx_head: 0,
+            rx_acked: 0,
+            rx_dirty: false,
         };
         if probe.u64_at(0).load(Ordering::Acquire) != MAGIC {
             return None;
@@ -133,12 +160,27 @@ impl Endpoint {
         Ok(self.cap - used as usize)
     }
 
+    /// Bytes free in the transmit ring, at least as many as `want` if there are (re-reads
+    /// the consumer's head only when the last value seen leaves less than `want`).
+    pub(crate) fn tx_free(&mut self, want: usize) -> Result<usize, Corrupt> {
+        let d = self.side;
+        let tail = self.u64_at(off_tail(d)).load(Ordering::Relaxed);
+        let mut used = tail.wrapping_sub(self.head_seen);
+        if used > self.cap as u64 || self.cap - (used as usize) < want {
+            self.head_seen = self.u64_at(off_head(d)).load(Ordering::Acquire);
+            used = tail.wrapping_sub(self.head_seen);
+            if used > self.cap as u64 {
+                return Err(Corrupt);
+            }
+        }
+        Ok(self.cap - used as usize)
+    }
+
     /// Bytes waiting in the receive ring.
     pub(crate) fn rx_available(&self) -> Result<usize, Corrupt> {
         let d = self.peer();
         let tail = self.u64_at(off_tail(d)).load(Ordering::Acquire);
-        let head = self.u64_at(off_head(d)).load(Ordering::Relaxed);
-        let avail = tail.wrapping_sub(head);
+        let avail = tail.wrapping_sub(self.rx_head);
         if avail > self.cap as u64 {
             return Err(Corrupt);
         }
@@ -148,7 +190,7 @@ impl Endpoint {
     /// Copy as much of `bufs` (in order) as fits into the transmit ring and publish it.
     /// Returns the number of bytes written (0 when the ring is full).
     pub(crate) fn write(&mut self, bufs: &[&[u8]]) -> Result<usize, Corrupt> {
-        let space = self.tx_space()?;
+        let space = self.tx_free(bufs.iter().map(|b| b.len()).sum())?;
         let d = self.side;
         let tail = self.u64_at(off_tail(d)).load(Ordering::Relaxed);
         let mask = self.cap - 1;
@@ -187,7 +229,7 @@ impl Endpoint {
             return Ok(0);
         }
         let d = self.peer();
-        let head = self.u64_at(off_head(d)).load(Ordering::Relaxed);
+        let head = self.rx_head;
         let mask = self.cap - 1;
         let start = head as usize & mask;
         let first = n.min(self.cap - start);
@@ -199,15 +241,37 @@ impl Endpoint {
             std::ptr::copy_nonoverlapping(base.add(start), out.as_mut_ptr(), first);
             std::ptr::copy_nonoverlapping(base, out.as_mut_ptr().add(first), n - first);
         }
-        self.u64_at(off_head(d))
-            .store(head.wrapping_add(n as u64), Ordering::Release);
-        self.dirty = true;
+        self.rx_head = head.wrapping_add(n as u64);
+        self.rx_dirty = true;
         Ok(n)
     }
 
-    /// After a batch of `write`/`read` calls: wake the peer if it sleeps (one fence per
-    /// batch instead of one per call). Must run before this side blocks.
+    /// Messages of our transmit direction the peer has finished with (Acquire: its reads of
+    /// the memory they named happened before).
+    pub(crate) fn acked(&self) -> u64 {
+        self.u64_at(off_acked(self.side)).load(Ordering::Acquire)
+    }
+
+    /// Tell the peer we are done with one more of its messages (and wake it at `flush`).
+    pub(crate) fn ack_one(&mut self) {
+        self.rx_acked = self.rx_acked.wrapping_add(1);
+        self.rx_dirty = true;
+    }
+
+    /// After a batch of `write`/`read` calls: publish the receive head and message count
+    /// (Release: our reads of the bytes and of the memory they named happened before), then
+    /// wake the peer if it sleeps (one fence per batch instead of one per call). Must run
+    /// before this side blocks.
     pub(crate) fn flush(&mut self) {
+        if self.rx_dirty {
+            self.rx_dirty = false;
+            let d = self.peer();
+            self.u64_at(off_head(d))
+                .store(self.rx_head, Ordering::Release);
+            self.u64_at(off_acked(d))
+                .store(self.rx_acked, Ordering::Release);
+            self.dirty = true;
+        }
         if self.dirty {
             self.dirty = false;
             self.notify(self.peer());
@@ -237,17 +301,21 @@ impl Endpoint {
         self.u32_at(off_closed(self.peer())).load(Ordering::SeqCst) != 0
     }
 
-    /// Sleep until data arrives, (if `want_write`) space frees, the peer closes, or `timeout`.
-    /// The Dekker-style handshake with `notify` (flag store, SeqCst fence, re-check) means a
-    /// wake-up cannot be lost; a spurious early return is allowed.
-    pub(crate) fn wait(&mut self, want_write: bool, timeout: Duration) -> Result<(), Corrupt> {
+    /// Sleep until `ready` holds, the peer closes, or `timeout`. The Dekker-style handshake
+    /// with `notify` (flag store, SeqCst fence, then `ready` evaluated) means a wake-up
+    /// cannot be lost: any change the peer publishes (and then `flush`es) after that either
+    /// makes `ready` true or wakes us. A spurious early return is allowed.
+    pub(crate) fn wait_until(
+        &mut self,
+        timeout: Duration,
+        ready: impl Fn(&Self) -> Result<bool, Corrupt>,
+    ) -> Result<(), Corrupt> {
         self.flush();
         let me = self.side;
         self.u32_at(off_waiting(me)).store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let e = self.u32_at(off_event(me)).load(Ordering::SeqCst);
-        let ready =
-            self.rx_available()? > 0 || (want_write && self.tx_space()? > 0) || self.peer_closed();
+        let ready = ready(self)? || self.peer_closed();
         if !ready {
             futex_wait(self.u32_at(off_event(me)), e, timeout);
         }
@@ -293,6 +361,7 @@ mod tests {
             a.flush();
             let mut buf = vec![0u8; rng.gen_range(1..=100)];
             let n = b.read(&mut buf).unwrap();
+            b.flush();
             got.extend_from_slice(&buf[..n]);
             assert!(a.tx_space().unwrap() + b.rx_available().unwrap() == 64);
         }
@@ -304,9 +373,12 @@ mod tests {
         let (mut a, b) = pair(64, "full");
         assert_eq!(a.write(&[&[1u8; 100]]).unwrap(), 64);
         assert_eq!(a.write(&[&[1u8; 1]]).unwrap(), 0);
-        // A peer that moves its head past our tail is caught, not trusted.
+        // A peer that moves its head past our tail, or its tail past a ring's worth, is
+        // caught, not trusted.
         b.u64_at(off_head(0)).store(1_000, Ordering::Relaxed);
         assert_eq!(a.tx_space(), Err(Corrupt));
+        assert_eq!(a.tx_free(1), Err(Corrupt));
+        a.u64_at(off_tail(0)).store(1_000, Ordering::Relaxed);
         assert_eq!(b.rx_available(), Err(Corrupt));
         // Header checks: a mapping with the wrong length is refused.
         assert!(Endpoint::attach(SharedMap::map(&tmp(100), 100).unwrap()).is_none());
