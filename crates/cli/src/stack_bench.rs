@@ -145,24 +145,7 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
         "{:<12}{:>14}{:>14}{:>14}{:>14}",
         "background", "UDPDAA(1)", "UDP(1)", "UDPDAA(1000)", "UDP(1000)"
     ));
-    let mut line = String::new();
-    rows.extend(bench::fig4_table(&mut |r| {
-        bar.inc(1);
-        if !tables {
-            return;
-        }
-        bar.suspend(|| {
-            if r.architecture != line {
-                if !line.is_empty() {
-                    println!();
-                }
-                line.clone_from(&r.architecture);
-                print!("{:<12}", &line["fig4-bg".len()..]);
-            }
-            print!("{:>14.3}", r.rtt_us);
-            let _ = std::io::stdout().flush();
-        })
-    })?);
+    rows.extend(bench::fig4_table(&mut fig4_printer(&bar, tables, 14, 3))?);
     say("\n");
     if args.veth {
         rows.extend(veth_tables(args, &bar, tables)?);
@@ -229,24 +212,8 @@ fn veth_tables(
         }
         println!();
     }
-    let mut line = String::new();
-    let (fig4, notes) = bench::veth_fig4_table(VETH_FIG4_SAMPLES, &mut |r| {
-        bar.inc(1);
-        if !tables {
-            return;
-        }
-        bar.suspend(|| {
-            if r.architecture != line {
-                if !line.is_empty() {
-                    println!();
-                }
-                line.clone_from(&r.architecture);
-                print!("{:<12}", &line["fig4-bg".len()..]);
-            }
-            print!("{:>18.2}", r.rtt_us);
-            let _ = std::io::stdout().flush();
-        })
-    })?;
+    let (fig4, notes) =
+        bench::veth_fig4_table(VETH_FIG4_SAMPLES, &mut fig4_printer(bar, tables, 18, 2))?;
     if tables {
         println!("\n");
     }
@@ -287,4 +254,32 @@ const VETH_FIG4_SAMPLES: usize = 2001;
 #[cfg(not(target_os = "linux"))]
 fn veth_tables(_: &StackBenchArgs, _: &indicatif::ProgressBar, _: bool) -> Result<Vec<Row>> {
     anyhow::bail!("--veth needs Linux")
+}
+
+/// Counts each Fig. 4 cell on `bar` and, with `tables`, prints it as it comes: one line per
+/// background load, one `width`-wide column of `precision` decimals per cell.
+fn fig4_printer<'a>(
+    bar: &'a indicatif::ProgressBar,
+    tables: bool,
+    width: usize,
+    precision: usize,
+) -> impl FnMut(&Row) + 'a {
+    let mut line = String::new();
+    move |r| {
+        bar.inc(1);
+        if !tables {
+            return;
+        }
+        bar.suspend(|| {
+            if r.architecture != line {
+                if !line.is_empty() {
+                    println!();
+                }
+                line.clone_from(&r.architecture);
+                print!("{:<12}", &line["fig4-bg".len()..]);
+            }
+            print!("{:>width$.precision$}", r.rtt_us);
+            let _ = std::io::stdout().flush();
+        })
+    }
 }
