@@ -87,6 +87,23 @@ fn mslink_in(ns: &Netns) -> Command {
     c
 }
 
+/// Loads the ruleset `text` into namespace `ns` (`nft -f -`).
+fn nft_apply(ns: &Netns, text: &str) {
+    use std::io::Write;
+    let mut nft = ns
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    assert!(nft.wait().unwrap().success(), "nft -f - refused:\n{text}");
+}
+
 /// The `mslink_*` tables in namespace `ns`.
 fn tables(ns: &Netns) -> Vec<String> {
     let out = ns
@@ -233,34 +250,11 @@ fn sigkill_and_a_dead_reaper_leave_no_table_behind() {
     let stale = format!(
         "table inet mslink_{dead} {{\n set uplinks {{ type ifname; elements = {{ \"nat-h\" }}; }}\n}}\n"
     );
-    let mut nft = h
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    nft.stdin
-        .take()
-        .unwrap()
-        .write_all(stale.as_bytes())
-        .unwrap();
-    assert!(nft.wait().unwrap().success());
+    nft_apply(h, &stale);
     h.sysctl("net/ipv4/conf/nat-h/forwarding", "1").unwrap();
     // A live emulator's table is kept: this one is ours (the test's pid, alive).
     let live = format!("table inet mslink_{} {{\n}}\n", std::process::id());
-    let mut nft = h
-        .command("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    nft.stdin
-        .take()
-        .unwrap()
-        .write_all(live.as_bytes())
-        .unwrap();
-    assert!(nft.wait().unwrap().success());
+    nft_apply(h, &live);
     let out = mslink_in(h).args(["--", "true"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
