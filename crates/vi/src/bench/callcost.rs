@@ -67,7 +67,10 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
 
 /// 000 Table 2 today: the VI API over shared memory, both ends in this process (polling).
 fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
-    let path = format!("/tmp/mslink-bench-cost-{}.sock", std::process::id());
+    let path = format!(
+        "{}.sock",
+        crate::shm::unique_name("/tmp/mslink-bench-cost-")
+    );
     let mut rows = Vec::new();
     let row = |call, t, k| CallRow::from_runs("vi", call, &[mean_us(t, k)]);
     let t0 = Instant::now();
@@ -184,4 +187,31 @@ pub fn call_costs(n: usize, reps: usize) -> Result<Vec<CallRow>> {
             CallRow::from_runs(r.api, r.call, &means)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Call-cost tables built at once by threads of one process (parallel tests, a
+    /// benchmark and its server) each get their own rendezvous socket: with a path named
+    /// by the process id alone, one thread's listen replaced or collided with another's
+    /// (`AddrInUse`).
+    #[test]
+    fn concurrent_tables_do_not_share_a_rendezvous() {
+        let go = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let runs: Vec<_> = (0..4)
+            .map(|_| {
+                let go = go.clone();
+                std::thread::spawn(move || {
+                    go.wait();
+                    vi_costs(20).map(|rows| rows.len())
+                })
+            })
+            .collect();
+        for r in runs {
+            let rows = r.join().unwrap().unwrap();
+            assert!(rows > 0);
+        }
+    }
 }

@@ -183,7 +183,7 @@ pub(super) fn spawn_server(
     ns: Option<&mslink_netns::Netns>,
 ) -> Result<(ServerChild, String), BenchError> {
     let addr = match (b, ns) {
-        (BenchBackend::Shm, _) => format!("/tmp/mslink-bench-{}.sock", std::process::id()),
+        (BenchBackend::Shm, _) => format!("{}.sock", crate::shm::unique_name("/tmp/mslink-bench-")),
         (_, Some(_)) => format!("{}:0", netns::SERVER_IP),
         _ => "127.0.0.1:0".to_string(),
     };

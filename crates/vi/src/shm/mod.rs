@@ -49,6 +49,18 @@ const WAIT_SLICE: Duration = Duration::from_millis(20);
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// A name no other caller in this process (and no other live process) gets:
+/// `{stem}{pid}-{n}` with `n` counting up per process. Two threads (parallel tests, a
+/// benchmark server and its call-cost table) that each need a rendezvous socket or mapping
+/// never collide, as they did with the pid alone.
+pub(crate) fn unique_name(stem: &str) -> String {
+    format!(
+        "{stem}{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 fn invalid(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
 }
@@ -140,11 +152,7 @@ pub(crate) fn connect(
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let name = format!(
-        "{SHM_PREFIX}{}-{}-{nanos}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = format!("{}-{nanos}", unique_name(SHM_PREFIX));
     let file = OpenOptions::new()
         .read(true)
         .write(true)
