@@ -76,6 +76,26 @@ pub(crate) trait Wire: Send {
     /// Cheap-as-possible check that the peer is alive (may make one system call; called
     /// only from idle spinning, never per message).
     fn check_alive(&mut self) -> Result<(), WireError>;
+    /// Send one whole message (the two header words, payload length and immediate data,
+    /// then the payload pieces) if it can go at once *and* is complete once gone (a
+    /// shared-memory inline record): `Ok(true)` when it has, and its bytes are no longer
+    /// needed; `Ok(false)` when the caller must queue it as usual. An error also means "queue
+    /// it": the usual path meets it again and reports it.
+    fn send_now(&mut self, _words: [u32; 2], _payload: &[&[u8]]) -> Result<bool, WireError> {
+        Ok(false)
+    }
+    /// Take the next message whole into `dst` if it is there whole and fits: its payload
+    /// length and immediate data. `Ok(None)` leaves everything to `read` (nothing there, a
+    /// message part-way, or one longer than `dst`).
+    fn recv_now(&mut self, _dst: &mut [u8]) -> Result<Option<(usize, u32)>, WireError> {
+        Ok(None)
+    }
+    /// Nothing has arrived, nothing submitted is outstanding and no wake-up is owed: a
+    /// progress pass would find nothing to do. A cheap check (a load or two, no system
+    /// call) that a polling wait makes before each pass; `false` when unsure.
+    fn quiet(&self) -> bool {
+        false
+    }
     /// End of a batch of `write`/`read` calls: deliver any deferred wake-up to the peer.
     fn flush(&mut self) {}
     /// Orderly close: the peer reads what was sent, then `Closed`.

@@ -75,8 +75,9 @@ pub fn serve(
                 while left > 0 {
                     let c = next_receive(&mut e, &mut free, ctl)?;
                     let s = c.tag as usize;
-                    e.post_recv(free.pop().ok_or_else(no_slot)?)?;
+                    // The echo first: posting the next receive is off the round trip.
                     e.send(s, c.len, 0)?;
+                    e.post_recv(free.pop().ok_or_else(no_slot)?)?;
                     left -= 1;
                 }
                 // This process's CPU over the exchange, for the client's CPU columns.
