@@ -79,6 +79,27 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
             format!("{}/{}", r.same_cpu_runs, r.reps),
         );
     }
+    // Each polling row against the floor of its size, when the floor ran (`--floor`).
+    for f in rep
+        .pingpong
+        .iter()
+        .filter(|r| r.backend == BenchBackend::Floor)
+    {
+        for r in rep
+            .pingpong
+            .iter()
+            .filter(|r| r.backend != BenchBackend::Floor && r.mode == f.mode && r.size == f.size)
+        {
+            println!(
+                "  {} {} {} B against the floor (same run, same CPUs): p50 {:.2}x, p90 {:.2}x",
+                name(r.backend),
+                mname(r.mode),
+                r.size,
+                r.p50_us / f.p50_us,
+                r.p90_us / f.p90_us,
+            );
+        }
+    }
     println!(
         "\nFitted round trip (p50), like 000's Linux line \"10 + 0.01·size\" (Fig. 7); R² of \
          the 1/y²-weighted fit and the largest residual:"
