@@ -228,3 +228,62 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--floor`, the text report ends the ping-pong table with each polling row over the
+/// floor of its size, computed from the two rows printed above it.
+#[test]
+fn floor_ratio_line_follows_from_the_rows() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mslink"))
+        .args([
+            "bench",
+            "local",
+            "--backend",
+            "shm",
+            "--mode",
+            "poll",
+            "--sizes",
+            "64",
+            "--floor",
+            "--iters",
+            "200",
+            "--warmup",
+            "20",
+            "--max-messages",
+            "50",
+            "--calls",
+            "10",
+            "-q",
+        ])
+        .output()
+        .expect("run mslink bench");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p50 = |back: &str| -> f64 {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(back) && l.contains(" poll "))
+            .unwrap_or_else(|| panic!("no {back} row in\n{text}"));
+        row.split_whitespace().nth(3).unwrap().parse().unwrap()
+    };
+    let line = text
+        .lines()
+        .find(|l| l.contains("shm poll 64 B against the floor"))
+        .unwrap_or_else(|| panic!("no ratio line in\n{text}"));
+    let ratio: f64 = line
+        .split("p50 ")
+        .nth(1)
+        .and_then(|r| r.split('x').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The rows print two decimals, the ratio uses the unrounded values.
+    let shown = p50("shm") / p50("floor");
+    assert!(
+        (ratio - shown).abs() <= 0.1 * shown,
+        "{ratio} vs {shown}: {line}"
+    );
+}
