@@ -101,6 +101,25 @@ fn bench_local_quick_produces_every_table() {
     ] {
         assert!(calls.contains(&c), "missing call-cost row {c}");
     }
+    // The two loops timed whole carry the thread's CPU per call; the socket pair spends
+    // some of it in the kernel. Calls timed one by one have none (JSON null).
+    let row = |call: &str| {
+        v["callcost"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["call"].as_str().unwrap() == call)
+            .unwrap_or_else(|| panic!("no {call} row"))
+            .clone()
+    };
+    let pair = row("send()+recv() 1 B");
+    let total = row("total of 4 (post send + send wait + post recv + recv wait)");
+    for r in [&pair, &total] {
+        let cpu = r["cpu_usr_us"].as_f64().unwrap() + r["cpu_sys_us"].as_f64().unwrap();
+        assert!(cpu > 0.0, "{r}");
+    }
+    assert!(pair["cpu_sys_us"].as_f64().unwrap() > 0.0, "{pair}");
+    assert!(row("post send")["cpu_usr_us"].is_null());
     for f in [
         "pingpong.csv",
         "throughput.csv",
@@ -111,6 +130,8 @@ fn bench_local_quick_produces_every_table() {
         let text = std::fs::read_to_string(dir.join(f)).expect(f);
         assert!(text.lines().count() > 1, "{f} empty");
     }
+    let text = std::fs::read_to_string(dir.join("callcost.csv")).unwrap();
+    assert!(text.starts_with("table,api,call,reps,mean_us,mean_us_ci95,cpu_usr_us,"));
     let text = std::fs::read_to_string(dir.join("pingpong.csv")).unwrap();
     assert!(text.lines().next().unwrap().contains(",p50_us_ci95,"));
     // The percentile distribution reaches 100% for every point.

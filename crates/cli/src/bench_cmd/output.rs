@@ -166,10 +166,19 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
         ("socket", "Socket calls (µs, mean) — 000 Table 1"),
         ("vi", "VI calls (µs, mean) — 000 Table 2"),
     ] {
-        println!("\n{title}");
+        println!("\n{title}; CPU per call of the loops timed whole (user / system µs)");
         for r in rep.callcost.iter().filter(|r| r.api == api) {
+            let cpu = if r.cpu_usr_us.is_finite() {
+                format!(
+                    "{} / {}",
+                    pm(r.cpu_usr_us, &r.ci95, "cpu_usr_us", 3),
+                    pm(r.cpu_sys_us, &r.ci95, "cpu_sys_us", 3)
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "  {:<62} {:>18}",
+                "  {:<62} {:>18}   {cpu}",
                 r.call,
                 pm(r.mean_us, &r.ci95, "mean_us", 3)
             );
@@ -310,16 +319,30 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
         );
     }
     std::fs::write(dir.join("throughput.csv"), s)?;
-    let mut s = String::from("table,api,call,reps,mean_us,mean_us_ci95\n");
+    let mut s = String::from(
+        "table,api,call,reps,mean_us,mean_us_ci95,cpu_usr_us,cpu_usr_us_ci95,cpu_sys_us,cpu_sys_us_ci95\n",
+    );
     for r in &rep.callcost {
         let table = if r.api == "socket" { 1 } else { 2 };
+        // Calls timed one by one have no CPU figure: empty cells.
+        let cell = |x: f64| {
+            if x.is_finite() {
+                x.to_string()
+            } else {
+                String::new()
+            }
+        };
         s += &format!(
-            "{table},{},\"{}\",{},{},{}\n",
+            "{table},{},\"{}\",{},{},{},{},{},{},{}\n",
             r.api,
             r.call,
             r.reps,
             r.mean_us,
-            ci_cell(&r.ci95, "mean_us")
+            ci_cell(&r.ci95, "mean_us"),
+            cell(r.cpu_usr_us),
+            ci_cell(&r.ci95, "cpu_usr_us"),
+            cell(r.cpu_sys_us),
+            ci_cell(&r.ci95, "cpu_sys_us"),
         );
     }
     std::fs::write(dir.join("callcost.csv"), s)?;

@@ -3,16 +3,41 @@
 //! process.
 //!
 //! Contract: every figure is a mean over `n` calls of wall time; the send/recv pair and the
-//! four VI data-path calls are also timed as whole loops, so clock reads do not inflate them.
+//! four VI data-path calls are also timed as whole loops, so clock reads do not inflate them,
+//! and those two loops also report the measuring thread's CPU per call, user and system
+//! (getrusage RUSAGE_THREAD over the same calls repeated for at least 50 ms, since the kernel
+//! charges CPU time by the tick; both ends run in this thread).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::{protocol, BenchError, CallRow, TIMEOUT};
+use super::{protocol, thread_cpu, BenchError, CallRow, TIMEOUT};
 use crate::{Backend, Descriptor, Nic, NicConfig, WaitMode};
 
 type Result<T> = std::result::Result<T, BenchError>;
+
+/// How long the CPU loops run: the kernel charges user and system time by the tick
+/// (CONFIG_HZ, 4 ms here), so a loop of a few hundred microseconds reads as zero.
+const CPU_WINDOW: Duration = Duration::from_millis(50);
+
+/// The calling thread's user and system CPU per call of `f` (µs), over calls repeated for
+/// at least `CPU_WINDOW`.
+fn cpu_per_call(mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+    let (cpu0, t0) = (thread_cpu(), Instant::now());
+    let mut n = 0;
+    while t0.elapsed() < CPU_WINDOW {
+        for _ in 0..256 {
+            f()?;
+        }
+        n += 256;
+    }
+    let now = thread_cpu();
+    Ok((
+        mean_us(now.0.saturating_sub(cpu0.0), n),
+        mean_us(now.1.saturating_sub(cpu0.1), n),
+    ))
+}
 
 fn mean_us(total: Duration, n: usize) -> f64 {
     total.as_secs_f64() * 1e6 / n.max(1) as f64
@@ -51,17 +76,22 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
         "recv() 1 B (open connection)",
         &[mean_us(tr, n)],
     ));
-    // The pair timed as one loop (no clock read between the calls).
+    // The pair timed as one loop (no clock read between the calls), then its CPU.
     let t0 = Instant::now();
     for _ in 0..n {
         a.write_all(&one)?;
         bb.read_exact(&mut one)?;
     }
-    rows.push(CallRow::from_runs(
-        "socket",
-        "send()+recv() 1 B",
-        &[mean_us(t0.elapsed(), n)],
-    ));
+    let t = t0.elapsed();
+    let (usr, sys) = cpu_per_call(|| {
+        a.write_all(&one)?;
+        bb.read_exact(&mut one)?;
+        Ok(())
+    })?;
+    rows.push(
+        CallRow::from_runs("socket", "send()+recv() 1 B", &[mean_us(t, n)])
+            .with_cpu(&[usr], &[sys]),
+    );
     Ok(rows)
 }
 
@@ -124,7 +154,8 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
         tsw += t3 - t2;
         trw += t4 - t3;
     }
-    // The four calls timed as one loop (no clock read between them), like the socket pair.
+    // The four calls timed as one loop (no clock read between them), like the socket pair,
+    // then their CPU.
     let t0 = Instant::now();
     for _ in 0..n {
         b.post_recv(vib, &Descriptor::single(sb, 0))?;
@@ -136,6 +167,16 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
         }
     }
     let t_total = t0.elapsed();
+    let total_cpu = cpu_per_call(|| {
+        b.post_recv(vib, &Descriptor::single(sb, 0))?;
+        a.post_send(via, &Descriptor::single(sa, 0))?;
+        let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
+        let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
+        if !c.is_ok() || !d.is_ok() {
+            return Err(protocol(format!("VI call-cost loop failed: {c:?} {d:?}")));
+        }
+        Ok(())
+    })?;
     let t0 = Instant::now();
     a.disconnect(via)?;
     let t_disc = t0.elapsed();
@@ -154,11 +195,14 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     rows.push(row("send wait", tsw, n));
     rows.push(row("post recv", tpr, n));
     rows.push(row("recv wait", trw, n));
-    rows.push(row(
-        "total of 4 (post send + send wait + post recv + recv wait)",
-        t_total,
-        n,
-    ));
+    rows.push(
+        row(
+            "total of 4 (post send + send wait + post recv + recv wait)",
+            t_total,
+            n,
+        )
+        .with_cpu(&[total_cpu.0], &[total_cpu.1]),
+    );
     rows.push(row("disconnect", t_disc, 1));
     rows.push(row("destroy VI", t_destroy, 1));
     rows.push(row("close NIC", t_close, 1));
@@ -179,12 +223,15 @@ pub fn call_costs(n: usize, reps: usize) -> Result<Vec<CallRow>> {
         .iter()
         .enumerate()
         .map(|(k, r)| {
-            let means: Vec<f64> = runs
-                .iter()
-                .filter_map(|run| run.get(k))
-                .map(|x| x.mean_us)
-                .collect();
-            CallRow::from_runs(r.api, r.call, &means)
+            let of_runs = |f: fn(&CallRow) -> f64| -> Vec<f64> {
+                runs.iter()
+                    .filter_map(|run| run.get(k))
+                    .map(f)
+                    .filter(|x| x.is_finite())
+                    .collect()
+            };
+            CallRow::from_runs(r.api, r.call, &of_runs(|x| x.mean_us))
+                .with_cpu(&of_runs(|x| x.cpu_usr_us), &of_runs(|x| x.cpu_sys_us))
         })
         .collect())
 }

@@ -170,9 +170,15 @@ pub struct CallRow {
     pub call: &'static str,
     /// Mean wall time per call (mean over runs).
     pub mean_us: f64,
+    /// CPU time of the measuring thread per call, user and system (mean over runs), for
+    /// the rows timed as one loop (a pair of calls, or the four VI calls); NaN (JSON
+    /// `null`) for calls timed one by one, too short for the kernel's CPU accounting.
+    pub cpu_usr_us: f64,
+    /// System part of the above: the kernel's share, which user-level messaging removes.
+    pub cpu_sys_us: f64,
     /// Runs.
     pub reps: usize,
-    /// 95% interval half-width of `mean_us` over the runs.
+    /// 95% interval half-width of `mean_us` (and of the CPU figures) over the runs.
     pub ci95: Ci95,
 }
 
@@ -422,11 +428,23 @@ impl CallRow {
             api,
             call,
             mean_us: 0.0,
+            cpu_usr_us: f64::NAN,
+            cpu_sys_us: f64::NAN,
             reps: means_us.len(),
             ci95: Ci95::new(),
         };
         summarize(&mut row.ci95, "mean_us", &mut row.mean_us, means_us);
         row
+    }
+
+    /// The same row with the measuring thread's CPU per call in each run (user, system);
+    /// left NaN when `usr` is empty.
+    pub fn with_cpu(mut self, usr: &[f64], sys: &[f64]) -> CallRow {
+        if !usr.is_empty() {
+            summarize(&mut self.ci95, "cpu_usr_us", &mut self.cpu_usr_us, usr);
+            summarize(&mut self.ci95, "cpu_sys_us", &mut self.cpu_sys_us, sys);
+        }
+        self
     }
 }
 
