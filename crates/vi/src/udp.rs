@@ -277,6 +277,47 @@ impl Wire for UdpWire {
         Ok(if r as usize == want { want } else { 0 })
     }
 
+    fn write_messages(&mut self, msgs: &[&[&[u8]]]) -> Result<usize, WireError> {
+        if msgs.is_empty() {
+            return Ok(0);
+        }
+        let slices: Vec<Vec<IoSlice<'_>>> = msgs
+            .iter()
+            .map(|m| m.iter().map(|b| IoSlice::new(b)).collect())
+            .collect();
+        let mut hdrs: Vec<libc::mmsghdr> = slices
+            .iter()
+            .map(|iov| {
+                // SAFETY: mmsghdr is plain old data; all-zero is a valid empty header.
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = iov.as_ptr() as *mut libc::iovec;
+                h.msg_hdr.msg_iovlen = iov.len() as _;
+                h
+            })
+            .collect();
+        // SAFETY: every header points at IoSlices (ABI-compatible with iovec) that outlive
+        // the call; the count is the vector's length.
+        let r = unsafe {
+            libc::sendmmsg(
+                self.sock.as_raw_fd(),
+                hdrs.as_mut_ptr(),
+                hdrs.len() as libc::c_uint,
+                0,
+            )
+        };
+        if r < 0 {
+            return map_err(&io::Error::last_os_error()).map_or(Ok(0), Err);
+        }
+        // Each datagram goes whole or not at all; check what the kernel says it took.
+        let sent = r as usize;
+        for (h, m) in hdrs.iter().zip(msgs).take(sent) {
+            if h.msg_len as usize != m.iter().map(|b| b.len()).sum::<usize>() {
+                return Err(WireError::PeerGone);
+            }
+        }
+        Ok(sent)
+    }
+
     fn read(&mut self, out: &mut [u8], _region: Option<RegionRef>) -> Result<usize, WireError> {
         if out.is_empty() {
             return Ok(0);

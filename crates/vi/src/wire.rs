@@ -49,6 +49,19 @@ pub(crate) struct WireBuf<'a> {
 pub(crate) trait Wire: Send {
     /// Write as much of `bufs` (in order) as possible now; returns bytes taken.
     fn write(&mut self, bufs: &[&[u8]]) -> Result<usize, WireError>;
+    /// Send whole messages, each gathered from its pieces, as many as the wire takes now
+    /// (in order); returns how many went. A datagram wire sends one datagram per message,
+    /// the batch in one system call where it can (UDP: `sendmmsg(2)`). The default sends
+    /// them one `write` at a time and stops at the first that does not go whole.
+    fn write_messages(&mut self, msgs: &[&[&[u8]]]) -> Result<usize, WireError> {
+        for (k, m) in msgs.iter().enumerate() {
+            let want: usize = m.iter().map(|b| b.len()).sum();
+            if self.write(m)? != want {
+                return Ok(k);
+            }
+        }
+        Ok(msgs.len())
+    }
     /// Read up to `out.len()` bytes available now; `Ok(0)` when none. `region` says that
     /// `out` lies in a registered region (the payload of a posted receive descriptor).
     fn read(&mut self, out: &mut [u8], region: Option<RegionRef>) -> Result<usize, WireError>;

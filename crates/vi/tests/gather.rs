@@ -1,7 +1,11 @@
-//! `NicConfig::gather_sends` on the TCP sockets backend: a batch of posts behind one doorbell
-//! leaves in one gathered `writev(2)` (the batch io_uring's gathered `SENDMSG` takes), arrives
-//! intact and in order, and completes every descriptor. Alone in its test binary because it
-//! counts this process's write system calls (`/proc/self/io`, `syscw`).
+//! `NicConfig::gather_sends` on the sockets backends: a batch of posts behind one doorbell
+//! leaves in one gathered `writev(2)` over TCP (the batch io_uring's gathered `SENDMSG`
+//! takes) and in one `sendmmsg(2)` over UDP (one datagram per message, the batch io_uring's
+//! UDP wire submits at once), arrives intact and in order, and completes every descriptor.
+//! Alone in its test binary because it counts this process's write system calls
+//! (`/proc/self/io`, `syscw`, for TCP; UDP's `sendmsg` family is not counted there, so the UDP
+//! case runs in a child under `strace`, which `./dev test` installs, setting
+//! MSLINK_REQUIRE_STRACE=1 so that CI cannot skip it).
 
 mod common;
 
@@ -19,12 +23,12 @@ fn syscw() -> u64 {
 
 /// Sends `k` messages (two segments each, sizes varying) behind one doorbell; returns the
 /// write system calls the doorbell made, after checking every message arrived as sent.
-fn batch(gather: bool, k: usize) -> u64 {
+fn batch(backend: Backend, gather: bool, k: usize) -> u64 {
     let cfg = NicConfig {
         gather_sends: gather,
         ..NicConfig::default()
     };
-    let (mut a, mut b) = pair(Backend::Tcp, cfg, if gather { "g1" } else { "g0" });
+    let (mut a, mut b) = pair(backend, cfg, if gather { "g1" } else { "g0" });
     let rmem = a.nic.register_mem(vec![0; k * 4096]).unwrap();
     for i in 0..k {
         let seg = a.nic.segment(rmem, i * 4096, 4096).unwrap();
@@ -70,6 +74,70 @@ fn batch(gather: bool, k: usize) -> u64 {
 fn gathered_sends_leave_in_one_writev_and_arrive_intact() {
     let k = 20;
     // Without gathering, one writev per message; with it, the whole batch in one.
-    assert_eq!(batch(false, k), k as u64);
-    assert_eq!(batch(true, k), 1);
+    assert_eq!(batch(Backend::Tcp, false, k), k as u64);
+    assert_eq!(batch(Backend::Tcp, true, k), 1);
+}
+
+/// The UDP batch, run in a child process under strace (`udp_batch_under_strace`); does
+/// nothing in a normal run.
+#[test]
+fn udp_batch_helper() {
+    let Ok(gather) = std::env::var("MSLINK_GATHER_HELPER") else {
+        return;
+    };
+    batch(Backend::Udp, gather == "1", 20);
+}
+
+/// Without gathering, one `sendmsg` per datagram; with it, the batch's 20 datagrams in one
+/// `sendmmsg` that sends all 20. Both arrive whole and in order (checked in the child).
+#[test]
+fn udp_batch_is_one_sendmmsg() {
+    let strace = std::process::Command::new("strace").arg("-V").output();
+    if strace.is_err() {
+        assert!(
+            std::env::var("MSLINK_REQUIRE_STRACE").is_err(),
+            "strace is required (MSLINK_REQUIRE_STRACE=1) and missing"
+        );
+        eprintln!("skipped: no strace");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let calls = |gather: &str| -> Vec<String> {
+        let log = std::env::temp_dir().join(format!(
+            "mslink-gather-strace-{}-{gather}.txt",
+            std::process::id()
+        ));
+        let out = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=sendmsg,sendmmsg", "-o"])
+            .arg(&log)
+            .arg(&exe)
+            .args(["udp_batch_helper", "--exact", "--test-threads", "1"])
+            .env("MSLINK_GATHER_HELPER", gather)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let text = std::fs::read_to_string(&log).unwrap();
+        let _ = std::fs::remove_file(&log);
+        text.lines()
+            .filter(|l| l.contains("sendmsg(") || l.contains("sendmmsg("))
+            .map(str::to_string)
+            .collect()
+    };
+    let plain = calls("0");
+    assert_eq!(
+        plain.iter().filter(|l| l.contains("sendmsg(")).count(),
+        20,
+        "{plain:?}"
+    );
+    assert!(plain.iter().all(|l| !l.contains("sendmmsg(")), "{plain:?}");
+    let gathered = calls("1");
+    assert_eq!(gathered.len(), 1, "{gathered:?}");
+    assert!(
+        gathered[0].contains("sendmmsg(") && gathered[0].trim_end().ends_with("= 20"),
+        "{gathered:?}"
+    );
 }

@@ -79,6 +79,10 @@ enum BackendArg {
     TcpBatch,
     /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
     Udp,
+    /// Plain sockets, UDP, each batch of posts in one sendmmsg (the batch io_uring's UDP
+    /// wire submits at once: compare uring-udp against this at equal batching).
+    #[value(alias = "sockets-udp-batch")]
+    UdpBatch,
     /// io_uring over TCP (fixed buffers, fixed file, batched submission; SEND_ZC with --zc).
     #[value(name = "uring", alias = "uring-tcp")]
     UringTcp,
@@ -93,6 +97,7 @@ impl BackendArg {
             Self::Tcp => BenchBackend::Tcp,
             Self::TcpBatch => BenchBackend::TcpBatch,
             Self::Udp => BenchBackend::Udp,
+            Self::UdpBatch => BenchBackend::UdpBatch,
             Self::UringTcp => BenchBackend::UringTcp,
             Self::UringUdp => BenchBackend::UringUdp,
         }

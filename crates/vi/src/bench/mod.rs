@@ -70,6 +70,11 @@ pub enum BenchBackend {
     TcpBatch,
     /// Plain sockets, UDP.
     Udp,
+    /// Plain sockets, UDP, every batch of posts behind one doorbell in one `sendmmsg(2)`
+    /// (one datagram per message): the batching io_uring's UDP wire gets (one
+    /// `io_uring_enter` for the batch's `SENDMSG`s), so io_uring over UDP is compared at
+    /// equal batching.
+    UdpBatch,
     /// io_uring over TCP.
     UringTcp,
     /// io_uring over UDP.
@@ -97,7 +102,7 @@ impl BenchBackend {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::TcpBatch | Self::Sock => Backend::Tcp,
             Self::Floor => Backend::SharedMemory,
-            Self::Udp => Backend::Udp,
+            Self::Udp | Self::UdpBatch => Backend::Udp,
             Self::UringTcp => Backend::UringTcp,
             Self::UringUdp => Backend::UringUdp,
         }
@@ -108,7 +113,9 @@ impl BenchBackend {
     pub fn over(self, t: Transport) -> Self {
         match (self, t) {
             (Self::Tcp | Self::Udp, Transport::Tcp) => Self::Tcp,
-            (Self::Tcp | Self::Udp | Self::TcpBatch, Transport::Udp) => Self::Udp,
+            (Self::Tcp | Self::Udp, Transport::Udp) => Self::Udp,
+            (Self::TcpBatch | Self::UdpBatch, Transport::Tcp) => Self::TcpBatch,
+            (Self::TcpBatch | Self::UdpBatch, Transport::Udp) => Self::UdpBatch,
             (Self::UringTcp | Self::UringUdp, Transport::Tcp) => Self::UringTcp,
             (Self::UringTcp | Self::UringUdp, Transport::Udp) => Self::UringUdp,
             (b, _) => b,
@@ -122,6 +129,7 @@ impl BenchBackend {
             Self::Tcp => "tcp",
             Self::TcpBatch => "tcp-batch",
             Self::Udp => "udp",
+            Self::UdpBatch => "udp-batch",
             Self::UringTcp => "uring",
             Self::UringUdp => "uring-udp",
             Self::Sock => "sock",
@@ -131,7 +139,7 @@ impl BenchBackend {
 
     /// Does it gather a batch of sends into one write (`NicConfig::gather_sends`)?
     pub fn gathers(self) -> bool {
-        self == Self::TcpBatch
+        matches!(self, Self::TcpBatch | Self::UdpBatch)
     }
 }
 

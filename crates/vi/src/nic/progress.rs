@@ -146,6 +146,7 @@ impl Nic {
 
     fn progress_inner(&mut self, i: usize) -> Result<(), WireError> {
         let gather = self.cfg.gather_sends && !self.backend.is_udp();
+        let gather_datagrams = self.cfg.gather_sends && self.backend.is_udp();
         let Nic { vis, cqs, mem, .. } = self;
         let Some(Some(v)) = vis.get_mut(i) else {
             return Ok(());
@@ -188,6 +189,36 @@ impl Nic {
                 }
                 let p = v.sq.pop_front().expect("front exists");
                 finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
+            }
+        }
+        // Gathered send over datagrams (`NicConfig::gather_sends` on UDP): every queued
+        // message as its own datagram, the batch in one call (sendmmsg).
+        while gather_datagrams && !v.sq.is_empty() {
+            let m = v.sq.len().min(GATHER_MAX);
+            let mut hdrs = [[0u8; HEADER_BYTES]; GATHER_MAX];
+            for (h, p) in hdrs.iter_mut().zip(v.sq.iter()) {
+                *h = header(p);
+            }
+            let pieces: Vec<Vec<&[u8]>> =
+                v.sq.iter()
+                    .take(m)
+                    .zip(hdrs.iter())
+                    .map(|(p, hdr)| {
+                        std::iter::once(&hdr[..])
+                            .chain(p.desc.segments().iter().map(|s| mem.seg(s)))
+                            .collect()
+                    })
+                    .collect();
+            let msgs: Vec<&[&[u8]]> = pieces.iter().map(Vec::as_slice).collect();
+            let n = wire.write_messages(&msgs)?;
+            drop(msgs);
+            drop(pieces);
+            for _ in 0..n {
+                let p = v.sq.pop_front().expect("sent messages were queued");
+                finish_send(&p, mem, &mut v.stats, cqs, v.send_cq, vi);
+            }
+            if n < m {
+                break;
             }
         }
         // Gathered send (`NicConfig::gather_sends`): the headers and segments of every
