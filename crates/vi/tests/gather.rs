@@ -101,24 +101,24 @@ fn udp_batch_is_one_sendmmsg() {
         eprintln!("skipped: no strace");
         return;
     }
-    let exe = std::env::current_exe().unwrap();
     let calls = |gather: &str| -> Vec<String> {
         let log = std::env::temp_dir().join(format!(
             "mslink-gather-strace-{}-{gather}.txt",
             std::process::id()
         ));
-        let out = std::process::Command::new("strace")
-            .args(["-f", "-qq", "-e", "trace=sendmsg,sendmmsg", "-o"])
-            .arg(&log)
-            .arg(&exe)
-            .args(["udp_batch_helper", "--exact", "--test-threads", "1"])
-            .env("MSLINK_GATHER_HELPER", gather)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
+        let strace: [&std::ffi::OsStr; 7] = [
+            "strace".as_ref(),
+            "-f".as_ref(),
+            "-qq".as_ref(),
+            "-e".as_ref(),
+            "trace=sendmsg,sendmmsg".as_ref(),
+            "-o".as_ref(),
+            log.as_os_str(),
+        ];
+        common::child_test(
+            &strace,
+            "udp_batch_helper",
+            ("MSLINK_GATHER_HELPER", gather),
         );
         let text = std::fs::read_to_string(&log).unwrap();
         let _ = std::fs::remove_file(&log);

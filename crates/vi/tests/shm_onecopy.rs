@@ -338,19 +338,10 @@ fn drop_ipc_lock() {
 #[test]
 fn memlock_limit_refusal_is_a_clear_error() {
     if std::env::var_os("MSLINK_VI_MEMLOCK_CHILD").is_none() {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "memlock_limit_refusal_is_a_clear_error",
-                "--exact",
-                "--nocapture",
-            ])
-            .env("MSLINK_VI_MEMLOCK_CHILD", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stdout)
+        common::child_test(
+            &[],
+            "memlock_limit_refusal_is_a_clear_error",
+            ("MSLINK_VI_MEMLOCK_CHILD", "1"),
         );
         return;
     }

@@ -77,17 +77,17 @@ fn socket_costs(n: usize) -> Result<Vec<CallRow>> {
         &[mean_us(tr, n)],
     ));
     // The pair timed as one loop (no clock read between the calls), then its CPU.
-    let t0 = Instant::now();
-    for _ in 0..n {
-        a.write_all(&one)?;
-        bb.read_exact(&mut one)?;
-    }
-    let t = t0.elapsed();
-    let (usr, sys) = cpu_per_call(|| {
+    let mut pair = || -> Result<()> {
         a.write_all(&one)?;
         bb.read_exact(&mut one)?;
         Ok(())
-    })?;
+    };
+    let t0 = Instant::now();
+    for _ in 0..n {
+        pair()?;
+    }
+    let t = t0.elapsed();
+    let (usr, sys) = cpu_per_call(pair)?;
     rows.push(
         CallRow::from_runs("socket", "send()+recv() 1 B", &[mean_us(t, n)])
             .with_cpu(&[usr], &[sys]),
@@ -156,18 +156,7 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
     }
     // The four calls timed as one loop (no clock read between them), like the socket pair,
     // then their CPU.
-    let t0 = Instant::now();
-    for _ in 0..n {
-        b.post_recv(vib, &Descriptor::single(sb, 0))?;
-        a.post_send(via, &Descriptor::single(sa, 0))?;
-        let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
-        let d = b.cq_wait(cqb, TIMEOUT, WaitMode::Poll)?;
-        if !c.is_ok() || !d.is_ok() {
-            return Err(protocol(format!("VI call-cost loop failed: {c:?} {d:?}")));
-        }
-    }
-    let t_total = t0.elapsed();
-    let total_cpu = cpu_per_call(|| {
+    let mut four = || -> Result<()> {
         b.post_recv(vib, &Descriptor::single(sb, 0))?;
         a.post_send(via, &Descriptor::single(sa, 0))?;
         let c = a.cq_wait(cqa, TIMEOUT, WaitMode::Poll)?;
@@ -176,7 +165,13 @@ fn vi_costs(n: usize) -> Result<Vec<CallRow>> {
             return Err(protocol(format!("VI call-cost loop failed: {c:?} {d:?}")));
         }
         Ok(())
-    })?;
+    };
+    let t0 = Instant::now();
+    for _ in 0..n {
+        four()?;
+    }
+    let t_total = t0.elapsed();
+    let total_cpu = cpu_per_call(four)?;
     let t0 = Instant::now();
     a.disconnect(via)?;
     let t_disc = t0.elapsed();

@@ -706,9 +706,10 @@ impl Nic {
             }
             match mode {
                 WaitMode::Poll => {
-                    // No pause instruction between passes: on this kind of CPU it costs
-                    // about 110 ns of round trip (docs/bench.md), and a polling wait burns
-                    // its core by design. One pause per 64 passes, with the clock checks.
+                    // No pause instruction between passes: on the CPUs measured it was the
+                    // largest single cost of the shared-memory round trip (docs/bench.md,
+                    // "The floor"), and a polling wait burns its core by design. One pause
+                    // per 64 passes, with the clock checks.
                     spins = spins.wrapping_add(1);
                     if spins % 64 != 0 {
                         continue;

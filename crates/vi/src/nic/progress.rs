@@ -42,6 +42,29 @@ fn finish_send(
     push_cq(cqs, send_cq, c);
 }
 
+/// Receive descriptor `p`, taken off its queue, holds a whole message of `len` bytes with
+/// immediate data `imm`: unpin its memory, count it, and complete it successfully.
+#[allow(clippy::too_many_arguments)]
+fn finish_recv(
+    p: &Posted,
+    len: usize,
+    imm: u32,
+    mem: &mut crate::mem::MemTable,
+    stats: &mut crate::ViStats,
+    cqs: &mut [Option<super::Cq>],
+    recv_cq: crate::CqHandle,
+    vi: ViHandle,
+) {
+    mem.pin(p.desc.segments(), false);
+    stats.recv_msgs += 1;
+    stats.recv_bytes += len as u64;
+    push_cq(
+        cqs,
+        recv_cq,
+        completed(vi, WorkQueue::Recv, p, Status::Success, len, imm),
+    );
+}
+
 /// The completion of posted descriptor `p`.
 fn completed(
     vi: ViHandle,
@@ -311,14 +334,7 @@ impl Nic {
                 break;
             };
             let p = v.rq.pop_front().expect("front exists");
-            mem.pin(p.desc.segments(), false);
-            v.stats.recv_msgs += 1;
-            v.stats.recv_bytes += len as u64;
-            push_cq(
-                cqs,
-                v.recv_cq,
-                completed(vi, WorkQueue::Recv, &p, Status::Success, len, imm),
-            );
+            finish_recv(&p, len, imm, mem, &mut v.stats, cqs, v.recv_cq, vi);
         }
         loop {
             match &mut v.rx {
@@ -408,14 +424,7 @@ impl Nic {
                     let (len, imm, deliver) = (*len, *imm, *deliver);
                     if deliver {
                         let p = v.rq.pop_front().expect("front exists");
-                        mem.pin(p.desc.segments(), false);
-                        v.stats.recv_msgs += 1;
-                        v.stats.recv_bytes += len as u64;
-                        push_cq(
-                            cqs,
-                            v.recv_cq,
-                            completed(vi, WorkQueue::Recv, &p, Status::Success, len, imm),
-                        );
+                        finish_recv(&p, len, imm, mem, &mut v.stats, cqs, v.recv_cq, vi);
                     }
                     v.rx = RX_IDLE;
                 }

@@ -66,3 +66,27 @@ pub fn pair(backend: Backend, cfg: NicConfig, name: &str) -> (End, End) {
         },
     )
 }
+
+/// Run test `name` of this test binary alone in a child process, with `env` set, behind the
+/// command `wrapper` (e.g. `strace ...`; empty for none), and check that it passed; returns
+/// its standard output. For tests that need a process of their own (rlimits, syscall
+/// tracing).
+pub fn child_test(wrapper: &[&std::ffi::OsStr], name: &str, env: (&str, &str)) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match wrapper.split_first() {
+        Some((w, rest)) => {
+            let mut c = std::process::Command::new(w);
+            c.args(rest).arg(&exe);
+            c
+        }
+        None => std::process::Command::new(&exe),
+    };
+    let out = cmd
+        .args([name, "--exact", "--nocapture", "--test-threads", "1"])
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{name} in a child process: {stdout}");
+    stdout
+}
