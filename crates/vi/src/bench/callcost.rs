@@ -5,8 +5,9 @@
 //! Contract: every figure is a mean over `n` calls of wall time; the send/recv pair and the
 //! four VI data-path calls are also timed as whole loops, so clock reads do not inflate them,
 //! and those two loops also report the measuring thread's CPU per call, user and system
-//! (getrusage RUSAGE_THREAD over the same calls repeated for at least 50 ms, since the kernel
-//! charges CPU time by the tick; both ends run in this thread).
+//! (getrusage RUSAGE_THREAD over the same calls repeated until the thread has spent at least
+//! 50 ms of CPU on them, since the kernel charges CPU time by the tick; both ends run in this
+//! thread).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,22 +18,26 @@ use crate::{Backend, Descriptor, Nic, NicConfig, WaitMode};
 
 type Result<T> = std::result::Result<T, BenchError>;
 
-/// How long the CPU loops run: the kernel charges user and system time by the tick
-/// (CONFIG_HZ, 4 ms here), so a loop of a few hundred microseconds reads as zero.
+/// How much CPU the CPU loops gather: the kernel charges user and system time by the tick
+/// (CONFIG_HZ, 4 ms here), so a loop of a few hundred microseconds reads as zero. Counted in
+/// the thread's own CPU time, not wall time, so that a busy machine still gives the loop
+/// enough ticks; at most `20 × CPU_WINDOW` of wall time.
 const CPU_WINDOW: Duration = Duration::from_millis(50);
 
-/// The calling thread's user and system CPU per call of `f` (µs), over calls repeated for
-/// at least `CPU_WINDOW`.
+/// The calling thread's user and system CPU per call of `f` (µs), over calls repeated until
+/// the thread has spent at least `CPU_WINDOW` of CPU on them.
 fn cpu_per_call(mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     let (cpu0, t0) = (thread_cpu(), Instant::now());
+    let spent = |now: (Duration, Duration)| (now.0 + now.1).saturating_sub(cpu0.0 + cpu0.1);
     let mut n = 0;
-    while t0.elapsed() < CPU_WINDOW {
+    let mut now = cpu0;
+    while spent(now) < CPU_WINDOW && t0.elapsed() < 20 * CPU_WINDOW {
         for _ in 0..256 {
             f()?;
         }
         n += 256;
+        now = thread_cpu();
     }
-    let now = thread_cpu();
     Ok((
         mean_us(now.0.saturating_sub(cpu0.0), n),
         mean_us(now.1.saturating_sub(cpu0.1), n),
