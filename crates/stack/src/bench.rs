@@ -407,15 +407,8 @@ pub fn fig4_p50(
     } else {
         Architecture::Llm
     };
-    let cc = StackConfig {
-        architecture: arch,
-        ..Default::default()
-    };
-    let cs = StackConfig {
-        architecture: arch,
-        priority_queue: if daa_priority { 4096 } else { 0 },
-        ..StackConfig::host(2)
-    };
+    let (cc, mut cs) = StackConfig::pair(arch);
+    cs.priority_queue = if daa_priority { 4096 } else { 0 };
     let flows = background + 1;
     let (mut client, mut server, ce) =
         fig4_flows(&cc, &cs, flows, if daa_priority { 7 } else { 0 })?;
@@ -588,14 +581,7 @@ fn veth_fig4_cell(
     } else {
         Architecture::Daa
     };
-    let cc = StackConfig {
-        architecture: arch,
-        ..Default::default()
-    };
-    let cs = StackConfig {
-        architecture: arch,
-        ..StackConfig::host(2)
-    };
+    let (cc, cs) = StackConfig::pair(arch);
     let flows = background + 1;
     let (mut client, _, ce) = fig4_flows(&cc, &cs, flows, 7)?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -92,6 +92,16 @@ impl Default for StackConfig {
 }
 
 impl StackConfig {
+    /// Hosts 1 and 2 (see [`StackConfig::host`]) under architecture `arch`: the two ends
+    /// of a test or benchmark wire.
+    pub fn pair(arch: Architecture) -> (Self, Self) {
+        let end = |n| StackConfig {
+            architecture: arch,
+            ..StackConfig::host(n)
+        };
+        (end(1), end(2))
+    }
+
     /// Default settings for test host `n`: station 02:00:00:00:00:n, address 10.0.0.n.
     pub fn host(n: u8) -> Self {
         StackConfig {
@@ -766,15 +776,8 @@ mod tests {
     use super::*;
 
     fn daa_pair(queue: usize) -> (Stack, Stack, Vec<EndpointId>) {
-        let ca = StackConfig {
-            architecture: Architecture::Daa,
-            ..Default::default()
-        };
-        let cb = StackConfig {
-            architecture: Architecture::Daa,
-            priority_queue: queue,
-            ..StackConfig::host(2)
-        };
+        let (ca, mut cb) = StackConfig::pair(Architecture::Daa);
+        cb.priority_queue = queue;
         let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
         let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
         let mut ea = Vec::new();
@@ -863,14 +866,7 @@ mod tests {
     #[test]
     fn tcp_through_every_architecture_with_owed_acks_flushed() {
         for arch in Architecture::ALL {
-            let ca = StackConfig {
-                architecture: arch,
-                ..Default::default()
-            };
-            let cb = StackConfig {
-                architecture: arch,
-                ..StackConfig::host(2)
-            };
+            let (ca, cb) = StackConfig::pair(arch);
             let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
             let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
             // A UDP and a TCP endpoint on the same port number: IP's protocol field parts them.

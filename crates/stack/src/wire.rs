@@ -56,14 +56,7 @@ mod tests {
     fn ping_pong_in_every_architecture() {
         for arch in Architecture::ALL {
             for ck in [false, true] {
-                let ca = StackConfig {
-                    architecture: arch,
-                    ..Default::default()
-                };
-                let cb = StackConfig {
-                    architecture: arch,
-                    ..StackConfig::host(2)
-                };
+                let (ca, cb) = StackConfig::pair(arch);
                 let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
                 let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
                 let c = UdpConn {

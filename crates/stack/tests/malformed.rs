@@ -10,14 +10,7 @@ const T: Instant = Instant::ZERO;
 
 /// Receiver B with one UDP endpoint, and a valid frame from A for it.
 fn setup(arch: Architecture, checksum: bool, payload: &[u8]) -> (Stack, Vec<u8>) {
-    let ca = StackConfig {
-        architecture: arch,
-        ..Default::default()
-    };
-    let cb = StackConfig {
-        architecture: arch,
-        ..StackConfig::host(2)
-    };
+    let (ca, cb) = StackConfig::pair(arch);
     let (mut a, ia) = Stack::udp_ip_eth(ca.clone());
     let (mut b, ib) = Stack::udp_ip_eth(cb.clone());
     let c = UdpConn {

@@ -15,15 +15,8 @@ const SERVICE: u64 = 10_000;
 /// p50 round trip (ns) of a 1-byte probe flow with `probe_priority`, against `background`
 /// ping-pong flows of `bg_size` bytes at priority 0.
 fn probe_p50(probe_priority: u32, background: usize, bg_size: usize) -> u64 {
-    let cc = StackConfig {
-        architecture: Architecture::Daa,
-        ..Default::default()
-    };
-    let cs = StackConfig {
-        architecture: Architecture::Daa,
-        priority_queue: 1024,
-        ..StackConfig::host(2)
-    };
+    let (cc, mut cs) = StackConfig::pair(Architecture::Daa);
+    cs.priority_queue = 1024;
     let flows = background + 1; // flow 0 is the probe
     let (mut client, mut server, ce) = fig4_flows(&cc, &cs, flows, probe_priority).unwrap();
     let size = |f: usize| if f == 0 { 1 } else { bg_size };
