@@ -16,7 +16,7 @@ use crate::msg::Message;
 use crate::proto::{
     Demuxed, DropReason, OpenError, OpenMode, Participants, Protocol, RxCtx, SessionId,
 };
-use mslink_wire::checksum::Sum;
+use mslink_wire::checksum::{pseudo_header, Sum};
 use mslink_wire::udp::{UdpPacket, UdpRepr};
 
 /// Length of the UDP header.
@@ -46,16 +46,6 @@ impl Udp {
     pub fn new() -> Self {
         Self::default()
     }
-}
-
-fn pseudo_sum(src: [u8; 4], dst: [u8; 4], len: u16) -> Sum {
-    // RFC 768: source, destination, zero, protocol, UDP length.
-    let mut s = Sum::default();
-    s.add(&src);
-    s.add(&dst);
-    s.add(&[0, IPPROTO_UDP]);
-    s.add_u16(len);
-    s
 }
 
 impl Protocol for Udp {
@@ -124,7 +114,7 @@ impl Protocol for Udp {
         msg.truncate(len as usize);
         let _ = msg.pop(UDP_HDR_LEN);
         if sess.checksum && r.checksum != 0 {
-            let mut sum = pseudo_sum(rx.src_ip, rx.dst_ip, len);
+            let mut sum = pseudo_header(&rx.src_ip, &rx.dst_ip, IPPROTO_UDP, len.into());
             sum.add(&h);
             // 002 §2.2: the data manipulation of this layer, integrated with the copy or not.
             rx.copy_with_sum(msg.bytes(), &mut sum);
@@ -149,7 +139,7 @@ impl Protocol for Udp {
         let ck = sess.checksum;
         let (src, dst) = (sess.local_ip, sess.remote_ip);
         let mut sum = if ck {
-            pseudo_sum(src, dst, len)
+            pseudo_header(&src, &dst, IPPROTO_UDP, len.into())
         } else {
             Sum::default()
         };
