@@ -8,8 +8,10 @@
 //! [`demux_key`]) is sans-IO (docs/architecture.md, rule 1): bytes in and out by method calls,
 //! time as [`mslink_link::Instant`] arguments. Header layouts and the Internet checksum with
 //! its integrated copy-and-checksum are `mslink_wire`'s, shared with every other crate. Devices drive it from outside: [`wire`] (in-memory)
-//! and, on Linux, `afpacket` (raw Ethernet sockets; the only module here that does I/O).
-//! [`bench`] measures round trips through the graph (002 §5.2; `mslink stack-bench`).
+//! and, on Linux, `afpacket` (raw Ethernet sockets), with its helpers `veth` (namespaces joined
+//! by a veth pair) and `rt` (receive threads at real-time priorities). These and [`bench`],
+//! which times round trips through the graph (002 §5.2; `mslink stack-bench`), are the only
+//! modules here that do I/O, spawn threads or read a clock.
 #![warn(missing_docs)]
 
 #[cfg(target_os = "linux")]
