@@ -9,7 +9,7 @@
 //! time as [`mslink_link::Instant`] arguments. Header layouts and the Internet checksum with
 //! its integrated copy-and-checksum are `mslink_wire`'s, shared with every other crate. Devices drive it from outside: [`wire`] (in-memory)
 //! and, on Linux, `afpacket` (raw Ethernet sockets), with its helpers `veth` (namespaces joined
-//! by a veth pair) and `rt` (receive threads at real-time priorities). These and [`bench`],
+//! by a veth pair) and `rt` (receive threads at real-time priorities). These and [`bench`](mod@bench),
 //! which times round trips through the graph (002 §5.2; `mslink stack-bench`), are the only
 //! modules here that do I/O, spawn threads or read a clock.
 #![warn(missing_docs)]
