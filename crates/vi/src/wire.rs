@@ -97,6 +97,11 @@ pub(crate) trait Wire: Send {
     fn send_now(&mut self, _words: [u32; 2], _payload: &[&[u8]]) -> Result<bool, WireError> {
         Ok(false)
     }
+    /// Does this wire ever take a send with `send_now`? The provider asks before it prepares
+    /// one, so the other wires pay nothing for the short cut.
+    fn sends_now(&self) -> bool {
+        false
+    }
     /// Take the next message whole into `dst` if it is there whole and fits: its payload
     /// length and immediate data. `Ok(None)` leaves everything to `read` (nothing there, a
     /// message part-way, or one longer than `dst`).

@@ -551,7 +551,15 @@ impl Nic {
     /// passing through the send queue. `None`: post it the usual way (which also reports
     /// any error the wire met).
     fn send_now(&mut self, vi: ViHandle, desc: &Descriptor) -> Result<Option<DescId>, VipError> {
-        if self.cfg.deferred_doorbell {
+        // Only a connected wire that takes sends whole, with nothing queued ahead; anything
+        // else (and any refusal below) goes the usual way, which checks and reports.
+        let eligible = !self.cfg.deferred_doorbell
+            && get(&self.vis, vi.0).is_ok_and(|v| {
+                v.conn == Conn::Connected
+                    && v.sq.is_empty()
+                    && v.wire.as_ref().is_some_and(|w| w.sends_now())
+            });
+        if !eligible {
             return Ok(None);
         }
         for s in desc.segments() {
@@ -563,9 +571,6 @@ impl Nic {
         }
         let Nic { vis, cqs, mem, .. } = self;
         let v = get_mut(vis, vi.0)?;
-        if v.conn != Conn::Connected || !v.sq.is_empty() {
-            return Ok(None);
-        }
         let Some(w) = v.wire.as_mut() else {
             return Ok(None);
         };

@@ -604,6 +604,10 @@ impl Wire for ShmWire {
         Ok(())
     }
 
+    fn sends_now(&self) -> bool {
+        true
+    }
+
     fn send_now(&mut self, words: [u32; 2], payload: &[&[u8]]) -> Result<bool, WireError> {
         let len = words[0] as usize;
         // Inline sends complete once published; by-reference ones wait for the receiver.
