@@ -16,17 +16,16 @@ mod emulate_view;
 mod graph_cmd;
 mod log;
 mod meta_cmd;
-mod reproduce;
+mod reproduce_cmd;
 mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
-mod trace_files;
 mod tunnel_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+pub use mslink_lab::{read_error_trace, read_trace_file, TraceFiles};
 pub use sim_cmd::mem_available;
-pub use trace_files::{read_error_trace, read_trace_file, TraceFiles};
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]
@@ -45,7 +44,7 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Run what the claims ledger (claims/*.toml) needs, judge every checkable claim of the five
     /// papers, and write a report (report.html, report.md, claims.json).
-    Reproduce(reproduce::ReproduceArgs),
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
     /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
@@ -111,7 +110,7 @@ where
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Sim(args) => sim_cmd::run(&args),
-        Command::Reproduce(args) => reproduce::run(&args),
+        Command::Reproduce(args) => reproduce_cmd::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),

@@ -22,7 +22,7 @@ use mslink_stack::Architecture;
 /// Options of `mslink stack-bench`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink stack-bench\n  mslink stack-bench --transactions 100000 --out results/stack   # stack.csv and figures\n  mslink stack-bench --transactions 1000 --repeat 1 --json -q > stack.json"
+    after_help = "Examples:\n  mslink stack-bench\n  mslink stack-bench --count             # demultiplexing operations per frame: counted, not timed\n  mslink stack-bench --transactions 100000 --out results/stack   # stack.csv and figures\n  mslink stack-bench --transactions 1000 --repeat 1 --json -q > stack.json"
 )]
 pub struct StackBenchArgs {
     /// Round trips per cell.
@@ -53,6 +53,58 @@ pub struct StackBenchArgs {
     /// No progress bar (shown on a terminal only).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Instead of timing: count, per frame the server receives, the demultiplexing operations
+    /// and the state changes made before the last of them, per architecture (002 §3-4; the
+    /// same on any machine). With --json: `{"counts": [{architecture, stack, frames,
+    /// demux_per_frame, pops_before_last_demux}]}`.
+    #[arg(long)]
+    pub count: bool,
+    /// A deliberately broken stack for the claims ledger's mutants (docs/reproduce.md):
+    /// `daa-layered-demux` (DAA demultiplexes at every layer again). With --count only.
+    #[arg(long, hide = true, requires = "count")]
+    pub mutant: Option<String>,
+}
+
+/// `--count`: the demultiplexing counts of every architecture.
+fn counts(args: &StackBenchArgs) -> Result<()> {
+    let mutant = match args.mutant.as_deref() {
+        None => false,
+        Some("daa-layered-demux") => true,
+        Some(other) => {
+            anyhow::bail!("--mutant {other}: the only stack mutant is daa-layered-demux")
+        }
+    };
+    let n = args.transactions.clamp(1, 10_000);
+    let rows = bench::count_table(n, mutant)?;
+    if args.json {
+        let cells: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "architecture": r.architecture, "stack": r.stack, "frames": r.frames,
+                    "demux_per_frame": r.demux_per_frame,
+                    "pops_before_last_demux": r.pops_before_last_demux,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({ "transactions": n, "mutant": args.mutant, "counts": cells });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "per frame the server received ({n} ping-pongs of 1 byte): demultiplexing operations, and state changes made before the last of them"
+    );
+    println!(
+        "{:<6}{:<16}{:>8}{:>8}{:>24}",
+        "arch", "stack", "frames", "demux", "pops before last demux"
+    );
+    for r in &rows {
+        println!(
+            "{:<6}{:<16}{:>8}{:>8.2}{:>24.2}",
+            r.architecture, r.stack, r.frames, r.demux_per_frame, r.pops_before_last_demux
+        );
+    }
+    Ok(())
 }
 
 /// Prints an architecture's round-trip grid as its cells arrive: a title per architecture, a
@@ -84,6 +136,9 @@ fn grid(what: &str, n: u32, repeat: u32, digits: usize) -> impl FnMut(&Row) + '_
 
 /// Runs the verb.
 pub fn run(args: &StackBenchArgs) -> Result<()> {
+    if args.count {
+        return counts(args);
+    }
     // Where the CSV goes, its folder made before the (long) measurements.
     let csv = match (&args.out, &args.csv) {
         (Some(dir), _) => {

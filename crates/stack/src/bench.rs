@@ -142,6 +142,17 @@ pub fn pair(
         ilp,
         ..StackConfig::host(2)
     };
+    pair_of(cc, cs, layer, checksum)
+}
+
+/// A client with configuration `cc` and a server with `cs` (hosts 1 and 2), applications on
+/// `layer`.
+fn pair_of(
+    cc: StackConfig,
+    cs: StackConfig,
+    layer: Layer,
+    checksum: bool,
+) -> Result<Pair, BenchError> {
     let (mut client, ic) = Stack::udp_ip_eth(cc.clone());
     let (mut server, is) = Stack::udp_ip_eth(cs.clone());
     let pc = Participants {
@@ -208,6 +219,51 @@ pub fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64, BenchError> {
         }
     }
     Ok(start.elapsed().as_secs_f64() * 1e6 / n as f64)
+}
+
+/// Demultiplexing counts of one architecture and stack: what 002 §3-4 says each architecture
+/// does per received frame, counted, not timed (the same on any machine).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountRow {
+    /// Architecture name (`llm`, `daa`, `illm`).
+    pub architecture: String,
+    /// Stack name ([`Layer::name`]).
+    pub stack: String,
+    /// Frames the server delivered (or consumed).
+    pub frames: u64,
+    /// Demultiplexing operations per frame.
+    pub demux_per_frame: f64,
+    /// State changes made before a frame's last demultiplexing operation, per frame.
+    pub pops_before_last_demux: f64,
+}
+
+/// [`CountRow`]s of the server of every architecture, for applications on IP and on UDP,
+/// over `n` ping-pongs of 1 byte; with `mutant`, DAA demultiplexes at every layer again (the
+/// claims ledger's mutant, [`StackConfig::mutant_layered_demux`]).
+pub fn count_table(n: u32, mutant: bool) -> Result<Vec<CountRow>, BenchError> {
+    let mut rows = Vec::new();
+    for arch in Architecture::ALL {
+        for layer in [Layer::Ip, Layer::Udp] {
+            let end = |host| StackConfig {
+                architecture: arch,
+                mutant_layered_demux: mutant,
+                ..StackConfig::host(host)
+            };
+            let mut p = pair_of(end(1), end(2), layer, false)?;
+            ping_pong(&mut p, 1, n)?;
+            let st = p.server.stats();
+            let frames = st.delivered + st.consumed;
+            let per = |x: u64| x as f64 / frames.max(1) as f64;
+            rows.push(CountRow {
+                architecture: arch.name().to_string(),
+                stack: layer.name(arch),
+                frames,
+                demux_per_frame: per(st.demuxes),
+                pops_before_last_demux: per(st.pops_before_last_demux),
+            });
+        }
+    }
+    Ok(rows)
 }
 
 /// 002 Tables 1-3 on the in-memory wire: every architecture, layer and size, checksum off,
@@ -794,4 +850,51 @@ pub fn veth_fig4_table(
     }
     drop(ns);
     Ok((rows, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row<'a>(rows: &'a [CountRow], arch: &str, stack: &str) -> &'a CountRow {
+        rows.iter()
+            .find(|r| r.architecture == arch && r.stack == stack)
+            .unwrap_or_else(|| panic!("no row {arch} {stack}: {rows:?}"))
+    }
+
+    #[test]
+    fn each_architecture_demultiplexes_as_002_describes() {
+        let rows = count_table(20, false).unwrap();
+        // LLM: demux and state change alternate, one demux per layer (002 §3.1).
+        let llm = row(&rows, "llm", "UDP-IP-ETH");
+        assert_eq!(llm.frames, 20);
+        assert_eq!(
+            (llm.demux_per_frame, llm.pops_before_last_demux),
+            (3.0, 2.0)
+        );
+        // ILLM: the same demuxes, all before any state change (002 §4.3).
+        let illm = row(&rows, "illm", "UDP-IP-ETH");
+        assert_eq!(
+            (illm.demux_per_frame, illm.pops_before_last_demux),
+            (3.0, 0.0)
+        );
+        // DAA: one demux at the bottom (002 §4.2).
+        let daa = row(&rows, "daa", "UDP-IP-ETHDAA");
+        assert_eq!(
+            (daa.demux_per_frame, daa.pops_before_last_demux),
+            (1.0, 0.0)
+        );
+        assert_eq!(row(&rows, "llm", "IP-ETH").demux_per_frame, 2.0);
+        assert_eq!(row(&rows, "daa", "IP-ETHDAA").demux_per_frame, 1.0);
+    }
+
+    #[test]
+    fn the_mutant_demultiplexes_daa_frames_at_every_layer() {
+        let rows = count_table(20, true).unwrap();
+        let daa = row(&rows, "daa", "UDP-IP-ETHDAA");
+        assert_eq!(daa.frames, 20, "the mutant still delivers");
+        assert_eq!(daa.demux_per_frame, 3.0);
+        // LLM and ILLM are untouched.
+        assert_eq!(row(&rows, "llm", "UDP-IP-ETH").demux_per_frame, 3.0);
+    }
 }

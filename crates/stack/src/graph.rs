@@ -82,6 +82,10 @@ pub struct StackConfig {
     /// DAA only: queue received work by the deadline/priority field (capacity in frames; 0 = off,
     /// process each frame at once in arrival order).
     pub priority_queue: usize,
+    /// DAA only, and never a real configuration: demultiplex again at every layer above the
+    /// bottom, as LLM does. The claims ledger's mutant of 002's single demultiplexing point
+    /// (`mslink stack-bench --count --mutant daa-layered-demux`, docs/reproduce.md).
+    pub mutant_layered_demux: bool,
 }
 
 impl Default for StackConfig {
@@ -110,6 +114,7 @@ impl StackConfig {
             station: [2, 0, 0, 0, 0, n],
             address: [10, 0, 0, n],
             priority_queue: 0,
+            mutant_layered_demux: false,
         }
     }
 }
@@ -160,6 +165,12 @@ pub struct StackStats {
     pub consumed: u64,
     /// Frames sent.
     pub tx_frames: u64,
+    /// Demultiplexing operations for the frames delivered or consumed (002's count of
+    /// demultiplexing points: one per layer in LLM and ILLM, one in DAA).
+    pub demuxes: u64,
+    /// State changes made before each delivered or consumed frame's last demultiplexing
+    /// operation, summed (0 when every demultiplexing comes first).
+    pub pops_before_last_demux: u64,
     /// Drops per protocol (graph order) and reason ([`DropReason::ALL`] order).
     pub drops: Vec<(&'static str, [u64; DropReason::COUNT])>,
 }
@@ -606,6 +617,8 @@ impl Stack {
     }
 
     fn deliver(&mut self, ep: EndpointId, msg: &Message, mut rx: RxCtx, now: Instant) {
+        self.stats.demuxes += u64::from(rx.demuxes);
+        self.stats.pops_before_last_demux += u64::from(rx.pops_before_last_demux);
         if rx.consumed {
             self.stats.consumed += 1;
             return;
@@ -649,6 +662,7 @@ impl Stack {
                 Ok(d) => d,
                 Err(r) => return self.drop_at(cur, r),
             };
+            noted_demux(&mut rx);
             below.note(&d);
             let Some(rec) = self.rec(cur, d.session) else {
                 return self.drop_at(cur, DropReason::NoSession);
@@ -656,6 +670,7 @@ impl Stack {
             if let Err(r) = self.nodes[cur].proto.pop(d.session, msg, &mut rx) {
                 return self.drop_at(cur, r);
             }
+            rx.pops += 1;
             match rec.upper {
                 Upper::Proto(p) => cur = p,
                 Upper::App(ep) => return self.deliver(ep, msg, rx, now),
@@ -679,6 +694,7 @@ impl Stack {
                 Ok(d) => d,
                 Err(r) => return self.drop_at(cur, r),
             };
+            noted_demux(&mut rx);
             below.note(&d);
             let Some(rec) = self.rec(cur, d.session) else {
                 return self.drop_at(cur, DropReason::NoSession);
@@ -696,6 +712,7 @@ impl Stack {
             if let Err(r) = self.nodes[p].proto.pop(s, msg, &mut rx) {
                 return self.drop_at(p, r);
             }
+            rx.pops += 1;
         }
         self.deliver(ep, msg, rx, now);
     }
@@ -707,12 +724,14 @@ impl Stack {
             Ok(d) => d,
             Err(r) => return self.drop_at(b, r),
         };
+        noted_demux(&mut rx);
         let Some(path) = self.rec(b, d.session).and_then(|r| r.path) else {
             return self.drop_at(b, DropReason::NoSession);
         };
         if let Err(r) = self.nodes[b].proto.pop(d.session, &mut msg, &mut rx) {
             return self.drop_at(b, r);
         }
+        rx.pops += 1;
         let w = Work {
             priority: rx.priority,
             seq: self.seq,
@@ -761,14 +780,31 @@ impl Stack {
             return self.drop_at(self.bottom, DropReason::NoSession);
         };
         let n = path.sessions.len();
+        let mut below = Below::default();
         for i in 1..n {
             let (p, s) = self.paths[w.path as usize].sessions[i];
+            if self.cfg.mutant_layered_demux {
+                // The mutant: the path is known, yet each layer looks the frame up again (a DAA
+                // path's sessions need not be in the layer's own map, so what it finds is
+                // discarded: the work is what the mutant adds).
+                if let Ok(d) = self.nodes[p].proto.demux_below(w.msg.bytes(), &below) {
+                    below.note(&d);
+                }
+                noted_demux(&mut w.rx);
+            }
             if let Err(r) = self.nodes[p].proto.pop(s, &mut w.msg, &mut w.rx) {
                 return self.drop_at(p, r);
             }
+            w.rx.pops += 1;
         }
         self.deliver(EndpointId(w.path), &w.msg, w.rx, w.at);
     }
+}
+
+/// One more demultiplexing operation for the frame of `rx`, after its pops so far.
+fn noted_demux(rx: &mut RxCtx) {
+    rx.demuxes += 1;
+    rx.pops_before_last_demux = rx.pops;
 }
 
 #[cfg(test)]

@@ -157,6 +157,14 @@ pub struct RxCtx {
     /// Set by a layer that took the whole frame as control (a TCP segment without data, a pure
     /// ACK): nothing is delivered to the application, and the stack counts it as consumed.
     pub consumed: bool,
+    /// Demultiplexing operations made for this frame (the graph counts them).
+    pub demuxes: u32,
+    /// State changes (`pop`s) made for this frame so far.
+    pub pops: u32,
+    /// State changes made before the frame's latest demultiplexing operation: 0 when every
+    /// demultiplexing comes first (002 §4.3's ILLM, §4.2's DAA), one per layer below the top in
+    /// LLM, where they alternate (002 §3.1).
+    pub pops_before_last_demux: u32,
 }
 
 impl RxCtx {

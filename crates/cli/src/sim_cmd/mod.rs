@@ -8,10 +8,9 @@
 //! key, and what was expected.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
+use mslink_lab::parallel::parallel_in_order;
 use mslink_sim::{overrides, RunResult, Scenario};
 
 use crate::TraceFiles;
@@ -254,7 +253,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
         .unwrap_or_default();
     let provenance = serde_json::json!({
         "mslink_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": crate::convention::git_commit(path.parent().unwrap_or(Path::new("."))),
+        "git_commit": mslink_lab::provenance::git_commit(path.parent().unwrap_or(Path::new("."))),
         "scenario_file": path.display().to_string(),
         "scenario_text": text,
         "overrides": sets.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
@@ -269,7 +268,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
     parallel_in_order(
         jobs.len(),
         threads,
-        &bar,
+        &|| bar.inc(1),
         |i| run_job(&jobs[i], &traces, pcap_dir.as_deref()),
         |i, r| {
             let r = r.with_context(|| format!("run {} (rep {})", i, jobs[i].rep))?;
@@ -291,116 +290,6 @@ pub fn run(args: &SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// `f(0)`, .., `f(n - 1)` on `threads` threads, in index order whatever order they finish in
-/// (so outputs do not depend on `--jobs`), ticking `bar` once per call.
-pub(crate) fn parallel_ordered<T: Send>(
-    n: usize,
-    threads: usize,
-    bar: &indicatif::ProgressBar,
-    f: impl Fn(usize) -> T + Sync,
-) -> Vec<T> {
-    let mut out = Vec::with_capacity(n);
-    let done: Result<()> = parallel_in_order(n, threads, bar, f, |_, t| {
-        out.push(t);
-        Ok(())
-    });
-    debug_assert!(done.is_ok());
-    out
-}
-
-/// `f(0)`, .., `f(n - 1)` on `threads` threads, each result handed to `sink` on the calling
-/// thread in index order as soon as it and every earlier one are done, so results can be
-/// written and dropped as the runs finish. A worker starts index `i` only once fewer than
-/// `2 * threads` results wait ahead of it, so at most that many are held. The first error of
-/// `sink` stops the workers (those running finish their call) and is returned. A panic in `f`
-/// is not swallowed: it ends the wait and propagates.
-pub(crate) fn parallel_in_order<T: Send>(
-    n: usize,
-    threads: usize,
-    bar: &indicatif::ProgressBar,
-    f: impl Fn(usize) -> T + Sync,
-    mut sink: impl FnMut(usize, T) -> Result<()>,
-) -> Result<()> {
-    struct State<T> {
-        ready: std::collections::BTreeMap<usize, T>,
-        delivered: usize,
-        stop: bool,
-    }
-    /// Stops everyone when its worker unwinds.
-    struct OnPanic<'a, T>(&'a Mutex<State<T>>, &'a std::sync::Condvar);
-    impl<T> Drop for OnPanic<'_, T> {
-        fn drop(&mut self) {
-            if std::thread::panicking() {
-                if let Ok(mut st) = self.0.lock() {
-                    st.stop = true;
-                }
-                self.1.notify_all();
-            }
-        }
-    }
-    let threads = threads.clamp(1, n.max(1));
-    let window = 2 * threads;
-    let next = AtomicUsize::new(0);
-    let state = Mutex::new(State {
-        ready: std::collections::BTreeMap::new(),
-        delivered: 0,
-        stop: false,
-    });
-    let cv = std::sync::Condvar::new();
-    let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
-    let mut result = Ok(());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let _guard = OnPanic(&state, &cv);
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    {
-                        let mut st = lock();
-                        while !st.stop && i >= st.delivered + window {
-                            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
-                        }
-                        if st.stop {
-                            break;
-                        }
-                    }
-                    let r = f(i);
-                    lock().ready.insert(i, r);
-                    cv.notify_all();
-                    bar.inc(1);
-                }
-            });
-        }
-        for i in 0..n {
-            let t = {
-                let mut st = lock();
-                loop {
-                    if let Some(t) = st.ready.remove(&i) {
-                        break Some(t);
-                    }
-                    if st.stop {
-                        break None;
-                    }
-                    st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
-                }
-            };
-            let Some(t) = t else { break };
-            if let Err(e) = sink(i, t) {
-                result = Err(e);
-                lock().stop = true;
-                cv.notify_all();
-                break;
-            }
-            lock().delivered = i + 1;
-            cv.notify_all();
-        }
-    });
-    result
-}
-
 fn describe(point: &[(String, String)]) -> String {
     if point.is_empty() {
         String::new()
@@ -413,83 +302,5 @@ fn describe(point: &[(String, String)]) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicUsize;
-
-    #[test]
-    fn results_arrive_in_order_and_few_wait() {
-        for threads in [1, 2, 4] {
-            let running = AtomicUsize::new(0);
-            let bar = indicatif::ProgressBar::hidden();
-            let mut seen = Vec::new();
-            let mut most_waiting = 0;
-            let done = parallel_in_order(
-                200,
-                threads,
-                &bar,
-                |i| {
-                    running.fetch_add(1, Ordering::SeqCst);
-                    // Later indices finish first: a fast worker runs ahead of a slow one.
-                    std::thread::yield_now();
-                    i * 3
-                },
-                |i, v| {
-                    // Started minus handed over: what is running or waiting ahead of `sink`.
-                    most_waiting = most_waiting.max(running.load(Ordering::SeqCst) - i);
-                    seen.push((i, v));
-                    Ok(())
-                },
-            );
-            assert!(done.is_ok());
-            assert_eq!(seen, (0..200).map(|i| (i, i * 3)).collect::<Vec<_>>());
-            assert!(most_waiting <= 2 * threads, "{threads}: {most_waiting}");
-        }
-    }
-
-    #[test]
-    fn a_sink_error_stops_the_runs() {
-        let calls = AtomicUsize::new(0);
-        let bar = indicatif::ProgressBar::hidden();
-        let r = parallel_in_order(
-            10_000,
-            2,
-            &bar,
-            |i| {
-                calls.fetch_add(1, Ordering::SeqCst);
-                i
-            },
-            |i, _| {
-                if i == 5 {
-                    anyhow::bail!("disk full at {i}")
-                }
-                Ok(())
-            },
-        );
-        assert_eq!(r.unwrap_err().to_string(), "disk full at 5");
-        // At most the window past the failing run started.
-        assert!(calls.load(Ordering::SeqCst) <= 5 + 1 + 4, "{calls:?}");
-    }
-
-    #[test]
-    #[should_panic(expected = "a scoped thread panicked")]
-    fn a_panic_in_a_run_is_not_swallowed() {
-        let bar = indicatif::ProgressBar::hidden();
-        let _ = parallel_in_order(
-            10,
-            2,
-            &bar,
-            |i| {
-                if i == 3 {
-                    panic!("run 3 broke");
-                }
-                i
-            },
-            |_, _| Ok(()),
-        );
     }
 }

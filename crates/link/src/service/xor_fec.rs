@@ -31,6 +31,10 @@ pub struct XorFecConfig {
     pub block_timeout_ms: f64,
     /// SDUs held waiting for the link before new ones are refused.
     pub queue_limit: usize,
+    /// Whether a closed block's parity frame is sent. Off only for the claims ledger's mutant
+    /// "XOR FEC with parity dropped" (docs/reproduce.md): the service is then a numbered raw
+    /// link that recovers nothing.
+    pub parity: bool,
 }
 
 impl Default for XorFecConfig {
@@ -40,6 +44,7 @@ impl Default for XorFecConfig {
             block: 12,
             block_timeout_ms: 16.0,
             queue_limit: 1000,
+            parity: true,
         }
     }
 }
@@ -60,6 +65,7 @@ pub struct XorFec {
     format: HeaderFormat,
     block: usize,
     timeout: Duration,
+    send_parity: bool,
     // Sender.
     queue: SendQueue,
     next_tx: u64,
@@ -89,6 +95,7 @@ impl XorFec {
             format,
             block: config.block.clamp(1, max_block),
             timeout: Duration::from_secs_f64(config.block_timeout_ms / 1e3),
+            send_parity: config.parity,
             queue: SendQueue::with_max_len(config.queue_limit, u16::MAX as usize),
             next_tx: 0,
             block_first: 0,
@@ -123,6 +130,16 @@ impl XorFec {
         xor_into(&mut self.parity[PREFIX..], data);
     }
 
+    /// Starts a new block: the parity of the closed one is sent or dropped.
+    fn close_block(&mut self) {
+        self.parity[..self.parity_len].fill(0);
+        self.parity_len = 0;
+        self.parity_pending = false;
+        self.block_count = 0;
+        self.block_first = self.next_tx;
+        self.timers.clear(Timer::BlockClose as usize);
+    }
+
     fn emit_parity(&mut self, buf: &mut Vec<u8>) {
         let start = buf.len();
         let h = Header::Parity {
@@ -133,12 +150,7 @@ impl XorFec {
         buf.resize(start + hl, 0);
         self.format.emit(&h, &mut buf[start..]);
         buf.extend_from_slice(&self.parity[..self.parity_len]);
-        self.parity[..self.parity_len].fill(0);
-        self.parity_len = 0;
-        self.parity_pending = false;
-        self.block_count = 0;
-        self.block_first = self.next_tx;
-        self.timers.clear(Timer::BlockClose as usize);
+        self.close_block();
         let n = (buf.len() - start) as u64;
         self.stats.parity_sent += 1;
         self.stats.frames_sent += 1;
@@ -250,8 +262,11 @@ impl Service for XorFec {
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> bool {
         if self.parity_pending {
-            self.emit_parity(buf);
-            return true;
+            if self.send_parity {
+                self.emit_parity(buf);
+                return true;
+            }
+            self.close_block();
         }
         let Some(sdu) = self.queue.pop_front() else {
             return false;
@@ -316,6 +331,7 @@ mod tests {
             block,
             block_timeout_ms: 10.0,
             queue_limit: 100,
+            parity: true,
         };
         let f = HeaderFormat {
             width: SeqWidth::W8,
@@ -365,6 +381,33 @@ mod tests {
         assert_eq!((rebuilt.fp, &rebuilt.data), (sdus[2].fp, &sdus[2].data));
         assert_eq!(b.stats().recovered, 1);
         assert_eq!(a.stats().parity_sent, 1);
+    }
+
+    #[test]
+    fn without_parity_nothing_is_rebuilt() {
+        // The claims ledger's mutant: the same blocks, their parity dropped.
+        let (mut a, mut b) = pair(4);
+        a.send_parity = false;
+        let t = Instant::ZERO;
+        for i in 0..8u8 {
+            a.handle_sdu(t, Sdu::whole(vec![i; 10])).unwrap();
+        }
+        let f = frames(&mut a, t);
+        assert_eq!(f.len(), 8, "data frames only");
+        assert_eq!(a.stats().parity_sent, 0);
+        for (i, fr) in f.iter().enumerate() {
+            if i != 1 {
+                b.handle_frame(t, fr);
+            }
+        }
+        assert_eq!(std::iter::from_fn(|| b.poll_deliver()).count(), 7);
+        assert_eq!(b.stats().recovered, 0);
+        let later = t + Duration::from_millis(50);
+        a.handle_timeout(later);
+        assert!(
+            frames(&mut a, later).is_empty(),
+            "no parity after a silence either"
+        );
     }
 
     #[test]

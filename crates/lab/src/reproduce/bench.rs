@@ -1,13 +1,14 @@
-//! Benchmark runs of the claims ledger: `[run.NAME] bench = [ARGS]` runs the mslink binary
-//! itself (`std::env::current_exe()`) with ARGS, `reps` times, and reads the JSON document it
-//! prints; a claim's cell picks one row of a named array of that document by field values and
-//! reads one numeric field of it.
+//! Benchmark runs of the claims ledger: `[run.NAME] bench = [ARGS]` runs the mslink executable
+//! the caller names (the CLI gives its own, or `MSLINK_EXE`) with ARGS, `reps` times, and reads
+//! the JSON document it prints; a claim's cell picks one row of a named array of that document
+//! by field values and reads one numeric field of it.
 //!
-//! Contract. A benchmark measures this machine, so its numbers are neither deterministic nor
-//! portable: [`super::run`] executes bench runs only with `--bench`, one repetition after the
-//! other and before any simulation (never beside one another or beside simulations, which would
-//! disturb them), and without `--bench` their claims are reported as not checkable with
-//! [`NOT_RUN`]. A command that fails is an error that carries its stderr; a selection that
+//! Contract. A benchmark that times something measures this machine, so its numbers are neither
+//! deterministic nor portable: [`super::run`] executes such runs only with `--bench`, one
+//! repetition after the other and before any simulation (never beside one another or beside
+//! simulations, which would disturb them), and without `--bench` their claims are reported as
+//! not checkable with [`NOT_RUN`]. A run marked `deterministic` prints counts, not times (e.g.
+//! `stack-bench --count`): it runs in every mode, twice, and its two outputs must agree. A command that fails is an error that carries its stderr; a selection that
 //! matches no row or several, or a field that is missing or not a number, is an error naming
 //! the ledger file, the claim and the rows that were there ([`check`]). Every repetition gives
 //! one sample per cell, judged with the same Student-t machinery as simulation repetitions.
@@ -29,6 +30,8 @@ pub struct BenchRun {
     pub args: Vec<String>,
     /// Times the command is run (each run gives one sample per cell).
     pub reps: u32,
+    /// It prints counts, not times: made in every mode, judged exactly.
+    pub deterministic: bool,
     /// The ledger file that declares it (for errors).
     pub file: PathBuf,
 }
@@ -48,11 +51,12 @@ impl BenchRun {
         c
     }
 
-    /// Runs the command once and parses what it prints.
-    pub fn run_once(&self) -> Result<serde_json::Value> {
-        let exe = std::env::current_exe().context("finding the mslink binary")?;
-        let out = std::process::Command::new(&exe)
+    /// Runs the command once with executable `exe` (and `extra` arguments after the ledger's)
+    /// and parses what it prints.
+    pub fn run_once(&self, exe: &std::path::Path, extra: &[String]) -> Result<serde_json::Value> {
+        let out = std::process::Command::new(exe)
             .args(&self.args)
+            .args(extra)
             .stdin(std::process::Stdio::null())
             .output()
             .with_context(|| format!("starting `{}` ({})", self.command(), exe.display()))?;
@@ -246,6 +250,7 @@ mod tests {
             id: "000/vi".into(),
             args: vec!["bench".into(), "local".into(), "--quick".into()],
             reps: 2,
+            deterministic: false,
             file: PathBuf::new(),
         };
         assert_eq!(b.command(), "mslink bench local --quick");

@@ -2,12 +2,16 @@
 //!
 //! Contract. A ledger file names its paper and holds `[run.NAME]` blocks (a scenario file, its
 //! repetitions, overrides, a replacement `sweep`, named axes with the values a reader knows
-//! them by, a figure) and `[[claim]]` entries (where in the paper, what it says in a few words,
-//! and exactly one expectation over cells of runs). [`load`] reads every `*.toml` of a folder,
-//! in name order, and refuses anything it cannot judge with the file, the claim id or run name
-//! and what is wrong: unknown keys, a scenario that does not parse, an axis whose values do
-//! not match its sweep, a cell that selects no point or several, a claim without exactly one
-//! expectation. Paths in a ledger are relative to the ledger's folder.
+//! them by, figures) and `[[claim]]` entries (where in the paper, the paper's own words, what
+//! it says in a few words, exactly one expectation over cells of runs, and the band that
+//! expectation is held to, derived from the paper's number by [`super::band`]). [`load`] reads
+//! every `*.toml` of a folder but `mutants.toml` ([`super::mutants`]), in name order, and
+//! refuses anything it cannot judge with the file, the claim id or run name and what is wrong:
+//! unknown keys, a claim without its quote, a band that is neither derived from the paper nor
+//! justified, a scenario that does not parse, an axis whose values do not match its sweep, a
+//! cell that selects no point or several, a claim without exactly one expectation, a `differs`
+//! without its cause, or with a cause we could remove but no counterfactual run. Paths in a
+//! ledger are relative to the ledger's folder.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,118 +19,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use mslink_sim::Scenario;
 
-/// One ledger file as written.
-#[derive(serde::Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-struct FileSpec {
-    paper: String,
-    title: String,
-    #[serde(default)]
-    run: BTreeMap<String, RunSpec>,
-    #[serde(default)]
-    claim: Vec<ClaimSpec>,
-}
+use super::band::{self, Band};
+use super::edit::Edits;
+pub use super::spec::{AxisSpec, FigureKind, FigureSpec, ModeSpec};
+use super::spec::{ClaimSpec, FileSpec, RunSpec};
 
-/// Repetitions and overrides of one mode (full or quick).
-#[derive(serde::Deserialize, Debug, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ModeSpec {
-    /// Repetitions per sweep point.
-    pub reps: Option<u32>,
-    /// Overrides (scenario key -> value).
-    #[serde(default)]
-    pub set: BTreeMap<String, toml::Value>,
-}
-
-/// `[run.NAME]` as written.
-#[derive(serde::Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-struct RunSpec {
-    scenario: Option<String>,
-    /// Arguments to the mslink binary for a benchmark run, instead of a scenario.
-    bench: Option<Vec<String>>,
-    reps: u32,
-    #[serde(default)]
-    set: BTreeMap<String, toml::Value>,
-    #[serde(default)]
-    quick: ModeSpec,
-    sweep: Option<toml::Table>,
-    flow: Option<String>,
-    #[serde(default)]
-    axis: BTreeMap<String, AxisSpec>,
-    figure: Option<FigureSpec>,
-    #[serde(default)]
-    figures: Vec<FigureSpec>,
-}
-
-/// `[run.NAME.axis.ALIAS]`: a sweep key under a short name, with reader-facing values.
-#[derive(serde::Deserialize, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct AxisSpec {
-    /// The sweep key.
-    pub key: String,
-    /// Axis label with its unit, e.g. "frame loss (%)".
-    pub label: String,
-    /// What each sweep value is called, in the sweep's order (numbers plot on a numeric axis).
-    pub values: Vec<toml::Value>,
-}
-
-/// What a figure shows.
-#[derive(serde::Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum FigureKind {
-    /// A metric against a sweep axis: mean and 95% interval per point.
-    #[default]
-    Metric,
-    /// The TCP sequence-number trace of one repetition of one point (003 Figs. 2, 4, 7):
-    /// every data segment the flow's sender put on its hop, new data and retransmissions
-    /// marked apart ([`super::seqtrace`]).
-    Seq,
-}
-
-/// `[run.NAME.figure]` (or each of `[[run.NAME.figures]]`): a paper's figure drawn from this
-/// run.
-#[derive(serde::Deserialize, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct FigureSpec {
-    /// `"metric"` (the default) or `"seq"`.
-    #[serde(default)]
-    pub kind: FigureKind,
-    /// Caption, e.g. "004 Fig. 2: FTP over one WLAN link".
-    pub title: String,
-    /// Axis alias on x (metric figures).
-    pub x: Option<String>,
-    /// Axis alias giving one line per value (none: one line).
-    pub series: Option<String>,
-    /// Metric on y (metric figures).
-    pub metric: Option<String>,
-    /// y label with unit (metric figures; a sequence figure's is fixed).
-    pub y_label: Option<String>,
-    /// Factor from the metric's unit to the label's (1e-6: bit/s to Mbit/s).
-    #[serde(default = "one")]
-    pub y_scale: f64,
-    /// The flow drawn (default: the run's).
-    pub flow: Option<String>,
-    /// Values of other axes this figure holds fixed.
-    #[serde(default)]
-    pub fixed: BTreeMap<String, toml::Value>,
-    /// y on a logarithmic axis (powers of ten).
-    #[serde(default)]
-    pub log_y: bool,
-    /// The paper's own numbers where it prints them: series value -> y per x, in x order.
-    #[serde(default)]
-    pub paper: BTreeMap<String, Vec<f64>>,
-    /// Sequence figures: the point drawn, a value for every axis of the run.
-    #[serde(default)]
-    pub at: BTreeMap<String, toml::Value>,
-    /// Sequence figures: the repetition drawn (default 0).
-    #[serde(default)]
-    pub rep: u32,
-    /// Sequence figures: the time window drawn, seconds (default: the whole transfer).
-    pub from_s: Option<f64>,
-    /// End of that window.
-    pub to_s: Option<f64>,
-}
+/// The name of the mutants file in the claims folder, which is not a paper's ledger.
+pub const MUTANTS_FILE: &str = "mutants.toml";
 
 impl FigureSpec {
     /// Checks the keys of its kind against the run's axes; `select` resolves a point.
@@ -182,38 +81,6 @@ impl FigureSpec {
     }
 }
 
-fn one() -> f64 {
-    1.0
-}
-
-/// A `[[claim]]` as written.
-#[derive(serde::Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-struct ClaimSpec {
-    id: String,
-    #[serde(rename = "where")]
-    place: String,
-    says: String,
-    run: Option<String>,
-    metric: Option<String>,
-    flow: Option<String>,
-    rows: Option<String>,
-    each: Option<String>,
-    each_values: Option<Vec<toml::Value>>,
-    above: Option<[toml::Table; 2]>,
-    below: Option<[toml::Table; 2]>,
-    factor: Option<f64>,
-    ratio: Option<[toml::Table; 2]>,
-    difference: Option<[toml::Table; 2]>,
-    value: Option<toml::Table>,
-    within: Option<[f64; 2]>,
-    monotone: Option<String>,
-    along: Option<String>,
-    at: Option<toml::Table>,
-    differs: Option<String>,
-    not_checkable: Option<String>,
-}
-
 /// A run the claims need: a scenario with its sweep grid resolved.
 #[derive(Debug)]
 pub struct Run {
@@ -234,6 +101,8 @@ pub struct Run {
     pub sweep_replaced: bool,
     /// Repetitions per point.
     pub reps: u32,
+    /// Nothing random reaches its cells: made twice, the repetitions must agree.
+    pub deterministic: bool,
     /// Sweep keys in the grid's order, and each point's value indices and overrides.
     pub keys: Vec<String>,
     /// (value index per key, overrides) per point.
@@ -283,6 +152,67 @@ pub enum Expect {
     Monotone(Vec<Cell>, bool),
 }
 
+/// Why a known difference arises (docs/reproduce.md, "Known differences").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A model parameter we have, set otherwise than the paper (or one the paper does not
+    /// state): a counterfactual run sets it as the paper had it.
+    Parameter,
+    /// A mechanism we have that can be switched: a counterfactual run switches it.
+    Mechanism,
+    /// A mechanism the model does not have.
+    Missing,
+    /// Nobody knows yet.
+    Open,
+}
+
+impl Cause {
+    fn parse(s: &str) -> Result<Cause> {
+        Ok(match s {
+            "parameter" => Cause::Parameter,
+            "mechanism" => Cause::Mechanism,
+            "missing" => Cause::Missing,
+            "open" => Cause::Open,
+            other => bail!(
+                "cause = {other:?}: expected \"parameter\" (a model parameter we have), \
+                 \"mechanism\" (a mechanism we have), \"missing\" (a mechanism the model \
+                 lacks) or \"open\" (unknown)"
+            ),
+        })
+    }
+
+    /// How the report names it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Cause::Parameter => "a model parameter",
+            Cause::Mechanism => "a mechanism of the model",
+            Cause::Missing => "a mechanism the model lacks",
+            Cause::Open => "an open question",
+        }
+    }
+}
+
+/// The same runs re-made with a difference's cause removed or set as the paper had it.
+#[derive(Clone, Debug)]
+pub struct Counterfactual {
+    /// What it changes, in words.
+    pub what: String,
+    /// The changes.
+    pub edits: Edits,
+}
+
+/// A known difference from the paper.
+#[derive(Clone, Debug)]
+pub struct Differs {
+    /// Why we differ.
+    pub reason: String,
+    /// What kind of cause.
+    pub cause: Cause,
+    /// The run without the cause, where we have the cause.
+    pub counterfactual: Option<Counterfactual>,
+}
+
 /// One claim, resolved.
 #[derive(Debug)]
 pub struct Claim {
@@ -294,14 +224,42 @@ pub struct Claim {
     pub place: String,
     /// The claim in a few words.
     pub says: String,
+    /// The paper's words.
+    pub quote: String,
     /// The run it is judged on (none: not checkable).
     pub run: Option<String>,
     /// The expectation, once per value of an `each` axis (empty when not checkable).
     pub checks: Vec<(String, Expect)>,
-    /// A deliberate difference from the paper, and why.
-    pub differs: Option<String>,
+    /// Where the expectation's numbers come from (none when not checkable).
+    pub band: Option<Band>,
+    /// A known difference from the paper.
+    pub differs: Option<Differs>,
     /// Why this claim cannot be checked here.
     pub not_checkable: Option<String>,
+}
+
+impl Claim {
+    /// The run ids its checks read.
+    pub fn runs(&self) -> std::collections::BTreeSet<String> {
+        self.checks
+            .iter()
+            .flat_map(|(_, e)| e.cells().into_iter().map(|c| c.run.clone()))
+            .collect()
+    }
+}
+
+impl Expect {
+    /// The cells it reads.
+    pub fn cells(&self) -> Vec<&Cell> {
+        match self {
+            Expect::Above(a, b, _)
+            | Expect::Below(a, b, _)
+            | Expect::Ratio(a, b, _)
+            | Expect::Difference(a, b, _) => vec![a, b],
+            Expect::Value(a, _) => vec![a],
+            Expect::Monotone(cs, _) => cs.iter().collect(),
+        }
+    }
 }
 
 /// The whole ledger.
@@ -317,8 +275,9 @@ pub struct Ledger {
     pub claims: Vec<Claim>,
 }
 
-/// Reads every `*.toml` of `dir`, in name order, for the full or the quick mode.
-pub fn load(dir: &Path, quick: bool) -> Result<Ledger> {
+/// Reads every `*.toml` of `dir` (only `<paper>.toml` of the papers in `only`, when it is not
+/// empty), in name order, for the full or the quick mode.
+pub fn load(dir: &Path, quick: bool, only: &[String]) -> Result<Ledger> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| {
             format!(
@@ -327,11 +286,24 @@ pub fn load(dir: &Path, quick: bool) -> Result<Ledger> {
             )
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "toml")
+                && p.file_name().is_some_and(|n| n != MUTANTS_FILE)
+                && (only.is_empty()
+                    || p.file_stem()
+                        .is_some_and(|s| only.iter().any(|o| s == o.as_str())))
+        })
         .collect();
     files.sort();
     if files.is_empty() {
-        bail!("no claims files (*.toml) in {}", dir.display());
+        if only.is_empty() {
+            bail!("no claims files (*.toml) in {}", dir.display());
+        }
+        bail!(
+            "--paper {}: no such claims file in {} (a paper's claims are in <paper>.toml)",
+            only.join(", "),
+            dir.display()
+        );
     }
     let mut ledger = Ledger::default();
     for f in files {
@@ -380,6 +352,32 @@ pub fn toml_text(v: &toml::Value) -> String {
     v.to_string()
 }
 
+/// Repetitions per point of run `r` in the full or quick mode: two for a deterministic run
+/// (the two are compared), else `reps` (or `quick.reps`), at least 1.
+fn reps_of(r: &RunSpec, quick: bool) -> Result<u32> {
+    if r.deterministic {
+        if r.reps.is_some() || r.quick.reps.is_some() {
+            bail!(
+                "a deterministic run has no reps: it is made twice and the two must agree \
+                 (remove reps)"
+            );
+        }
+        return Ok(2);
+    }
+    let full = r
+        .reps
+        .context("needs reps = N (repetitions per point), or deterministic = true")?;
+    let reps = if quick {
+        r.quick.reps.unwrap_or(full)
+    } else {
+        full
+    };
+    if reps == 0 {
+        bail!("reps must be at least 1");
+    }
+    Ok(reps)
+}
+
 /// A `[run.NAME]` with `bench = [...]`: only `reps` and `quick = { reps }` go with it.
 fn resolve_bench(
     file: &Path,
@@ -400,23 +398,17 @@ fn resolve_bench(
         || r.figure.is_some()
         || !r.figures.is_empty()
     {
-        bail!("a bench run takes bench, reps and quick = {{ reps }} only (no set, sweep, axis, flow or figure)");
+        bail!("a bench run takes bench, reps (or deterministic) and quick = {{ reps }} only (no set, sweep, axis, flow or figure)");
     }
     if args.is_empty() {
         bail!("bench = []: name the mslink command, e.g. [\"bench\", \"local\", \"--quick\", \"--json\", \"-q\"]");
     }
-    let reps = if quick {
-        r.quick.reps.unwrap_or(r.reps)
-    } else {
-        r.reps
-    };
-    if reps == 0 {
-        bail!("reps must be at least 1");
-    }
+    let reps = reps_of(r, quick)?;
     Ok(super::bench::BenchRun {
         id: format!("{paper}/{name}"),
         args,
         reps,
+        deterministic: r.deterministic,
         file: file.to_path_buf(),
     })
 }
@@ -436,14 +428,10 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         sc.sweep = sweep.clone();
     }
     let mut set: BTreeMap<String, toml::Value> = r.set.clone();
-    let mut reps = r.reps;
     if quick {
         set.extend(r.quick.set.clone());
-        reps = r.quick.reps.unwrap_or(reps);
     }
-    if reps == 0 {
-        bail!("reps must be at least 1");
-    }
+    let reps = reps_of(r, quick)?;
     let sets: Vec<(String, String)> = set.iter().map(|(k, v)| (k.clone(), toml_text(v))).collect();
     let mut sc = if sets.is_empty() {
         sc
@@ -520,6 +508,7 @@ fn resolve_run(dir: &Path, paper: &str, name: &str, r: &RunSpec, quick: bool) ->
         sets,
         sweep_replaced,
         reps,
+        deterministic: r.deterministic,
         keys,
         points,
         point_scenarios,
@@ -704,11 +693,22 @@ fn cell(
 }
 
 fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
+    let quote = c
+        .quote
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .context(
+            "needs quote = \"...\": the paper's own words, the sentence this claim checks \
+             (`says` is our summary of it)",
+        )?
+        .to_string();
     let mut claim = Claim {
         id: c.id.clone(),
         paper: paper.to_string(),
         place: c.place.clone(),
         says: c.says.clone(),
+        quote,
         run: c.run.as_ref().map(|r| {
             if r.contains('/') {
                 r.clone()
@@ -717,7 +717,8 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
             }
         }),
         checks: Vec::new(),
-        differs: c.differs.clone(),
+        band: None,
+        differs: None,
         not_checkable: c.not_checkable.clone(),
     };
     let kinds = [
@@ -732,8 +733,8 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
     .filter(|b| **b)
     .count();
     if c.not_checkable.is_some() {
-        if kinds != 0 || c.run.is_some() {
-            bail!("a not_checkable claim has no run and no expectation");
+        if kinds != 0 || c.run.is_some() || c.differs.is_some() {
+            bail!("a not_checkable claim has no run, no expectation and no differs");
         }
         return Ok(claim);
     }
@@ -742,6 +743,17 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
             "needs exactly one of above, below, ratio, difference, value, monotone (has {kinds})"
         );
     }
+    let kind = if c.above.is_some() {
+        band::Kind::Above
+    } else if c.below.is_some() {
+        band::Kind::Below
+    } else if c.monotone.is_some() {
+        band::Kind::Trend
+    } else {
+        band::Kind::Range
+    };
+    let b = band::derive(c, kind)?;
+    claim.differs = resolve_differs(c)?;
     let d = Defaults {
         run: c.run.as_deref(),
         flow: c.flow.as_deref(),
@@ -773,13 +785,8 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
     if c.each_values.is_some() && c.each.is_none() {
         bail!("each_values needs each = AXIS");
     }
-    let range = |w: Option<[f64; 2]>| -> Result<[f64; 2]> {
-        let w = w.context("needs within = [lo, hi]")?;
-        if w[0].is_nan() || w[1].is_nan() || w[0] > w[1] {
-            bail!("within = [{}, {}]: lo above hi", w[0], w[1]);
-        }
-        Ok(w)
-    };
+    let range = b.range.unwrap_or([f64::NEG_INFINITY, f64::INFINITY]);
+    let factor = b.factor.unwrap_or(1.0);
     for extra in each {
         let name = extra
             .iter()
@@ -788,15 +795,15 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
             .join(", ");
         let cl = |t: &toml::Table| cell(paper, t, &d, &extra, ledger);
         let e = if let Some([a, b]) = &c.above {
-            Expect::Above(cl(a)?, cl(b)?, c.factor.unwrap_or(1.0))
+            Expect::Above(cl(a)?, cl(b)?, factor)
         } else if let Some([a, b]) = &c.below {
-            Expect::Below(cl(a)?, cl(b)?, c.factor.unwrap_or(1.0))
+            Expect::Below(cl(a)?, cl(b)?, factor)
         } else if let Some([a, b]) = &c.ratio {
-            Expect::Ratio(cl(a)?, cl(b)?, range(c.within)?)
+            Expect::Ratio(cl(a)?, cl(b)?, range)
         } else if let Some([a, b]) = &c.difference {
-            Expect::Difference(cl(a)?, cl(b)?, range(c.within)?)
+            Expect::Difference(cl(a)?, cl(b)?, range)
         } else if let Some(a) = &c.value {
-            Expect::Value(cl(a)?, range(c.within)?)
+            Expect::Value(cl(a)?, range)
         } else {
             let dir = c.monotone.as_deref().unwrap_or_default();
             let decreasing = match dir {
@@ -821,5 +828,85 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
         };
         claim.checks.push((name, e));
     }
+    claim.band = Some(b);
+    if let Some(cf) = claim
+        .differs
+        .as_ref()
+        .and_then(|d| d.counterfactual.as_ref())
+    {
+        for id in claim.runs() {
+            if ledger.benches.contains_key(&id) {
+                bail!("counterfactual: run {id} is a bench; a counterfactual re-makes simulation runs");
+            }
+            let r = &ledger.runs[&id];
+            // Every counterfactual must change the scenarios it is made from.
+            let mut matched = vec![0; cf.edits.edits.len()];
+            for (i, sc) in r.point_scenarios.iter().enumerate() {
+                let (_, hits) = cf
+                    .edits
+                    .apply(sc)
+                    .with_context(|| format!("counterfactual on run {id}, sweep point {i}"))?;
+                for (m, h) in matched.iter_mut().zip(hits) {
+                    *m += h;
+                }
+            }
+            if let Some(k) = matched.iter().position(|&m| m == 0) {
+                bail!(
+                    "counterfactual edit {k} ({}) matches no table of run {id}: it would change \
+                     nothing",
+                    cf.edits.edits[k].describe()
+                );
+            }
+        }
+    }
     Ok(claim)
+}
+
+/// The known difference of `c`, checked: a cause, and a counterfactual where the cause is ours.
+fn resolve_differs(c: &ClaimSpec) -> Result<Option<Differs>> {
+    let Some(reason) = &c.differs else {
+        if c.cause.is_some() || c.counterfactual.is_some() {
+            bail!("cause and counterfactual belong to a differs = \"...\" entry");
+        }
+        return Ok(None);
+    };
+    if reason.trim().is_empty() {
+        bail!("differs is empty: say why we differ");
+    }
+    let cause = Cause::parse(c.cause.as_deref().context(
+        "differs needs cause = \"parameter\" | \"mechanism\" | \"missing\" | \"open\"",
+    )?)?;
+    let counterfactual = match (&c.counterfactual, cause) {
+        (Some(cf), Cause::Parameter | Cause::Mechanism) => {
+            if cf.what.trim().is_empty() {
+                bail!("counterfactual.what is empty: say what it changes");
+            }
+            let set: Vec<(String, toml::Value)> =
+                cf.set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let edits = Edits::from_specs(&set, &cf.edit).context("counterfactual")?;
+            if edits.is_empty() {
+                bail!("counterfactual changes nothing: give set = {{ .. }} or edit = [ .. ]");
+            }
+            Some(Counterfactual {
+                what: cf.what.clone(),
+                edits,
+            })
+        }
+        (None, Cause::Parameter | Cause::Mechanism) => bail!(
+            "cause = {:?} is {}: it needs counterfactual = {{ what = \"...\", set = {{ .. }} or \
+             edit = [ .. ] }}, the same runs with that cause removed or set as the paper had it",
+            c.cause.as_deref().unwrap_or_default(),
+            cause.word()
+        ),
+        (Some(_), _) => bail!(
+            "a counterfactual needs a cause we can remove (parameter or mechanism), not {}",
+            cause.word()
+        ),
+        (None, _) => None,
+    };
+    Ok(Some(Differs {
+        reason: reason.clone(),
+        cause,
+        counterfactual,
+    }))
 }
