@@ -44,6 +44,7 @@ FLOW_COLUMNS = [
     "loss_rate",
     "delay_mean_s",
     "delay_std_s",
+    "delay_min_s",
     "delay_p50_s",
     "delay_p95_s",
     "delay_p99_s",

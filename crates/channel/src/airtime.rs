@@ -1,16 +1,23 @@
-//! IEEE 802.11b DSSS airtime of one data frame exchange, for 001's single-link experiments.
+//! IEEE 802.11b DSSS timing of data frame exchanges, for 001's single-link experiments.
 //!
-//! Contract. [`Dot11b::exchange`] gives the medium time one MSDU of `len` bytes occupies with
-//! the distributed coordination function, RTS/CTS off and no collisions: DIFS, the mean
-//! backoff of an idle medium (CWmin/2 slots), the PLCP preamble and header, the MPDU at the data
-//! rate, SIFS, and the MAC ACK (preamble, header and 14 bytes at the basic rate). Long or short
-//! preamble (001 §III.A: the choice alone costs about 15% of TCP throughput at 11 Mbit/s).
-//! Pure arithmetic, no state, no clock.
+//! Contract. Pure arithmetic, no state, no clock. [`Dot11b`] holds the PHY and MAC timing of
+//! one hop (RTS/CTS off) and gives the pieces a DCF model puts together: DIFS, SIFS and the
+//! slot, the PLCP preamble and header, the data frame carrying an MSDU of `len` bytes at the
+//! data rate ([`Dot11b::data_frame`]), the MAC ACK at the basic rate ([`Dot11b::ack_frame`]),
+//! the medium time of one exchange once a station has won the medium ([`Dot11b::busy`]: data
+//! frame, SIFS, ACK), and the contention window bounds and retry limit of the backoff
+//! procedure (IEEE 802.11-1999 §9.2.4, §9.2.5.2). Who transmits when (DIFS, backoff counters,
+//! collisions) is the simulator's DCF state machine (`crates/sim/src/world/dcf.rs`).
+//! [`Dot11b::exchange`] is the mean medium time per frame of ONE saturated station alone
+//! (DIFS + the mean backoff CWmin/2 slots + [`Dot11b::busy`]): a closed-form reference, not
+//! what two stations sharing the medium pay. Long or short preamble (001 §III.A: the choice
+//! alone costs about 15% of TCP throughput at 11 Mbit/s).
 //!
 //! Constants are those of IEEE 802.11b-1999 (clause 18, DSSS/HR-DSSS PHY): slot 20 µs, SIFS
-//! 10 µs, DIFS = SIFS + 2 slots, CWmin 31; long PLCP preamble 144 µs + header 48 µs at
-//! 1 Mbit/s, short 72 µs + 24 µs at 2 Mbit/s. The MPDU adds a 24-byte MAC header, a 4-byte FCS
-//! and 8 bytes of LLC/SNAP to the IP packet.
+//! 10 µs, DIFS = SIFS + 2 slots, CWmin 31, CWmax 1023; long PLCP preamble 144 µs + header 48 µs
+//! at 1 Mbit/s, short 72 µs + 24 µs at 2 Mbit/s. dot11ShortRetryLimit 7 (IEEE 802.11-1999
+//! Annex D). The MPDU adds a 24-byte MAC header, a 4-byte FCS and 8 bytes of LLC/SNAP to the IP
+//! packet.
 
 use crate::ParamError;
 use mslink_link::Duration;
@@ -50,8 +57,14 @@ pub struct Dot11b {
     pub slot_us: f64,
     /// Short interframe space, µs.
     pub sifs_us: f64,
-    /// Minimum contention window, slots (the mean backoff is half of it).
+    /// Minimum contention window, slots: a backoff is drawn uniformly from [0, CW] slots, CW
+    /// starting at `cw_min` (IEEE 802.11-1999 §9.2.4).
     pub cw_min: u32,
+    /// Maximum contention window, slots: CW doubles (2 CW + 1) after each collision up to it.
+    pub cw_max: u32,
+    /// Transmission attempts of one frame before the MAC gives it up (dot11ShortRetryLimit:
+    /// frames shorter than the RTS threshold, RTS/CTS being off).
+    pub retry_limit: u32,
     /// MAC header + FCS + LLC/SNAP bytes added to each packet.
     pub mac_overhead_bytes: usize,
     /// MAC ACK frame length, bytes.
@@ -67,6 +80,8 @@ impl Default for Dot11b {
             slot_us: 20.0,
             sifs_us: 10.0,
             cw_min: 31,
+            cw_max: 1023,
+            retry_limit: 7,
             mac_overhead_bytes: 24 + 4 + 8,
             ack_bytes: 14,
         }
@@ -88,7 +103,17 @@ impl Dot11b {
         Duration::from_secs_f64((self.sifs_us + 2.0 * self.slot_us) * 1e-6)
     }
 
-    /// Mean backoff on an idle medium: CWmin / 2 slots.
+    /// SIFS.
+    pub fn sifs(&self) -> Duration {
+        Duration::from_secs_f64(self.sifs_us * 1e-6)
+    }
+
+    /// One backoff slot.
+    pub fn slot(&self) -> Duration {
+        Duration::from_secs_f64(self.slot_us * 1e-6)
+    }
+
+    /// Mean of a backoff drawn from [0, CWmin] slots: CWmin / 2 slots.
     pub fn mean_backoff(&self) -> Duration {
         Duration::from_secs_f64(f64::from(self.cw_min) / 2.0 * self.slot_us * 1e-6)
     }
@@ -105,17 +130,22 @@ impl Dot11b {
         self.preamble.duration() + Duration::from_secs_f64(bits / self.basic_rate_bps)
     }
 
-    /// Medium time of one successful exchange carrying `len` bytes:
-    /// DIFS + backoff + data frame + SIFS + ACK.
-    pub fn exchange(&self, len: usize) -> Duration {
-        self.difs()
-            + self.mean_backoff()
-            + self.data_frame(len)
-            + Duration::from_secs_f64(self.sifs_us * 1e-6)
-            + self.ack_frame()
+    /// Medium time of one successful exchange carrying `len` bytes from the start of its data
+    /// frame: data frame + SIFS + ACK (the medium is busy until the ACK ends).
+    pub fn busy(&self, len: usize) -> Duration {
+        self.data_frame(len) + self.sifs() + self.ack_frame()
     }
 
-    /// Highest packet throughput (bit/s of `len`-byte packets) one saturated sender reaches.
+    /// Mean medium time per frame of ONE saturated station alone (every frame follows a
+    /// backoff drawn after the previous one, IEEE 802.11-1999 §9.2.5.2): DIFS + mean backoff +
+    /// [`Dot11b::busy`]. A closed-form reference: two stations sharing the medium count their
+    /// backoffs down together and pay less idle time per frame.
+    pub fn exchange(&self, len: usize) -> Duration {
+        self.difs() + self.mean_backoff() + self.busy(len)
+    }
+
+    /// Highest packet throughput (bit/s of `len`-byte packets) one saturated sender alone
+    /// reaches (mean of [`Dot11b::exchange`]).
     pub fn saturation_throughput_bps(&self, len: usize) -> f64 {
         (len * 8) as f64 / self.exchange(len).as_secs_f64()
     }
@@ -135,6 +165,18 @@ impl Dot11b {
                     format!("must be a positive number, got {v}"),
                 ));
             }
+        }
+        if self.cw_max < self.cw_min {
+            return Err(ParamError::new(
+                "cw_max",
+                format!(
+                    "must be at least cw_min ({}), got {}",
+                    self.cw_min, self.cw_max
+                ),
+            ));
+        }
+        if self.retry_limit == 0 {
+            return Err(ParamError::new("retry_limit", "must be at least 1 attempt"));
         }
         Ok(())
     }
@@ -179,5 +221,33 @@ mod tests {
             ..Dot11b::default()
         };
         assert!(d.validate().unwrap_err().to_string().contains("slot_us"));
+        let d = Dot11b {
+            cw_max: 15,
+            ..Dot11b::default()
+        };
+        assert!(d.validate().unwrap_err().to_string().contains("cw_max"));
+        let d = Dot11b {
+            retry_limit: 0,
+            ..Dot11b::default()
+        };
+        assert!(d
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("retry_limit"));
+    }
+
+    #[test]
+    fn busy_is_data_frame_sifs_and_ack() {
+        // Short preamble, 64-byte ping: 96 + 100 × 8 / 11 µs of data frame, SIFS, 96 + 56 µs ACK.
+        let d = Dot11b::short_preamble();
+        let us = |x: Duration| x.as_secs_f64() * 1e6;
+        assert!((us(d.data_frame(64)) - (96.0 + 800.0 / 11.0)).abs() < 0.001);
+        assert!((us(d.busy(64)) - (96.0 + 800.0 / 11.0 + 10.0 + 152.0)).abs() < 0.001);
+        assert_eq!(d.exchange(64), d.difs() + d.mean_backoff() + d.busy(64));
+        assert_eq!(
+            (d.difs(), d.slot()),
+            (Duration::from_micros(50), Duration::from_micros(20))
+        );
     }
 }

@@ -45,3 +45,13 @@ pub fn parent_dir(file: &Path, option: &str) -> Result<()> {
         _ => Ok(()),
     }
 }
+
+/// The mslink executable to start for a child run (`bench local`'s server, `reproduce`'s
+/// benchmark runs): `MSLINK_EXE` when set (under the Python package this process is the
+/// interpreter; its `mslink` script names itself there), else this process's own executable.
+pub fn mslink_exe() -> Result<std::path::PathBuf> {
+    match std::env::var_os("MSLINK_EXE") {
+        Some(p) => Ok(std::path::PathBuf::from(p)),
+        None => std::env::current_exe().context("finding the mslink executable"),
+    }
+}

@@ -117,14 +117,6 @@ fn command(a: &ReproduceArgs) -> String {
     c
 }
 
-/// The mslink executable benchmark runs start: `MSLINK_EXE` when set (the Python package
-/// runs the CLI inside its interpreter, whose own executable is not mslink), else this one.
-fn exe() -> Option<PathBuf> {
-    std::env::var_os("MSLINK_EXE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_exe().ok())
-}
-
 /// Runs `mslink reproduce`.
 pub fn run(a: &ReproduceArgs) -> Result<()> {
     if a.max_reps < 2 {
@@ -145,7 +137,7 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
         bench: a.bench,
         mutants: a.mutants,
         max_reps: a.max_reps,
-        exe: exe(),
+        exe: crate::convention::mslink_exe().ok(),
         command: command(a),
         list: a.list,
     };

@@ -1,7 +1,11 @@
-//! `mslink reproduce` end to end: the quick run of the real claims ledger passes (a failing
-//! claim fails this test), its report renders in a real browser (headless Chromium: every claim
-//! row and figure drawn, no script error, verdict counts equal to claims.json's; a screenshot is
-//! saved), a failing claim makes the command fail and is reported, and a bad ledger is refused
+//! `mslink reproduce` end to end: the quick run of the real claims ledger passes with every
+//! mutant caught (a failing claim, an out-of-date difference or a surviving mutant fails this
+//! test), its report renders in a real browser (headless Chromium: every claim row and figure
+//! drawn, every internal link resolves, nothing wider than the page, no script or console
+//! error, verdict counts equal to claims.json's; a screenshot is saved), a failing claim makes
+//! the command fail and is reported, an undecided claim gets the repetitions that decide it in
+//! the full mode, a difference that no longer differs fails, a counterfactual is judged, and a
+//! bad ledger (a band fitted by hand without its reason among them) or coverage file is refused
 //! with the file and the claim named. With `--bench`, the benchmark claims of 000 and 002 are
 //! judged from `mslink bench` and `mslink stack-bench` on this machine (their verdicts, not
 //! their numbers, are checked), and a bad benchmark run is refused naming file and claim.
@@ -62,11 +66,19 @@ fn chromium() -> Option<&'static str> {
 }
 
 #[test]
-fn quick_run_passes_and_its_report_renders_in_a_browser() {
+fn quick_run_passes_catches_every_mutant_and_its_report_renders_in_a_browser() {
     let _machine = machine();
     let out = tmp("reproduce-quick");
     let r = mslink()
-        .args(["reproduce", "--quick", "--jobs", "2", "-q", "--out"])
+        .args([
+            "reproduce",
+            "--quick",
+            "--mutants",
+            "--jobs",
+            "2",
+            "-q",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -81,6 +93,36 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
     let claims = json["claims"].as_array().unwrap();
     assert!(claims.len() >= 60, "{} claims", claims.len());
     assert_eq!(json["counts"]["fails"], 0);
+    assert_eq!(json["counts"]["no longer differs"], 0);
+    // Every claim quotes the paper; every band says where it comes from.
+    for c in claims {
+        assert!(!c["quote"].as_str().unwrap().trim().is_empty(), "{c}");
+        if c["verdict"] != "not_checkable" {
+            assert!(c["band_text"].is_string(), "{c}");
+        }
+    }
+    // At least 12 mutants, every one caught by a claim that holds on the engine.
+    let mutants = json["mutants"].as_array().unwrap();
+    assert!(mutants.len() >= 12, "{} mutants", mutants.len());
+    for m in mutants {
+        assert_eq!(m["killed"], true, "{m}");
+        for id in m["killed_by"].as_array().unwrap() {
+            let c = claims.iter().find(|c| c["id"] == *id).unwrap();
+            assert!(
+                c["verdict"] == "holds" || c["verdict"] == "inconclusive",
+                "{id} catches {} but is {}",
+                m["name"],
+                c["verdict"]
+            );
+        }
+    }
+    // Coverage of all five papers is part of the report.
+    for p in ["000", "001", "002", "003", "004"] {
+        assert!(
+            json["coverage"][p]["statements"].as_u64().unwrap() > 0,
+            "{p}"
+        );
+    }
     let figures = json["runs"]
         .as_array()
         .unwrap()
@@ -119,10 +161,12 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
         "--no-sandbox",
         "--disable-gpu",
         "--hide-scrollbars",
+        "--disable-background-networking",
+        "--no-first-run",
     ];
     let dom = Command::new(browser)
         .args(headless)
-        .args(["--dump-dom", &url])
+        .args(["--window-size=1280,2400", "--dump-dom", &url])
         .output()
         .unwrap();
     assert!(
@@ -134,7 +178,22 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
     assert_eq!(
         attr(&dom, "selfcheck", "data-errors"),
         "[]",
-        "script errors"
+        "script or console errors"
+    );
+    assert_eq!(
+        attr(&dom, "selfcheck", "data-broken-links"),
+        "[]",
+        "internal links without a target"
+    );
+    assert_eq!(
+        attr(&dom, "selfcheck", "data-overflow"),
+        "[]",
+        "elements wider than the page ({} px)",
+        attr(&dom, "selfcheck", "data-width")
+    );
+    assert_eq!(
+        attr(&dom, "mutation", "data-killed"),
+        attr(&dom, "mutation", "data-mutants")
     );
     assert_eq!(
         attr(&dom, "selfcheck", "data-rows")
@@ -150,8 +209,10 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
         serde_json::from_str(&attr(&dom, "selfcheck", "data-verdicts")).unwrap();
     for (word, key) in [
         ("holds", "holds"),
+        ("inconclusive", "inconclusive"),
         ("fails", "fails"),
         ("differs", "differs"),
+        ("no longer differs", "no-longer-differs"),
         ("not checkable", "not-checkable"),
     ] {
         let want = json["counts"][word].as_u64().unwrap();
@@ -180,16 +241,39 @@ fn quick_run_passes_and_its_report_renders_in_a_browser() {
     eprintln!("screenshot of the report: {}", shot.display());
 }
 
-fn ledger(dir: &Path, claim: &str) {
+/// A ledger of paper 004 in `dir` with one run `t` (004 Table I's HSCSD loss probe, `reps`
+/// repetitions) and the claims `claim`.
+fn ledger_with(dir: &Path, reps: &str, claim: &str) {
     let scenario = repo().join("scenarios/004/table1_hscsd.toml");
     std::fs::write(
         dir.join("004.toml"),
         format!(
-            "paper = \"004\"\ntitle = \"test\"\n[run.t]\nscenario = {:?}\nreps = 2\nset = {{ \"sim.duration_s\" = 50 }}\nflow = \"probe\"\n[run.t.axis.loss]\nkey = \"segment.0.error.loss\"\nlabel = \"loss\"\nvalues = [1, 2, 5, 10]\n{claim}",
+            "paper = \"004\"\ntitle = \"test\"\n[run.t]\nscenario = {:?}\n{reps}\nset = {{ \"sim.duration_s\" = 50 }}\nflow = \"probe\"\n[run.t.axis.loss]\nkey = \"segment.0.error.loss\"\nlabel = \"loss\"\nvalues = [1, 2, 5, 10]\n{claim}",
             scenario.display().to_string()
         ),
     )
     .unwrap();
+}
+
+fn ledger(dir: &Path, claim: &str) {
+    ledger_with(dir, "reps = 2", claim)
+}
+
+/// Runs `mslink reproduce -q ARGS --claims DIR --out DIR/out`.
+fn reproduce_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    mslink()
+        .args(["reproduce", "-q"])
+        .args(args)
+        .arg("--claims")
+        .arg(dir)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap()
+}
+
+fn claims_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("out/claims.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -200,7 +284,7 @@ fn a_failing_claim_fails_the_command_and_is_reported() {
     std::fs::create_dir_all(&claims).unwrap();
     ledger(
         &claims,
-        "[[claim]]\nid = \"wrong\"\nwhere = \"nowhere\"\nsays = \"10% loss is 50%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 10 }\nwithin = [0.45, 0.55]\n\n[[claim]]\nid = \"right\"\nwhere = \"Table I\"\nsays = \"more loss at 10% than at 1%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nabove = [{ loss = 10 }, { loss = 1 }]\n",
+        "[[claim]]\nid = \"wrong\"\nwhere = \"nowhere\"\nsays = \"10% loss is 50%\"\nquote = \"50%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 10 }\npaper = 0.5\nprecision = { pm = 0.05, how = \"h\" }\n\n[[claim]]\nid = \"right\"\nwhere = \"Table I\"\nsays = \"more loss at 10% than at 1%\"\nquote = \"1% ... 10%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nabove = [{ loss = 10 }, { loss = 1 }]\n",
     );
     let out = dir.join("out");
     let r = mslink()
@@ -212,51 +296,225 @@ fn a_failing_claim_fails_the_command_and_is_reported() {
         .unwrap();
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
-    assert!(err.contains("1 claims fail: wrong"), "{err}");
+    assert!(err.contains("claim wrong fails"), "{err}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap()).unwrap();
     assert_eq!(json["counts"]["fails"], 1);
     assert_eq!(json["counts"]["holds"], 1);
     assert_eq!(json["claims"][0]["verdict"], "fails");
-    assert!(std::fs::read_to_string(out.join("report.md"))
-        .unwrap()
-        .contains("(FAILS)"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("— FAILS"), "{md}");
+    assert!(
+        md.contains("## Claims that fail"),
+        "the summary comes first"
+    );
 }
 
 #[test]
 fn a_bad_ledger_is_refused_naming_the_file_and_the_claim() {
+    let head = "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nquote = \"q\"\nrun = \"t\"\n";
+    let band = "paper = 0.5\nprecision = { pm = 0.5, how = \"h\" }\n";
     for (claim, want) in [
         (
-            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 3 }\nwithin = [0, 1]\n",
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 3 }}\n{band}"),
             "claim c: loss = 3 is not one of its values (1, 2, 5, 10)",
         ),
         (
-            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"lossrate\"\nvalue = { loss = 1 }\nwithin = [0, 1]\n",
+            format!("{head}metric = \"lossrate\"\nvalue = {{ loss = 1 }}\n{band}"),
             "claim c: no metric \"lossrate\"",
         ),
         (
-            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = {}\nwithin = [0, 1]\n",
+            format!("{head}metric = \"loss_rate\"\nvalue = {{}}\n{band}"),
             "claim c: the cell does not say which loss of run 004/t",
         ),
         (
-            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 1 }\nabove = [{ loss = 1 }, { loss = 2 }]\nwithin = [0, 1]\n",
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\nabove = [{{ loss = 1 }}, {{ loss = 2 }}]\n{band}"),
             "claim c: needs exactly one of above, below, ratio, difference, value, monotone (has 2)",
         ),
-        ("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nbogus = 1\n", "unknown field `bogus`"),
+        (format!("{head}bogus = 1\n"), "unknown field `bogus`"),
+        // A band fitted by hand: no paper number, no reason.
+        (
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\nwithin = [0.009, 0.011]\n"),
+            "claim c: within = [0.009, 0.011] without paper = ...: a hand band needs band_reason",
+        ),
+        (
+            format!("{head}metric = \"loss_rate\"\nabove = [{{ loss = 2 }}, {{ loss = 1 }}]\nfactor = 1.8\n"),
+            "claim c: factor = 1.8 without paper = ...: a hand factor needs band_reason",
+        ),
+        // A band moved beside the paper's number.
+        (
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\n{band}within = [0, 1]\n"),
+            "claim c: within = [..] beside paper = ...",
+        ),
+        (
+            "[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 1 }\npaper = 0.01\nprecision = { pm = 0.001, how = \"h\" }\n".to_string(),
+            "claim c: needs quote = \"...\"",
+        ),
+        (
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\n{band}differs = \"why\"\n"),
+            "claim c: differs needs cause",
+        ),
+        (
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\n{band}differs = \"why\"\ncause = \"parameter\"\n"),
+            "claim c: cause = \"parameter\" is a model parameter: it needs counterfactual",
+        ),
+        (
+            format!("{head}metric = \"loss_rate\"\nvalue = {{ loss = 1 }}\n{band}differs = \"why\"\ncause = \"parameter\"\ncounterfactual = {{ what = \"w\", edit = [{{ tables_with = {{ scheme = \"nope\" }}, set = {{ a = 1 }} }}] }}\n"),
+            "claim c: counterfactual edit 0 (where scheme = \"nope\": a = 1) matches no table of the runs the claim reads (004/t)",
+        ),
     ] {
         let dir = tmp("reproduce-bad");
-        ledger(&dir, claim);
-        let r = mslink()
-            .args(["reproduce", "-q", "--claims"])
-            .arg(&dir)
-            .arg("--out")
-            .arg(dir.join("out"))
-            .output()
-            .unwrap();
+        ledger(&dir, &claim);
+        let r = reproduce_in(&dir, &[]);
         assert_eq!(r.status.code(), Some(1));
         let err = String::from_utf8_lossy(&r.stderr);
         assert!(err.contains("004.toml") && err.contains(want), "want {want:?} in: {err}");
     }
+}
+
+/// An undecided claim is inconclusive (never holds) in the quick mode, says how many
+/// repetitions would decide it, and the full mode makes them.
+#[test]
+fn an_undecided_claim_gets_the_repetitions_that_decide_it() {
+    let _machine = machine();
+    let dir = tmp("reproduce-undecided");
+    // 5% independent loss over 50 s of probes, against 5% ± 0.2%: two repetitions cannot tell.
+    ledger(
+        &dir,
+        "[[claim]]\nid = \"five\"\nwhere = \"Table I\"\nsays = \"5% loss\"\nquote = \"5%\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 5 }\npaper = 0.05\nprecision = { pm = 0.002, how = \"h\" }\n",
+    );
+    let r = reproduce_in(&dir, &["--quick"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let j = claims_json(&dir);
+    let c = &j["claims"][0];
+    assert_eq!(c["verdict"], "inconclusive", "{c}");
+    let need = c["reps_needed"].as_u64().unwrap();
+    assert!(need > 2, "{c}");
+    assert!(std::fs::read_to_string(dir.join("out/report.md"))
+        .unwrap()
+        .contains("## Undecided claims"));
+    // The full mode adds repetitions up to --max-reps, and only at the point the claim reads.
+    let r = reproduce_in(&dir, &["--max-reps", "40"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let j = claims_json(&dir);
+    let per_point: Vec<u64> = j["runs"][0]["reps_per_point"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(per_point[0], 2);
+    assert!(per_point[2] > 2 && per_point[2] <= 40, "{per_point:?}");
+    assert_eq!(j["claims"][0]["checks"][0]["cells"][0]["n"], per_point[2]);
+}
+
+/// A known difference whose checks all hold is out of date and fails the command; a
+/// counterfactual is made and judged.
+#[test]
+fn differences_are_held_to_their_cause() {
+    let _machine = machine();
+    let dir = tmp("reproduce-differs");
+    let claim = |id: &str, differs: &str| {
+        format!("[[claim]]\nid = \"{id}\"\nwhere = \"w\"\nsays = \"s\"\nquote = \"q\"\nrun = \"t\"\nmetric = \"loss_rate\"\nbelow = [{{ loss = 1 }}, {{ loss = 10 }}]\n{differs}\n")
+    };
+    ledger(&dir, &claim("stale", "differs = \"why\"\ncause = \"open\""));
+    let r = reproduce_in(&dir, &["--quick"]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("claim stale is marked as a known difference, but every check holds"),
+        "{err}"
+    );
+    assert_eq!(claims_json(&dir)["counts"]["no longer differs"], 1);
+    // A real difference: 1% loss is below 10%'s, but a counterfactual that makes the 1% point
+    // lose 20% of its frames shows the paper's (here: the claim's) behaviour would not appear.
+    ledger(
+        &dir,
+        &claim(
+            "real",
+            "differs = \"the ordering is reversed on purpose\"\ncause = \"parameter\"\ncounterfactual = { what = \"every link loses 20%\", edit = [{ tables_with = { model = \"independent\" }, set = { loss = 0.2 } }] }",
+        )
+        .replace("below", "above"),
+    );
+    let r = reproduce_in(&dir, &["--quick"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let j = claims_json(&dir);
+    let c = &j["claims"][0];
+    assert_eq!(c["verdict"], "differs", "{c}");
+    assert_eq!(c["cause"], "parameter");
+    let cf = &c["counterfactual"];
+    assert_eq!(cf["what"], "every link loses 20%");
+    // Both points then lose 20%: the interval of their difference straddles or meets zero.
+    assert_ne!(cf["mark"], "fails", "{cf}");
+    let md = std::fs::read_to_string(dir.join("out/report.md")).unwrap();
+    assert!(md.contains("With every link loses 20%"), "{md}");
+}
+
+/// A run declared deterministic whose repetitions differ is refused.
+#[test]
+fn a_deterministic_run_must_repeat_itself() {
+    let dir = tmp("reproduce-deterministic");
+    ledger_with(
+        &dir,
+        "deterministic = true",
+        "[[claim]]\nid = \"d\"\nwhere = \"w\"\nsays = \"s\"\nquote = \"q\"\nrun = \"t\"\nmetric = \"loss_rate\"\nvalue = { loss = 5 }\npaper = 0.05\nprecision = { pm = 0.05, how = \"h\" }\n",
+    );
+    let r = reproduce_in(&dir, &["--quick"]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("run 004/t is declared deterministic, but its repetitions differ"),
+        "{err}"
+    );
+}
+
+/// Coverage files: every statement mapped, every claim named by a statement.
+#[test]
+fn coverage_files_are_checked() {
+    let dir = tmp("reproduce-coverage");
+    ledger(
+        &dir,
+        "[[claim]]\nid = \"c\"\nwhere = \"w\"\nsays = \"s\"\nquote = \"q\"\nrun = \"t\"\nmetric = \"loss_rate\"\nabove = [{ loss = 10 }, { loss = 1 }]\n",
+    );
+    std::fs::create_dir_all(dir.join("coverage")).unwrap();
+    for (text, want) in [
+        (
+            "",
+            "reading it (every paper of the ledger needs its list of statements",
+        ),
+        (
+            "paper = \"004\"\n[[statement]]\nwhere = \"§1\"\ntext = \"t\"\n",
+            "statement 1 (§1: \"t\"): needs exactly one of claims",
+        ),
+        (
+            "paper = \"004\"\n[[statement]]\nwhere = \"§1\"\ntext = \"t\"\nclaims = [\"nope\"]\n",
+            "nope is not a claim of paper 004",
+        ),
+        (
+            "paper = \"004\"\n[[statement]]\nwhere = \"§1\"\ntext = \"t\"\nnot_checked = \"why\"\n",
+            "claims no statement names",
+        ),
+    ] {
+        let f = dir.join("coverage/004.toml");
+        if text.is_empty() {
+            let _ = std::fs::remove_file(&f);
+        } else {
+            std::fs::write(&f, text).unwrap();
+        }
+        let r = reproduce_in(&dir, &["--list"]);
+        assert_eq!(r.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            err.contains("coverage") && err.contains(want),
+            "want {want:?} in: {err}"
+        );
+    }
+    std::fs::write(
+        dir.join("coverage/004.toml"),
+        "paper = \"004\"\n[[statement]]\nwhere = \"§1\"\ntext = \"t\"\nclaims = [\"c\"]\n",
+    )
+    .unwrap();
+    assert!(reproduce_in(&dir, &["--list"]).status.success());
 }
 
 #[test]
@@ -323,8 +581,13 @@ fn the_published_results_are_the_full_run_of_this_ledger() {
     );
     let c = &doc["counts"];
     let sentence = format!(
-        "{} hold, {} fail, {} differ",
-        c["holds"], c["fails"], c["differs"]
+        "{} hold, {} inconclusive, {} fail, {} differ",
+        c["holds"], c["inconclusive"], c["fails"], c["differs"]
+    );
+    let dirty = doc["provenance"]["git_commit"].as_str().unwrap_or("");
+    assert!(
+        !dirty.is_empty() && !dirty.ends_with("+dirty"),
+        "docs/results was made from a modified tree ({dirty}): regenerate it from a clean checkout"
     );
     for f in ["README.md", "docs/results.md"] {
         let text = std::fs::read_to_string(repo().join(f)).unwrap();
@@ -346,8 +609,8 @@ fn sequence_traces_are_those_of_the_pcap() {
         format!(
             "paper = \"003\"\ntitle = \"test\"\n[run.t]\nscenario = {:?}\nreps = 1\nflow = \"ftp\"\n{figure}\n\
              [run.t.axis.burst]\nkey = \"segment.0.error\"\nlabel = \"burst\"\nvalues = [0, 1, 2, 3, 4, 5, 6, 7, 8]\n\
-             [[claim]]\nid = \"retx\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nrun = \"t\"\nmetric = \"retransmitted_segments\"\nvalue = {{ burst = 2 }}\nwithin = [0, 1000]\n\
-             [[claim]]\nid = \"stall\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nrun = \"t\"\nmetric = \"longest_stall_s\"\nvalue = {{ burst = 2 }}\nwithin = [1, 3]\n",
+             [[claim]]\nid = \"retx\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nquote = \"q\"\nrun = \"t\"\nmetric = \"retransmitted_segments\"\nvalue = {{ burst = 2 }}\nwithin = [0, 1000]\nband_reason = \"a test\"\n\
+             [[claim]]\nid = \"stall\"\nwhere = \"Fig. 2\"\nsays = \"s\"\nquote = \"q\"\nrun = \"t\"\nmetric = \"longest_stall_s\"\nvalue = {{ burst = 2 }}\nwithin = [1, 3]\nband_reason = \"a test\"\n",
             scenario.display().to_string()
         )
     };
@@ -484,25 +747,45 @@ fn benchmark_claims_are_judged_with_bench() {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(
-            r.status.success(),
-            "mslink reproduce --paper {paper} --bench failed:\n{}\n{}",
-            String::from_utf8_lossy(&r.stderr),
-            std::fs::read_to_string(out.join("report.md")).unwrap_or_default()
-        );
+        // A claim that times this machine may fail on it (the verdict is the measurement's):
+        // the command then says which, and nothing else may go wrong.
+        let err = String::from_utf8_lossy(&r.stderr);
+        if !r.status.success() {
+            for line in err.lines().skip(1) {
+                let l = line.trim();
+                assert!(
+                    l.starts_with("claim ") && l.ends_with(" fails"),
+                    "mslink reproduce --paper {paper} --bench failed otherwise than by a measured claim:\n{err}"
+                );
+            }
+        }
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("claims.json")).unwrap())
                 .unwrap();
         let claims = json["claims"].as_array().unwrap();
         assert!(claims.len() >= 3, "{paper}: {} claims", claims.len());
         for c in claims {
+            if c["verdict"] == "not_checkable" {
+                // Statements nothing here can check; never a benchmark left unrun.
+                assert!(
+                    !c["reason"].as_str().unwrap().contains("pass --bench"),
+                    "{c}"
+                );
+                continue;
+            }
             assert!(
-                ["holds", "fails", "differs"].contains(&c["verdict"].as_str().unwrap()),
+                [
+                    "holds",
+                    "inconclusive",
+                    "fails",
+                    "differs",
+                    "no_longer_differs"
+                ]
+                .contains(&c["verdict"].as_str().unwrap()),
                 "{c}"
             );
             assert!(!c["checks"].as_array().unwrap().is_empty(), "{c}");
         }
-        assert_eq!(json["counts"]["not checkable"], 0);
         assert!(json["provenance"]["command"]
             .as_str()
             .unwrap()
@@ -523,7 +806,7 @@ fn benchmark_claims_are_judged_with_bench() {
 fn a_bad_benchmark_run_is_refused_naming_the_file_and_the_claim() {
     let run = "[run.s]\nbench = [\"stack-bench\", \"--transactions\", \"10\", \"--repeat\", \"1\", \"--json\", \"-q\"]\nreps = 1\n";
     let claim = |cell: &str, metric: &str| {
-        format!("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nrun = \"s\"\nrows = \"cells\"\nmetric = \"{metric}\"\nvalue = {cell}\nwithin = [0, 1e9]\n")
+        format!("[[claim]]\nid = \"c\"\nwhere = \"x\"\nsays = \"y\"\nquote = \"q\"\nrun = \"s\"\nrows = \"cells\"\nmetric = \"{metric}\"\nvalue = {cell}\nwithin = [0, 1e9]\nband_reason = \"a test\"\n")
     };
     for (text, want) in [
         (

@@ -141,6 +141,7 @@ impl Tables {
             t.f("loss_rate", f.loss_rate);
             t.f("delay_mean_s", f.delay_mean_s);
             t.f("delay_std_s", f.delay_std_s);
+            t.f("delay_min_s", f.delay_min_s);
             t.f("delay_p50_s", f.delay_p50_s);
             t.f("delay_p95_s", f.delay_p95_s);
             t.f("delay_p99_s", f.delay_p99_s);

@@ -13,7 +13,11 @@
 //! (`mslink_channel::delay::Delay`: fixed, or with jitter, kept in order or reordered). A wireless segment has a `MultiServiceLink` at each end and
 //! a MAC per direction that sends one frame at a time at the segment's rate; each frame meets
 //! that direction's error model (its own process, 004 §III.A) and, unless lost, arrives after
-//! the direction's delay model's delay; during an on/off outage the MAC starts nothing. The MAC tells the sending end's scheduler whether the frame got through (as a
+//! the direction's delay model's delay; during an on/off outage the MAC starts nothing. With
+//! `dot11b` the two directions' senders share one half-duplex medium under the IEEE 802.11 DCF
+//! (`world/dcf.rs`: DIFS, backoff counters from each station's own stream, collisions and MAC
+//! retries), and a frame arrives when its data frame ends (SIFS and MAC ACK only hold the
+//! medium). The MAC tells the sending end's scheduler whether the frame got through (as a
 //! link-level acknowledgement would; ELF learns error rates from it). Nodes forward packets
 //! along the path toward the destination address. A host hands the packets its applications
 //! and transports emit to its interface in one place (`host_emit`), where a model of the
@@ -25,7 +29,7 @@ use mslink_channel::config::{TextLoader, TraceLoader};
 use mslink_channel::delay::{Delay, OnOff};
 use mslink_channel::queue::Queue;
 use mslink_channel::{ErrorModel, Outcome};
-use mslink_link::link::MultiServiceLink;
+use mslink_link::link::{MultiServiceLink, TxFrame};
 use mslink_link::{Duration, Instant};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -35,6 +39,7 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod arrivals;
+mod dcf;
 mod delays;
 mod ends;
 pub(crate) mod footprint;
@@ -97,8 +102,14 @@ struct Wireless {
     rngs: [ChaCha8Rng; 2],
     busy_until: [Instant; 2],
     armed: [Option<Instant>; 2],
-    /// 802.11b timing: frames take a whole DCF exchange on one medium both directions share.
-    dot11b: Option<mslink_channel::airtime::Dot11b>,
+    /// 802.11b timing (`dot11b`): the two directions' senders share one medium under the
+    /// DCF (`world/dcf.rs`); without it each direction's MAC sends back to back at `rate`.
+    dcf: Option<Box<dcf::Dcf>>,
+    /// Per direction: the frame the DCF is trying to send (polled from the end at its first
+    /// attempt, kept across collisions until it is sent or given up).
+    held: [Option<(TxFrame, Vec<u8>)>; 2],
+    /// Pending DCF wake-up, to avoid scheduling duplicates.
+    dcf_armed: Option<Instant>,
 }
 
 enum Seg {
@@ -176,6 +187,18 @@ fn start_times(sc: &Scenario, seed: u64) -> Vec<f64> {
 pub(crate) fn stream(seed: u64, name: &str) -> ChaCha8Rng {
     // Shared with the emulator, so one seed gives both the same error draws.
     mslink_channel::streams::stream(seed, name)
+}
+
+/// Counts one frame of `len` bytes put on the medium, by its fate.
+fn record(d: &mut DirectionResult, len: usize, outcome: &Outcome) {
+    d.sent += 1;
+    d.bytes += len as u64;
+    match outcome {
+        Outcome::Lost => d.lost += 1,
+        Outcome::Truncated { .. } => d.truncated += 1,
+        Outcome::Corrupted { .. } => d.corrupted += 1,
+        Outcome::Delivered => {}
+    }
 }
 
 fn secs(s: f64) -> Duration {
@@ -316,7 +339,13 @@ pub fn run_with(
                     ],
                     busy_until: [Instant::ZERO; 2],
                     armed: [None; 2],
-                    dot11b: s.dot11b.clone(),
+                    // Each station's backoff counters from its own stream.
+                    dcf: s
+                        .dot11b
+                        .as_ref()
+                        .map(|d| Box::new(dcf::Dcf::new(d, [st(0, "dcf"), st(1, "dcf")]))),
+                    held: [None, None],
+                    dcf_armed: None,
                 }))
             }
         });
@@ -703,12 +732,11 @@ impl World<'_, '_> {
         let Seg::Wireless(wl) = &mut self.segs[seg] else {
             return;
         };
-        // 802.11b: one half-duplex medium for both directions.
-        let medium_busy = match wl.dot11b {
-            Some(_) => wl.busy_until[0].max(wl.busy_until[1]),
-            None => wl.busy_until[dir],
-        };
-        if medium_busy > now {
+        if wl.dcf.is_some() {
+            self.mac_dcf(now, seg);
+            return;
+        }
+        if wl.busy_until[dir] > now {
             return;
         }
         if let Some(o) = wl.onoff[dir].as_mut() {
@@ -725,17 +753,8 @@ impl World<'_, '_> {
             self.device_free(now, seg + dir);
             return;
         };
-        let airtime = match &wl.dot11b {
-            Some(d) => d.exchange(tx.len),
-            None => Duration::transmission(tx.len as u64, wl.rate),
-        };
-        let done = now + airtime;
+        let done = now + Duration::transmission(tx.len as u64, wl.rate);
         wl.busy_until[dir] = done;
-        if wl.dot11b.is_some() {
-            // The other direction may send once the exchange is over.
-            wl.busy_until[1 - dir] = done;
-            self.q.schedule(done, Ev::MacFree { seg, dir: 1 - dir });
-        }
         // The per-frame step shared with the emulator (crates/channel/src/medium.rs); what
         // arrives goes into a pooled buffer.
         let mut bytes = self.pool.pop().unwrap_or_default();
@@ -748,15 +767,7 @@ impl World<'_, '_> {
             now,
             &mut bytes,
         );
-        let d = &mut self.dirs[seg][dir];
-        d.sent += 1;
-        d.bytes += tx.len as u64;
-        match &outcome {
-            Outcome::Lost => d.lost += 1,
-            Outcome::Truncated { .. } => d.truncated += 1,
-            Outcome::Corrupted { .. } => d.corrupted += 1,
-            Outcome::Delivered => {}
-        }
+        record(&mut self.dirs[seg][dir], tx.len, &outcome);
         if arrives {
             let at = wl.delay[dir].arrival(done);
             self.q.schedule(at, Ev::Arrive { seg, dir, bytes });
@@ -765,6 +776,139 @@ impl World<'_, '_> {
         }
         self.q.schedule(done, Ev::MacFree { seg, dir });
         self.arm(seg, dir);
+    }
+
+    /// The 802.11b medium of segment `seg` (`world/dcf.rs` decides who sends when): tells the
+    /// DCF which stations have a frame, starts what is due at `now`, frees the devices of idle
+    /// stations with nothing to send, and keeps the wake-up armed. Safe to call at any time.
+    fn mac_dcf(&mut self, now: Instant, seg: usize) {
+        let Seg::Wireless(wl) = &mut self.segs[seg] else {
+            return;
+        };
+        if wl.dcf_armed == Some(now) {
+            wl.dcf_armed = None;
+        }
+        // An outage holds a station's new frames until it ends.
+        let mut wake: Option<Instant> = None;
+        let mut ready = [false; 2];
+        for (i, r) in ready.iter_mut().enumerate() {
+            *r = wl.held[i].is_some();
+            if !*r && wl.ends[i].has_transmit(now) {
+                let on = wl.onoff[i].as_mut().map_or(now, |o| o.available_at(now));
+                if on > now {
+                    wake = Some(wake.map_or(on, |w| w.min(on)));
+                } else {
+                    *r = true;
+                }
+            }
+        }
+        let dcf = wl.dcf.as_mut().expect("an 802.11b segment");
+        for (i, r) in ready.into_iter().enumerate() {
+            dcf.set_ready(now, i, r);
+        }
+        if dcf.poll_timeout().is_some_and(|t| t <= now) {
+            self.dcf_start(now, seg);
+        }
+        // Devices of stations with nothing left to send may take the next packet (001: the
+        // single-slot hand-off), once the medium is idle (as without the DCF, a device is
+        // free when its frame's whole exchange is over).
+        for i in 0..2 {
+            let Seg::Wireless(wl) = &mut self.segs[seg] else {
+                return;
+            };
+            let idle = wl.dcf.as_ref().is_some_and(|d| d.busy_until() <= now);
+            if idle && wl.held[i].is_none() && !wl.ends[i].has_transmit(now) {
+                // May hand a packet to the end and call back here (nested): state is current.
+                self.device_free(now, seg + i);
+            }
+        }
+        let Seg::Wireless(wl) = &mut self.segs[seg] else {
+            return;
+        };
+        let dcf = wl.dcf.as_ref().expect("an 802.11b segment");
+        let busy = dcf.busy_until();
+        let next = [dcf.poll_timeout(), wake, (busy > now).then_some(busy)]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(t) = next {
+            let t = t.max(now);
+            if wl.dcf_armed.is_none_or(|a| t < a || a < now) {
+                wl.dcf_armed = Some(t);
+                self.q.schedule(t, Ev::MacFree { seg, dir: 0 });
+            }
+        }
+    }
+
+    /// The DCF of segment `seg` starts a transmission at `now`: the chosen stations' frames
+    /// go on the air (a collision keeps them for the next attempt).
+    fn dcf_start(&mut self, now: Instant, seg: usize) {
+        let Seg::Wireless(wl) = &mut self.segs[seg] else {
+            return;
+        };
+        let dcf = wl.dcf.as_mut().expect("an 802.11b segment");
+        let who = dcf.poll_start(now);
+        let mut lens = [None; 2];
+        for i in 0..2 {
+            if !who[i] {
+                continue;
+            }
+            if wl.held[i].is_none() {
+                let mut b = self.pool.pop().unwrap_or_default();
+                b.clear();
+                if let Some(tx) = wl.ends[i].poll_transmit(now, &mut b) {
+                    wl.held[i] = Some((tx, b));
+                } else {
+                    self.pool.push(b);
+                }
+            }
+            lens[i] = wl.held[i].as_ref().map(|(tx, _)| tx.len);
+        }
+        let ex = wl.dcf.as_mut().expect("checked").transmit(now, lens);
+        for i in 0..2 {
+            let Some(data_end) = ex.data_end[i] else {
+                continue;
+            };
+            if ex.collided && !ex.dropped[i] {
+                // §9.2.5.3: the MAC sends the same frame again after its backoff.
+                continue;
+            }
+            let (tx, frame) = wl.held[i].take().expect("a frame was sent");
+            if ex.collided {
+                // Given up at the retry limit: lost, as far as the link end can tell.
+                wl.ends[i].handle_tx_report(now, tx.service, false);
+                record(&mut self.dirs[seg][i], tx.len, &Outcome::Lost);
+                if self.pool.len() < 1024 {
+                    self.pool.push(frame);
+                }
+                continue;
+            }
+            // The per-frame step shared with the emulator (crates/channel/src/medium.rs).
+            let mut bytes = self.pool.pop().unwrap_or_default();
+            let (outcome, arrives) = mslink_channel::medium::on_air_into(
+                &mut wl.ends[i],
+                tx,
+                &frame,
+                &mut *wl.models[i],
+                &mut wl.rngs[i],
+                now,
+                &mut bytes,
+            );
+            record(&mut self.dirs[seg][i], tx.len, &outcome);
+            if self.pool.len() < 1024 {
+                self.pool.push(frame);
+            }
+            if arrives {
+                // The receiver has the frame when its data frame ends; the SIFS and MAC ACK
+                // after it keep the medium busy but are no part of its delay.
+                let at = wl.delay[i].arrival(data_end);
+                self.q.schedule(at, Ev::Arrive { seg, dir: i, bytes });
+            } else if self.pool.len() < 1024 {
+                self.pool.push(bytes);
+            }
+        }
+        self.arm(seg, 0);
+        self.arm(seg, 1);
     }
 
     fn arrive(&mut self, now: Instant, seg: usize, dir: usize, bytes: Vec<u8>) {
@@ -826,8 +970,10 @@ impl World<'_, '_> {
             let s = &self.sources[st.flow as usize];
             let mut reply = Vec::new();
             packet::build(&mut reply, p.len(), s.to, s.from, s.dscp, s.port, st);
+            // The reply leaves through the answering host's network subsystem (its NIC model),
+            // like any packet the host sends: a ping crosses both hosts' NICs.
             let at = flow.to;
-            self.at_node(now, at, reply);
+            self.host_emit(now, at, reply);
             return;
         }
         let sink = &mut self.sinks[st.flow as usize];

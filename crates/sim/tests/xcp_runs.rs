@@ -31,6 +31,9 @@ fn throughput(xcp: bool, estimate_bps: u64, nic_delay_us: u64) -> f64 {
 #[test]
 fn xcp_follows_the_estimate_and_the_nic_decides_who_wins() {
     const NIC1: u64 = 0;
+    // A slow NIC: 750 µs at each host. (The scenario's NIC_3, 375 µs at each host, is mostly
+    // hidden under the 802.11 DCF: a host answering after the MAC ACK skips the backoff that
+    // NIC_1's immediate answers pay; docs/transports.md.)
     const NIC3: u64 = 750;
     // TCP ignores the estimate.
     let tcp3 = throughput(false, 1_000_000, NIC3);

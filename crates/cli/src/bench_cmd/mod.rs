@@ -316,12 +316,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             report(&measure(o, &target)?, o)
         }
         Role::Local(o) => {
-            // Under the Python package the process is the interpreter; its `mslink` script
-            // names itself.
-            let program = match std::env::var_os("MSLINK_EXE") {
-                Some(p) => PathBuf::from(p),
-                None => std::env::current_exe()?,
-            };
+            let program = crate::convention::mslink_exe()?;
             let server = ServerCommand {
                 program,
                 args: vec!["bench".into(), "server".into()],

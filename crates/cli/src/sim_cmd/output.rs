@@ -285,7 +285,7 @@ fn flows_csv_header(w: &mut impl Write, keys: &[String]) -> Result<()> {
     for k in keys {
         write!(w, "{},", csv_field(k))?;
     }
-    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
+    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_min_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
     Ok(())
 }
 
@@ -306,7 +306,7 @@ fn flows_csv_run(
         w.write_all(prefix.as_bytes())?;
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.rep,
             r.seed,
             csv_field(&f.flow),
@@ -322,6 +322,7 @@ fn flows_csv_run(
             f.loss_rate,
             f.delay_mean_s,
             f.delay_std_s,
+            f.delay_min_s,
             f.delay_p50_s,
             f.delay_p95_s,
             f.delay_p99_s,
@@ -354,7 +355,7 @@ fn series_csv_run(w: &mut impl Write, name: &str, point: usize, r: &RunResult) -
 }
 
 /// The columns of flows.csv after the sweep keys, with their Parquet types.
-const FLOW_COLUMNS: [(&str, Kind); 23] = [
+const FLOW_COLUMNS: [(&str, Kind); 24] = [
     ("rep", Kind::Int),
     ("seed", Kind::UInt),
     ("flow", Kind::Str),
@@ -370,6 +371,7 @@ const FLOW_COLUMNS: [(&str, Kind); 23] = [
     ("loss_rate", Kind::F64),
     ("delay_mean_s", Kind::F64),
     ("delay_std_s", Kind::F64),
+    ("delay_min_s", Kind::F64),
     ("delay_p50_s", Kind::F64),
     ("delay_p95_s", Kind::F64),
     ("delay_p99_s", Kind::F64),
@@ -428,6 +430,7 @@ fn flows_parquet_run(
             Val::F64(f.loss_rate),
             Val::F64(f.delay_mean_s),
             Val::F64(f.delay_std_s),
+            Val::F64(f.delay_min_s),
             Val::F64(f.delay_p50_s),
             Val::F64(f.delay_p95_s),
             Val::F64(f.delay_p99_s),

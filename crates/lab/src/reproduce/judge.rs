@@ -5,14 +5,18 @@
 //! expectation, *fails* when the whole interval lies outside it, and is *inconclusive* when the
 //! interval straddles an edge: then [`reps_needed`] says how many repetitions per point would
 //! decide it, from the measured spread (Student-t quantiles, standard errors shrinking as
-//! 1/sqrt(n)). An ordering a >= k·b is judged on Welch's interval of a - k·b (holds when it is
-//! wholly >= 0, fails when wholly < 0), a ratio on its delta-method interval, a value or a
-//! difference on its own; a trend needs every step strictly on its side (equal neighbours of a
-//! deterministic run fail). So fewer repetitions (`--quick`) leave more checks inconclusive,
-//! never more holding; a deterministic cell (zero spread over its two repetitions) is decided
-//! exactly; a cell measured once has no interval and decides nothing. A claim holds when every
-//! check holds and fails when one fails; a known difference (`differs`) is reported as such
-//! unless every check holds, which makes it "no longer differs": the entry is out of date.
+//! 1/sqrt(n)). Two cells are compared pair by pair, repetition r of one against repetition r of
+//! the other (`paired_difference`, `paired_ratio` of `mslink_stats`): repetition r of every point
+//! has the same seed, so two schemes that behave alike in a repetition are told apart by what
+//! differs between them, not by the run-to-run spread they share. An ordering a >= k·b is judged
+//! on the interval of a - k·b (holds when it is wholly >= 0, fails when wholly < 0), a ratio on
+//! its delta-method interval, a value or a difference on its own; a trend needs every step
+//! strictly on its side (equal neighbours of a deterministic run fail). So fewer repetitions
+//! (`--quick`) leave more checks inconclusive, never more holding; a deterministic cell (zero
+//! spread over its two repetitions) is decided exactly; a cell measured once has no interval and
+//! decides nothing. A claim holds when every check holds and fails when one fails; a known
+//! difference (`differs`) is reported as such unless every check holds, which makes it "no
+//! longer differs": the entry is out of date.
 
 use std::collections::BTreeMap;
 
@@ -284,9 +288,11 @@ pub fn sig(x: f64) -> String {
     format!("{x:.digits$}")
 }
 
-fn report(obs: &Observations, variant: &str, c: &Cell) -> (Estimate, CellEstimate) {
-    let e = estimate(obs, variant, c);
+fn report(obs: &Observations, variant: &str, c: &Cell) -> (Vec<f64>, Estimate, CellEstimate) {
+    let xs = samples(obs, variant, c);
+    let e = stats::estimate(&xs);
     (
+        xs,
         e,
         CellEstimate {
             run: c.run.clone(),
@@ -418,9 +424,9 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
     let (mark, text, cells, margin, h) = match e {
         Expect::Above(a, b, k) | Expect::Below(a, b, k) => {
             let above = matches!(e, Expect::Above(..));
-            let (ea, ca) = report(obs, variant, a);
-            let (eb, cb) = report(obs, variant, b);
-            let (d, h) = stats::difference(&ea, &eb, *k);
+            let (xa, ea, ca) = report(obs, variant, a);
+            let (xb, eb, cb) = report(obs, variant, b);
+            let (d, h) = stats::paired_difference(&xa, &xb, *k);
             let d = if above { d } else { -d };
             let rel = if above { "≥" } else { "≤" };
             let k_text = if *k == 1.0 {
@@ -445,9 +451,9 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
             )
         }
         Expect::Ratio(a, b, range) => {
-            let (ea, ca) = report(obs, variant, a);
-            let (eb, cb) = report(obs, variant, b);
-            let (r, h) = stats::ratio(&ea, &eb);
+            let (xa, _, ca) = report(obs, variant, a);
+            let (xb, _, cb) = report(obs, variant, b);
+            let (r, h) = stats::paired_ratio(&xa, &xb);
             (
                 mark_range(r, h, *range),
                 format!(
@@ -463,9 +469,9 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
             )
         }
         Expect::Difference(a, b, range) => {
-            let (ea, ca) = report(obs, variant, a);
-            let (eb, cb) = report(obs, variant, b);
-            let (d, h) = stats::difference(&ea, &eb, 1.0);
+            let (xa, _, ca) = report(obs, variant, a);
+            let (xb, _, cb) = report(obs, variant, b);
+            let (d, h) = stats::paired_difference(&xa, &xb, 1.0);
             (
                 mark_range(d, h, *range),
                 format!(
@@ -481,7 +487,7 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
             )
         }
         Expect::Value(a, range) => {
-            let (ea, ca) = report(obs, variant, a);
+            let (_, ea, ca) = report(obs, variant, a);
             (
                 mark_range(ea.mean, ea.half, *range),
                 format!(
@@ -498,16 +504,16 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
             )
         }
         Expect::Monotone(cs, decreasing) => {
-            let est: Vec<(Estimate, CellEstimate)> =
+            let est: Vec<(Vec<f64>, Estimate, CellEstimate)> =
                 cs.iter().map(|c| report(obs, variant, c)).collect();
             let mut mark = Mark::Holds;
             // The undecided step that needs the most repetitions decides the count.
             let mut worst: Option<(f64, f64)> = None;
             for w in est.windows(2) {
                 let (d, h) = if *decreasing {
-                    stats::difference(&w[0].0, &w[1].0, 1.0)
+                    stats::paired_difference(&w[0].0, &w[1].0, 1.0)
                 } else {
-                    stats::difference(&w[1].0, &w[0].0, 1.0)
+                    stats::paired_difference(&w[1].0, &w[0].0, 1.0)
                 };
                 let m = mark_step(d, h);
                 if m == Mark::Inconclusive && worst.is_none_or(|(wm, wh)| d.abs() / h < wm / wh) {
@@ -515,7 +521,7 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
                 }
                 mark = mark.max(m);
             }
-            let values: Vec<String> = est.iter().map(|(e, _)| pm(e)).collect();
+            let values: Vec<String> = est.iter().map(|(_, e, _)| pm(e)).collect();
             let (margin, h) = worst.unwrap_or((0.0, 0.0));
             (
                 mark,
@@ -529,7 +535,7 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
                         .join(" → "),
                     values.join(", ")
                 ),
-                est.into_iter().map(|(_, c)| c).collect(),
+                est.into_iter().map(|(_, _, c)| c).collect(),
                 margin,
                 h,
             )
@@ -725,10 +731,12 @@ mod tests {
         let k = judge(&o, "", "", &Expect::Above(cell(0), cell(2), 1.0));
         assert_eq!(k.mark, Mark::Inconclusive);
         assert!(k.reps_needed.is_some_and(|n| n > 3), "{:?}", k.reps_needed);
-        // 11 ≥ 2 × 5.5 on the means, but the interval of 11 - 2·5.5 straddles 0.
+        // Pair by pair each repetition of point 0 is exactly twice point 1's: decided at once,
+        // where the unpaired spreads of the two points would straddle 0.
+        assert_eq!(mark(&o, Expect::Above(cell(0), cell(1), 2.0)), Mark::Holds);
         assert_eq!(
-            mark(&o, Expect::Above(cell(0), cell(1), 2.0)),
-            Mark::Inconclusive
+            mark(&o, Expect::Ratio(cell(0), cell(1), [2.0, 2.0])),
+            Mark::Holds
         );
         assert_eq!(mark(&o, Expect::Above(cell(1), cell(0), 1.0)), Mark::Fails);
     }

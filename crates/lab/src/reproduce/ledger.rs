@@ -834,13 +834,14 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
         .as_ref()
         .and_then(|d| d.counterfactual.as_ref())
     {
+        // Every edit of a counterfactual must change some scenario the claim reads (a run it
+        // does not match is read as it is).
+        let mut matched = vec![0; cf.edits.edits.len()];
         for id in claim.runs() {
             if ledger.benches.contains_key(&id) {
                 bail!("counterfactual: run {id} is a bench; a counterfactual re-makes simulation runs");
             }
             let r = &ledger.runs[&id];
-            // Every counterfactual must change the scenarios it is made from.
-            let mut matched = vec![0; cf.edits.edits.len()];
             for (i, sc) in r.point_scenarios.iter().enumerate() {
                 let (_, hits) = cf
                     .edits
@@ -850,13 +851,14 @@ fn resolve_claim(paper: &str, c: &ClaimSpec, ledger: &Ledger) -> Result<Claim> {
                     *m += h;
                 }
             }
-            if let Some(k) = matched.iter().position(|&m| m == 0) {
-                bail!(
-                    "counterfactual edit {k} ({}) matches no table of run {id}: it would change \
-                     nothing",
-                    cf.edits.edits[k].describe()
-                );
-            }
+        }
+        if let Some(k) = matched.iter().position(|&m| m == 0) {
+            bail!(
+                "counterfactual edit {k} ({}) matches no table of the runs the claim reads ({}): \
+                 it would change nothing",
+                cf.edits.edits[k].describe(),
+                claim.runs().into_iter().collect::<Vec<_>>().join(", ")
+            );
         }
     }
     Ok(claim)

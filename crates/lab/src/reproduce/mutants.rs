@@ -126,6 +126,14 @@ pub struct MutantResult {
     pub killed: bool,
 }
 
+impl MutantResult {
+    /// Whether it changed anything the chosen claims read (a mutant of one paper's engine
+    /// changes nothing in another paper's runs).
+    pub fn applies(&self) -> bool {
+        !self.runs_changed.is_empty()
+    }
+}
+
 /// The claims that catch a mutant: those that hold or are undecided on the engine
 /// (`baseline`) and fail on the mutant (`mutated`, the same claims in the same order).
 pub fn kills(baseline: &[Judged], mutated: &[Judged]) -> Vec<String> {

@@ -159,7 +159,7 @@ fn claims_json(ctx: &Results, commit: Option<&str>) -> serde_json::Value {
             "command": ctx.opts.command,
             "quick": ctx.opts.quick,
             "max_reps": ctx.opts.max_reps,
-            "statistics": "mean over repetitions, Student-t 95% confidence intervals; orderings by Welch's interval of the difference, ratios by the delta method; a check holds when the whole interval satisfies the expectation, fails when the whole interval contradicts it, and is inconclusive otherwise",
+            "statistics": "mean over repetitions, Student-t 95% confidence intervals; two cells are compared pair by pair over their repetitions (repetition r of every point has the same seed): orderings and differences by the interval of the per-repetition differences, ratios by the delta method with the pairs' covariance; a check holds when the whole interval satisfies the expectation, fails when the whole interval contradicts it, and is inconclusive otherwise",
             "repetition_seeds": "repetition 0 uses the scenario seed; repetition r an independent seed drawn from (seed, r)",
         },
         "counts": super::count(&ctx.judged),
@@ -460,11 +460,14 @@ fn markdown(ctx: &Results, commit: Option<&str>, figures: &[Figure]) -> String {
     s
 }
 
-/// (caught, all) mutants.
+/// (caught, applicable) mutants.
 pub(super) fn mutation(ctx: &Results) -> Option<(usize, usize)> {
-    ctx.mutants
-        .as_ref()
-        .map(|ms| (ms.iter().filter(|m| m.killed).count(), ms.len()))
+    ctx.mutants.as_ref().map(|ms| {
+        (
+            ms.iter().filter(|m| m.killed).count(),
+            ms.iter().filter(|m| m.applies()).count(),
+        )
+    })
 }
 
 /// What a report with benchmark runs that time this machine says about them.

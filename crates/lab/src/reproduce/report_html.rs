@@ -164,7 +164,9 @@ pub(super) fn html(
     if let Some(ms) = &ctx.mutants {
         s.push_str("<h2 id=\"mutants\">Mutants</h2><p>Each mutant is a deliberately broken engine; a claim that holds (or is undecided) on the engine and fails on the mutant catches it.</p><table><tr><th>mutant</th><th>what it breaks</th><th>should break</th><th>caught by</th></tr>");
         for m in ms {
-            let caught = if m.killed {
+            let caught = if !m.applies() {
+                "does not apply to the chosen claims (changes none of their runs)".to_string()
+            } else if m.killed {
                 m.killed_by
                     .iter()
                     .map(|k| format!("<a href=\"#{}\"><code>{}</code></a>", anchor(k), esc(k)))

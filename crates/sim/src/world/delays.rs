@@ -2,7 +2,8 @@
 //! interarrival jitter, in memory that does not grow with the number of packets.
 //!
 //! Contract. [`Delays::add`] takes each distinct packet's delay (seconds, in arrival order).
-//! [`Delays::summary`] gives the mean and standard deviation (exact), the 50th, 95th and 99th
+//! [`Delays::summary`] gives the mean and standard deviation and the smallest delay (exact),
+//! the 50th, 95th and 99th
 //! percentiles, and the interarrival jitter of RFC 3550 §6.4.1: with D = the difference of two
 //! consecutive packets' transit times, J += (|D| - J) / 16. Percentile p is the value at rank
 //! floor(p * (n - 1)) of the n delays in increasing order (the lower of the two nearest order
@@ -38,6 +39,7 @@ pub(crate) const MAX_HEAP_BYTES: [usize; 2] = [
 pub(crate) struct DelaySummary {
     pub mean_s: f64,
     pub std_s: f64,
+    pub min_s: f64,
     pub p50_s: f64,
     pub p95_s: f64,
     pub p99_s: f64,
@@ -50,6 +52,8 @@ pub(super) struct Delays {
     n: u64,
     sum: f64,
     sumsq: f64,
+    /// Smallest delay so far (+infinity before the first).
+    min: f64,
     /// Transit time of the last packet (RFC 3550's R_i - S_i).
     last: f64,
     jitter: f64,
@@ -67,6 +71,11 @@ impl Delays {
             self.jitter += ((delay - self.last).abs() - self.jitter) / 16.0;
         }
         self.last = delay;
+        self.min = if self.n == 0 {
+            delay
+        } else {
+            self.min.min(delay)
+        };
         self.n += 1;
         self.sum += delay;
         self.sumsq += delay * delay;
@@ -116,6 +125,7 @@ impl Delays {
         DelaySummary {
             mean_s: mean,
             std_s: (self.sumsq / n - mean * mean).max(0.0).sqrt(),
+            min_s: self.min,
             p50_s: q(0.50),
             p95_s: q(0.95),
             p99_s: q(0.99),

@@ -41,6 +41,9 @@ pub struct FlowResult {
     pub delay_mean_s: f64,
     /// Standard deviation of the delay, seconds.
     pub delay_std_s: f64,
+    /// Smallest delay of any packet, seconds (UDP; a ping's is its minimum round trip, 001
+    /// §III.A; TCP: 0).
+    pub delay_min_s: f64,
     /// Median one-way delay, seconds (UDP; within 1%: `world/delays.rs`; TCP: 0).
     pub delay_p50_s: f64,
     /// 95th percentile of the one-way delay, seconds (UDP; TCP: 0).
@@ -288,6 +291,7 @@ impl World<'_, '_> {
                 loss_rate: 1.0 - ratio(s.received),
                 delay_mean_s: d.mean_s,
                 delay_std_s: d.std_s,
+                delay_min_s: d.min_s,
                 delay_p50_s: d.p50_s,
                 delay_p95_s: d.p95_s,
                 delay_p99_s: d.p99_s,
