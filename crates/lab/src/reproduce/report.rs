@@ -597,11 +597,13 @@ pub(super) fn figures(ctx: &Results) -> Result<Vec<Figure>> {
                     points,
                 });
                 if let Some(paper) = f.paper.get(name) {
+                    // `nan` where the paper gives no number at that x.
                     lines.push(Line {
                         label: format!("{name} (paper)"),
                         points: paper
                             .iter()
                             .enumerate()
+                            .filter(|(_, y)| y.is_finite())
                             .map(|(i, y)| (xval(i), *y, 0.0))
                             .collect(),
                     });

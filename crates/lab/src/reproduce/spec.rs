@@ -109,7 +109,7 @@ pub struct FigureSpec {
     #[serde(default)]
     pub log_y: bool,
     /// The paper's own numbers where it prints them: series value -> y per x, in x order, in
-    /// the label's unit (after `y_scale`).
+    /// the label's unit (after `y_scale`); `nan` where it gives none at that x.
     #[serde(default)]
     pub paper: BTreeMap<String, Vec<f64>>,
     /// Sequence figures: the point drawn, a value for every axis of the run.
