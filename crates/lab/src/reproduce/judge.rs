@@ -450,39 +450,25 @@ pub fn judge(obs: &Observations, variant: &str, at: &str, e: &Expect) -> CheckRe
                 h,
             )
         }
-        Expect::Ratio(a, b, range) => {
+        Expect::Ratio(a, b, range) | Expect::Difference(a, b, range) => {
             let (xa, _, ca) = report(obs, variant, a);
             let (xb, _, cb) = report(obs, variant, b);
-            let (r, h) = stats::paired_ratio(&xa, &xb);
+            let (op, (x, h)) = if matches!(e, Expect::Ratio(..)) {
+                ("/", stats::paired_ratio(&xa, &xb))
+            } else {
+                ("-", stats::paired_difference(&xa, &xb, 1.0))
+            };
             (
-                mark_range(r, h, *range),
+                mark_range(x, h, *range),
                 format!(
                     "{} = {} (expected {} to {})",
-                    pair(a, "/", b),
-                    interval(r, h),
+                    pair(a, op, b),
+                    interval(x, h),
                     sig(range[0]),
                     sig(range[1])
                 ),
                 vec![ca, cb],
-                range_margin(r, *range),
-                h,
-            )
-        }
-        Expect::Difference(a, b, range) => {
-            let (xa, _, ca) = report(obs, variant, a);
-            let (xb, _, cb) = report(obs, variant, b);
-            let (d, h) = stats::paired_difference(&xa, &xb, 1.0);
-            (
-                mark_range(d, h, *range),
-                format!(
-                    "{} = {} (expected {} to {})",
-                    pair(a, "-", b),
-                    interval(d, h),
-                    sig(range[0]),
-                    sig(range[1])
-                ),
-                vec![ca, cb],
-                range_margin(d, *range),
+                range_margin(x, *range),
                 h,
             )
         }

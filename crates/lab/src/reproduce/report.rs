@@ -219,19 +219,22 @@ pub(super) fn summary(ctx: &Results) -> Vec<(&'static str, Vec<(String, String)>
     let pick =
         |v: Verdict| -> Vec<&Judged> { ctx.judged.iter().filter(|j| j.verdict == v).collect() };
     let mut out = Vec::new();
-    let fails: Vec<(String, String)> = pick(Verdict::Fails)
-        .iter()
-        .map(|j| {
-            let k: Vec<String> = j
-                .checks
-                .iter()
-                .filter(|k| k.mark == Mark::Fails)
-                .map(check_line)
-                .collect();
-            (j.id.clone(), k.join("; "))
-        })
-        .collect();
-    out.push(("Claims that fail", fails));
+    // The checks of each claim with `verdict` that carry `mark`, in words.
+    let marked = |verdict: Verdict, mark: Mark| -> Vec<(String, String)> {
+        pick(verdict)
+            .iter()
+            .map(|j| {
+                let k: Vec<String> = j
+                    .checks
+                    .iter()
+                    .filter(|k| k.mark == mark)
+                    .map(check_line)
+                    .collect();
+                (j.id.clone(), k.join("; "))
+            })
+            .collect()
+    };
+    out.push(("Claims that fail", marked(Verdict::Fails, Mark::Fails)));
     let nld: Vec<(String, String)> = pick(Verdict::NoLongerDiffers)
         .iter()
         .map(|j| {
@@ -245,19 +248,10 @@ pub(super) fn summary(ctx: &Results) -> Vec<(&'static str, Vec<(String, String)>
         })
         .collect();
     out.push(("Known differences that no longer differ", nld));
-    let inc: Vec<(String, String)> = pick(Verdict::Inconclusive)
-        .iter()
-        .map(|j| {
-            let k: Vec<String> = j
-                .checks
-                .iter()
-                .filter(|k| k.mark == Mark::Inconclusive)
-                .map(check_line)
-                .collect();
-            (j.id.clone(), k.join("; "))
-        })
-        .collect();
-    out.push(("Undecided claims", inc));
+    out.push((
+        "Undecided claims",
+        marked(Verdict::Inconclusive, Mark::Inconclusive),
+    ));
     let dif: Vec<(String, String)> = pick(Verdict::Differs)
         .iter()
         .map(|j| {
