@@ -33,17 +33,26 @@ fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
         assert_eq!(got, sent, "payload checksum");
         std::thread::sleep(Duration::from_millis(100));
         let (sa, sb) = (a.stats(), b.stats());
+        // On a busy machine a handshake may be retried before its answer arrives: then a
+        // second session starts and the late answer finds no session (`unknown_session`).
+        // What must hold whatever the timing: nothing forged, replayed, cut or garbled on a
+        // clean veth, at least one session, no failed send.
         for s in [&sa, &sb] {
-            assert_eq!(s.tunnel.rejected.total(), 0, "{s:?}");
-            assert_eq!(s.tunnel.sessions_started, 1);
+            let r = &s.tunnel.rejected;
+            assert_eq!(r.forged + r.replayed + r.truncated + r.garbage, 0, "{s:?}");
+            assert!(s.tunnel.sessions_started >= 1, "{s:?}");
             assert_eq!(s.udp_send_errors, 0);
         }
         // TCP went to the selective-repeat service (the classifier ran end to end).
         let bulk = &sb.link.services[1];
         assert_eq!(bulk.name, "bulk");
         assert!(bulk.packets_delivered > 1000, "{bulk:?}");
-        assert_eq!(sa.tunnel.handshakes_completed, 1);
-        assert_eq!(sb.tunnel.handshakes_answered, 1);
+        // Every handshake A completed was answered by B.
+        assert!(sa.tunnel.handshakes_completed >= 1, "{sa:?}");
+        assert!(
+            sb.tunnel.handshakes_answered >= sa.tunnel.handshakes_completed,
+            "A: {sa:?}; B: {sb:?}"
+        );
         // The TUN offloads were used (config default): the kernel handed A super-packets,
         // which A cut into MTU-sized packets for the link, and B wrote runs of one flow back
         // as one; nothing made no sense.
