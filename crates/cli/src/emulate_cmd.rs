@@ -258,8 +258,18 @@ pub fn config(args: &EmulateArgs) -> Result<EmuConfig> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "link settings".into());
+    // `--scheme` writes the service's scheme: an unknown one is named like a `--set` value.
+    let mut sets: Vec<(String, String)> = args
+        .sets
+        .iter()
+        .filter_map(|s| overrides::parse_set(s).ok())
+        .collect();
+    if let Some(s) = &args.scheme {
+        sets.push(("--scheme".into(), s.clone()));
+    }
     let mut cfg = toml::Value::Table(table)
         .try_into::<EmuConfig>()
+        .map_err(|e| anyhow::anyhow!(overrides::explain(&e.to_string(), &sets)))
         .with_context(|| format!("{what} (after --set overrides)"))?;
     // Repetitions of a lossy run should not replay one loss pattern: without a seed, each run
     // draws its own, and the summary says which (--seed replays it).

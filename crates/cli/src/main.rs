@@ -121,11 +121,35 @@ where
     };
     match result {
         Ok(()) => 0,
+        // The reader went away (`| head`): nothing to report.
+        Err(e) if broken_pipe_error(&e) => BROKEN_PIPE_STATUS,
         Err(e) => {
             eprintln!("mslink: error: {}", error_chain(&e));
             1
         }
     }
+}
+
+/// The exit status of a command whose reader closed the pipe: 128 + SIGPIPE, what a shell
+/// reports for a process the signal ended.
+pub const BROKEN_PIPE_STATUS: u8 = 141;
+
+/// Whether a panic payload is the standard library's "failed printing to stdout: Broken pipe".
+pub fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.starts_with("failed printing to") && text.contains("Broken pipe")
+}
+
+/// Whether an error comes from writing to a reader that closed the pipe.
+fn broken_pipe_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// `e` and its causes joined by ": ", leaving out a cause whose text the message before it

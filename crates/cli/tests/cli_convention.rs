@@ -13,6 +13,9 @@
 //! * examples that need root (emulate, `tunnel CONFIG`, `bench local --netns`) run when root
 //!   is available and fail, not skip, without it under `MSLINK_REQUIRE_ROOT=1`; `tunnel
 //!   CONFIG` runs in a private network namespace and must still be running after 2 s;
+//! * every example that prints (bench and root-only ones aside) also runs into `| head -c1`,
+//!   which closes the pipe after one byte: it must end quietly (status 0 or 141), never with a
+//!   panic or an error;
 //! * completions for bash, zsh and fish, and the man pages, cover every (sub)verb.
 
 use std::io::{BufRead, BufReader};
@@ -248,6 +251,36 @@ fn run_example(verb: &str, line: &str, dir: &Path) {
     }
 }
 
+/// Runs an example again with its output read by `head -c1`, which closes the pipe after one
+/// byte: the command must end quietly (status 0, or 141 as for SIGPIPE), never with a panic or
+/// an error message.
+fn run_into_closed_pipe(verb: &str, line: &str, dir: &Path) {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_mslink"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; (\n{line}\n) | head -c1 > /dev/null"
+        ))
+        .current_dir(dir)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 141))
+            && !err.contains("panicked")
+            && !err.contains("Broken pipe"),
+        "`mslink {verb}` example into a closed pipe ended with {}: {line}\nstderr: {err}",
+        out.status
+    );
+}
+
 /// A bench server example started in the background; returns it and the address it printed.
 fn start_server(line: &str, dir: &Path) -> (std::process::Child, String) {
     let line = line.replace("127.0.0.1:7000", "127.0.0.1:0");
@@ -423,6 +456,9 @@ fn every_help_ends_with_examples_that_run() {
                 run_daemon(&run, &dir);
             } else {
                 run_example(&verb, &run, &dir);
+                if !verb.starts_with("bench") && !needs_root(&verb, line) {
+                    run_into_closed_pipe(&verb, &run, &dir);
+                }
             }
         }
         if let Some((mut s, _)) = server {
@@ -505,4 +541,29 @@ fn errors_name_the_option_and_the_fix() {
         "--quick",
     ]);
     assert_eq!(e.matches("refused").count(), 1, "{e}");
+    // A misspelt key or name keeps the override's array indices and gets the nearest valid one.
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/004/fig2_ftp_one_wlan.toml");
+    let scenario = scenario.to_str().unwrap();
+    let out = std::env::temp_dir().join("mslink-misspelt");
+    let e = run(&[
+        "sim",
+        scenario,
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        "segment.1.rate_bp=2e6",
+    ]);
+    assert!(
+        e.contains("key `segment.1.rate_bp`: unknown field `rate_bp` (did you mean `rate_bps`?)"),
+        "{e}"
+    );
+    let e = run(&["emulate", "--scheme", "selective_repat"]);
+    assert!(
+        e.contains(
+            "--scheme: unknown variant `selective_repat` (did you mean `selective_repeat`?)"
+        ),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }

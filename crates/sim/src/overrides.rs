@@ -8,7 +8,9 @@
 //! array's length); a key inside a value that is neither table nor array is an error; an empty
 //! part is an error. [`parse_value`] reads the value as TOML (`3`, `1e6`, `true`, `"x"`,
 //! `[1, 2]`, `{ p = 0.1 }`), and anything that is not TOML as a bare string. Errors name the
-//! path up to the part that failed.
+//! path up to the part that failed. [`explain`] turns a configuration's "unknown field" or
+//! "unknown variant" error into one that names the override that set it (with its array
+//! indices, which the deserializer's own path loses) and the nearest valid name.
 
 use std::fmt;
 
@@ -143,6 +145,44 @@ pub fn set_in_table(
 }
 
 #[cfg(test)]
+mod explain_tests {
+    use super::*;
+
+    #[test]
+    fn unknown_names_get_their_key_and_the_nearest_valid_one() {
+        let msg = "unknown field `rate_bp`, expected one of `kind`, `preset`, `rate_bps`, `delay_ms`\nin `segment`";
+        let sets = vec![("segment.1.rate_bp".to_string(), "2e6".to_string())];
+        let e = explain(msg, &sets);
+        assert!(
+            e.starts_with(
+                "key `segment.1.rate_bp`: unknown field `rate_bp` (did you mean `rate_bps`?)"
+            ),
+            "{e}"
+        );
+        let msg = "unknown variant `selective_repat`, expected one of `raw`, `xor_fec`, `selective_repeat`";
+        let sets = vec![(
+            "segment.1.link.service.0.scheme".to_string(),
+            "selective_repat".to_string(),
+        )];
+        let e = explain(msg, &sets);
+        assert!(
+            e.contains("(did you mean `selective_repeat`?)")
+                && e.starts_with("key `segment.1.link.service.0.scheme`"),
+            "{e}"
+        );
+        // Nothing close: no hint; another kind of message: unchanged.
+        assert!(
+            !explain("unknown field `zzz`, expected one of `kind`", &[]).contains("did you mean")
+        );
+        assert_eq!(
+            explain("invalid type: string", &sets),
+            "invalid type: string"
+        );
+        assert_eq!(nearest("varient", &["variant", "mss"]), Some("variant"));
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -202,4 +242,63 @@ mod tests {
             let _ = set_path(&mut doc(), &key, parse_value(&value));
         }
     }
+}
+
+/// The nearest of `candidates` to `word` when it is close enough to be a slip of the keyboard
+/// (Jaro-Winkler similarity of at least 0.8), for "did you mean" hints.
+pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(word, c), *c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// The word between the first pair of backticks after `marker` in `msg`.
+fn quoted_after<'a>(msg: &'a str, marker: &str) -> Option<&'a str> {
+    let rest = &msg[msg.find(marker)? + marker.len()..];
+    let start = rest.find('`')? + 1;
+    let len = rest[start..].find('`')?;
+    Some(&rest[start..start + len])
+}
+
+/// `msg` (a deserializer's error about a configuration) with the override among `sets` that
+/// caused it named, array indices and all, and the nearest valid field or variant suggested:
+/// "unknown field `rate_bp`, expected one of ..." after `--set segment.1.rate_bp=2e6` becomes
+/// "key `segment.1.rate_bp`: unknown field `rate_bp` (did you mean `rate_bps`?), expected one
+/// of ...". Messages of another kind come back as they are.
+pub fn explain(msg: &str, sets: &[(String, String)]) -> String {
+    let (word, field) = match (
+        quoted_after(msg, "unknown field"),
+        quoted_after(msg, "unknown variant"),
+    ) {
+        (Some(w), _) => (w, true),
+        (None, Some(w)) => (w, false),
+        _ => return msg.to_string(),
+    };
+    let expected: Vec<&str> = msg
+        .find("expected")
+        .map(|i| msg[i..].split('`').skip(1).step_by(2).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let hint =
+        nearest(word, &expected).map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
+    let unknown = format!("`{word}`");
+    let mut out = msg.replacen(&unknown, &format!("{unknown}{hint}"), 1);
+    // The override that wrote the word: as a key's last part, or as its value.
+    let by = sets.iter().find(|(k, v)| {
+        if field {
+            k.rsplit('.').next() == Some(word)
+        } else {
+            parse_value(v).as_str() == Some(word)
+        }
+    });
+    if let Some((k, _)) = by {
+        out = if k.starts_with("--") {
+            format!("{k}: {out}")
+        } else {
+            format!("key `{k}`: {out}")
+        };
+    }
+    out
 }

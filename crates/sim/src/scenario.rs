@@ -454,8 +454,12 @@ impl Scenario {
         for (k, val) in sets {
             overrides::set_path(&mut v, k, overrides::parse_value(val))?;
         }
-        v.try_into()
-            .map_err(|e: toml::de::Error| ScenarioError::Syntax(format!("after overrides: {e}")))
+        v.try_into().map_err(|e: toml::de::Error| {
+            ScenarioError::Syntax(format!(
+                "after overrides: {}",
+                overrides::explain(&e.to_string(), sets)
+            ))
+        })
     }
 
     /// The override sets of every point of the `[sweep]` grid (one empty set without a grid),
