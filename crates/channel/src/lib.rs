@@ -23,6 +23,7 @@ pub mod generate;
 pub mod gilbert_elliott;
 pub mod independent;
 pub mod mahimahi;
+pub mod mean_loss;
 pub mod medium;
 pub mod outcome;
 pub mod pattern;

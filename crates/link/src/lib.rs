@@ -5,13 +5,14 @@
 //! through method calls. The simulator, the emulator and the tunnel drive the same state
 //! machines.
 //!
-//! Map: [`time`] (our own instants), [`wire`] (frame formats), [`service`] (recovery schemes),
+//! Map: [`time`] (our own instants), [`budget`] (scheduler shares and delay bounds), [`wire`] (frame formats), [`service`] (recovery schemes),
 //! [`sched`] (frame schedulers), [`classifier`], [`sar`] (segmentation), [`link`] (the
 //! multi-service link), [`config`], [`hop`] (an in-memory driver), [`timer`] (timer tables).
 // Unsafe code is denied everywhere except fec/simd.rs, which allows it for its SIMD kernel.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod classifier;
 pub mod config;
 pub mod event;

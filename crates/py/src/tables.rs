@@ -135,6 +135,7 @@ impl Tables {
             t.i("sent", f.sent as i64);
             t.i("received", f.received as i64);
             t.i("duplicates", f.duplicates as i64);
+            t.i("unsent", f.unsent as i64);
             t.i("bytes", f.bytes as i64);
             t.f("duration_s", f.duration_s);
             t.f("throughput_bps", f.throughput_bps);
@@ -146,6 +147,7 @@ impl Tables {
             t.f("delay_p95_s", f.delay_p95_s);
             t.f("delay_p99_s", f.delay_p99_s);
             t.f("jitter_s", f.jitter_s);
+            t.f("delay_bound_s", f.delay_bound_s.unwrap_or(f64::NAN));
             t.f("playback_miss_rate", f.playback_miss_rate);
             t.i("retransmits", f.retransmits as i64);
             t.i("timeouts", f.timeouts as i64);

@@ -503,7 +503,8 @@ impl Scenario {
 
     /// Consequences of a valid scenario a user may not expect (a service that segments
     /// packets, a window clamped by its sequence space, ELF reservations beyond 003 §6.3's
-    /// admission condition; see `LinkConfig::notes`), each naming its segment or the cell.
+    /// admission condition; see `LinkConfig::notes`; a real-time class whose peak load on the
+    /// air exceeds its scheduler share, `budget.rs`), each naming its segment or the cell.
     pub fn notes(&self) -> Vec<String> {
         let cell = self.cell.iter().flat_map(|c| {
             c.scheduler
@@ -522,6 +523,7 @@ impl Scenario {
                     .map(move |n| format!("segment[{i}].link: {n}"))
             })
             .chain(cell)
+            .chain(self.budget_notes())
             .collect()
     }
 

@@ -45,6 +45,7 @@ mod ends;
 pub(crate) mod footprint;
 mod ftp;
 mod results;
+mod settle;
 mod www;
 
 pub use results::{
@@ -150,6 +151,9 @@ struct Sink {
     delays: delays::Delays,
     late: u64,
     window_bytes: Vec<u64>,
+    /// Packets sent before the run ended that were still in the network then and arrived
+    /// while it settled (`settle.rs`): queued, not lost.
+    unsent: u64,
 }
 
 /// When each flow of `sc.expanded_flows()` starts, seconds: its entry's `start_s`, plus for
@@ -218,6 +222,9 @@ struct World<'a, 'c> {
     sources: Vec<Source>,
     /// TCP and WWW results taken when a run ends early (its transfers done, 004 §V), by flow.
     frozen: Vec<Option<results::FlowResult>>,
+    /// Once the run has ended and its results are taken: each flow's sequence numbers sent
+    /// before the end (`settle.rs`). Packets arriving then count as `unsent`, nothing else.
+    settling: Option<settle::Settling>,
     sinks: Vec<Sink>,
     sent: Vec<u64>,
     window: Duration,
@@ -365,6 +372,7 @@ pub fn run_with(
         // each unused.
         sources: Vec::with_capacity(starts.len()),
         frozen: Vec::new(),
+        settling: None,
         sinks: Vec::with_capacity(starts.len()),
         window: secs(sc.sim.timeseries_window_s),
         buf: Vec::new(),
@@ -457,6 +465,7 @@ pub fn run_with(
             delays: delays::Delays::default(),
             late: 0,
             window_bytes: Vec::new(),
+            unsent: 0,
         });
         w.tcp
             .push((f.app == AppKind::Ftp).then(|| Box::new(ftp::TcpFlow::new(i, f, start))));
@@ -650,6 +659,10 @@ impl World<'_, '_> {
             return;
         };
         if dst == node {
+            if p[9] == 6 && self.settling.is_some() {
+                // Settling: transports are frozen with their results; nothing answers.
+                return;
+            }
             if p[9] == 6 {
                 self.tcp_arrive(now, node, p);
             } else {
@@ -977,6 +990,13 @@ impl World<'_, '_> {
             return;
         }
         let sink = &mut self.sinks[st.flow as usize];
+        if let Some(s) = &mut self.settling {
+            if st.seq < s.before_end[st.flow as usize] && sink.seen.insert(st.seq) {
+                sink.unsent += 1;
+                s.arrived += 1;
+            }
+            return;
+        }
         if !sink.seen.insert(st.seq) {
             sink.duplicates += 1;
             return;

@@ -15,6 +15,7 @@ use mslink_sim::{overrides, RunResult, Scenario};
 
 use crate::TraceFiles;
 
+mod digest;
 mod output;
 mod parquet_out;
 mod resources;

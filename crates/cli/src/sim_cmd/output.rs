@@ -48,6 +48,8 @@ pub(super) struct ResultWriter<'a> {
     plots: Option<mslink_plot::sim::SimPlots<'a>>,
     runs: usize,
     events: u64,
+    /// The table printed at the end (`digest.rs`).
+    digest: super::digest::Digest,
 }
 
 /// Creates `dir/file` behind a buffer.
@@ -115,6 +117,7 @@ impl<'a> ResultWriter<'a> {
             plots: (!args.no_plots).then(|| mslink_plot::sim::SimPlots::new(name, keys, points)),
             runs: 0,
             events: 0,
+            digest: Default::default(),
         })
     }
 
@@ -145,6 +148,7 @@ impl<'a> ResultWriter<'a> {
         if let Some(p) = &mut self.plots {
             p.add(job.point, &r);
         }
+        self.digest.push(job.point, job.scenario, &r);
         self.runs += 1;
         self.events += r.events;
         Ok(())
@@ -165,6 +169,8 @@ impl<'a> ResultWriter<'a> {
             plots,
             runs,
             events,
+            digest,
+            labels,
             ..
         } = self;
         for (t, what) in [
@@ -219,6 +225,7 @@ impl<'a> ResultWriter<'a> {
                 events as f64 / wall.max(1e-9) / 1e6,
                 out.display()
             );
+            eprint!("{}", digest.render(&labels));
         }
         Ok(())
     }
@@ -285,7 +292,7 @@ fn flows_csv_header(w: &mut impl Write, keys: &[String]) -> Result<()> {
     for k in keys {
         write!(w, "{},", csv_field(k))?;
     }
-    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_min_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
+    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,unsent,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_min_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,delay_bound_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
     Ok(())
 }
 
@@ -306,7 +313,7 @@ fn flows_csv_run(
         w.write_all(prefix.as_bytes())?;
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.rep,
             r.seed,
             csv_field(&f.flow),
@@ -316,6 +323,7 @@ fn flows_csv_run(
             f.sent,
             f.received,
             f.duplicates,
+            f.unsent,
             f.bytes,
             f.duration_s,
             f.throughput_bps,
@@ -327,6 +335,7 @@ fn flows_csv_run(
             f.delay_p95_s,
             f.delay_p99_s,
             f.jitter_s,
+            f.delay_bound_s.unwrap_or(f64::NAN),
             f.playback_miss_rate,
             f.retransmits,
             f.timeouts,
@@ -355,7 +364,7 @@ fn series_csv_run(w: &mut impl Write, name: &str, point: usize, r: &RunResult) -
 }
 
 /// The columns of flows.csv after the sweep keys, with their Parquet types.
-const FLOW_COLUMNS: [(&str, Kind); 24] = [
+const FLOW_COLUMNS: [(&str, Kind); 26] = [
     ("rep", Kind::Int),
     ("seed", Kind::UInt),
     ("flow", Kind::Str),
@@ -365,6 +374,7 @@ const FLOW_COLUMNS: [(&str, Kind); 24] = [
     ("sent", Kind::UInt),
     ("received", Kind::UInt),
     ("duplicates", Kind::UInt),
+    ("unsent", Kind::UInt),
     ("bytes", Kind::UInt),
     ("duration_s", Kind::F64),
     ("throughput_bps", Kind::F64),
@@ -376,6 +386,7 @@ const FLOW_COLUMNS: [(&str, Kind); 24] = [
     ("delay_p95_s", Kind::F64),
     ("delay_p99_s", Kind::F64),
     ("jitter_s", Kind::F64),
+    ("delay_bound_s", Kind::F64),
     ("playback_miss_rate", Kind::F64),
     ("retransmits", Kind::UInt),
     ("timeouts", Kind::UInt),
@@ -424,6 +435,7 @@ fn flows_parquet_run(
             Val::UInt(f.sent),
             Val::UInt(f.received),
             Val::UInt(f.duplicates),
+            Val::UInt(f.unsent),
             Val::UInt(f.bytes),
             Val::F64(f.duration_s),
             Val::F64(f.throughput_bps),
@@ -435,6 +447,7 @@ fn flows_parquet_run(
             Val::F64(f.delay_p95_s),
             Val::F64(f.delay_p99_s),
             Val::F64(f.jitter_s),
+            Val::F64(f.delay_bound_s.unwrap_or(f64::NAN)),
             Val::F64(f.playback_miss_rate),
             Val::UInt(f.retransmits),
             Val::UInt(f.timeouts),

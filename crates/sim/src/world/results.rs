@@ -29,13 +29,16 @@ pub struct FlowResult {
     pub received: u64,
     /// Extra copies received.
     pub duplicates: u64,
+    /// Sent before the run ended and still queued or in the air then (they arrived after it,
+    /// `world/settle.rs`): neither received nor lost (UDP; TCP: 0).
+    pub unsent: u64,
     /// Bytes received (distinct packets).
     pub bytes: u64,
     /// Seconds from the flow's start to its stop.
     pub duration_s: f64,
     /// Received bits per second over the flow's active time.
     pub throughput_bps: f64,
-    /// 1 - received / sent.
+    /// 1 - received / (sent - unsent).
     pub loss_rate: f64,
     /// Mean one-way delay, seconds.
     pub delay_mean_s: f64,
@@ -52,7 +55,12 @@ pub struct FlowResult {
     pub delay_p99_s: f64,
     /// Interarrival jitter of RFC 3550 §6.4.1 at the end of the run, seconds (UDP; TCP: 0).
     pub jitter_s: f64,
-    /// Share of sent packets that were lost or arrived after the playback point.
+    /// The most the link schedulers on the flow's path add to its delay beyond what it has
+    /// alone, when its class's share covers its peak on every wireless hop (`budget.rs`);
+    /// none otherwise, and for flows that are not real-time (`cbr`, `ping`).
+    pub delay_bound_s: Option<f64>,
+    /// Share of the packets sent (less `unsent`) that were lost or arrived after the playback
+    /// point (`playback_ms`).
     pub playback_miss_rate: f64,
     /// TCP: segments retransmitted.
     pub retransmits: u64,
@@ -237,6 +245,7 @@ impl World<'_, '_> {
         let mut flows = Vec::with_capacity(self.flows.len());
         let mut timeseries = Vec::new();
         let frozen = std::mem::take(&mut self.frozen);
+        let bounds = self.sc.delay_bounds();
         for (i, (name, f)) in self.flows.iter().enumerate() {
             let s = &self.sinks[i];
             let tcp = match frozen.get(i) {
@@ -258,13 +267,6 @@ impl World<'_, '_> {
                 cap
             };
             let duration = (stop - self.sources[i].start_s).max(0.0);
-            let ratio = |a: u64| {
-                if sent == 0 {
-                    0.0
-                } else {
-                    a as f64 / sent as f64
-                }
-            };
             flows.push(FlowResult {
                 flow: name.clone(),
                 app: match f.app {
@@ -288,7 +290,8 @@ impl World<'_, '_> {
                 } else {
                     0.0
                 },
-                loss_rate: 1.0 - ratio(s.received),
+                // `loss_rate` and `playback_miss_rate`: by `settle`, which knows what was
+                // still queued at the end.
                 delay_mean_s: d.mean_s,
                 delay_std_s: d.std_s,
                 delay_min_s: d.min_s,
@@ -296,7 +299,7 @@ impl World<'_, '_> {
                 delay_p95_s: d.p95_s,
                 delay_p99_s: d.p99_s,
                 jitter_s: d.jitter_s,
-                playback_miss_rate: 1.0 - ratio(s.received - s.late),
+                delay_bound_s: bounds.get(i).copied().flatten(),
                 completed: true,
                 ..FlowResult::default()
             });
@@ -329,10 +332,10 @@ impl World<'_, '_> {
                 },
             })
             .collect();
-        RunResult {
+        let mut r = RunResult {
             rep,
             seed,
-            flows,
+            flows: Vec::new(),
             segments,
             timeseries,
             events: self.q.executed(),
@@ -348,6 +351,9 @@ impl World<'_, '_> {
                     })
                 })
                 .collect(),
-        }
+        };
+        self.settle(end, &mut flows);
+        r.flows = flows;
+        r
     }
 }
