@@ -241,7 +241,7 @@ class Scenario:
 
         def walk(v: Any) -> Iterator[str]:
             if isinstance(v, dict):
-                if v.get("model") == "trace" and isinstance(v.get("file"), str):
+                if v.get("model") in ("trace", "period_trace") and isinstance(v.get("file"), str):
                     yield v["file"]
                 for x in v.values():
                     yield from walk(x)

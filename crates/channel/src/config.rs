@@ -14,7 +14,11 @@
 //! mean_bytes = 32768        # 004 Table I WLAN, 3% loss with 1000-byte frames
 //! ```
 //! Other models: `{ model = "independent", loss = 0.05 }`,
-//! `{ model = "gilbert_elliott", p = 0.01, r = 0.2, loss_good = 0.0, loss_bad = 1.0 }`,
+//! `{ model = "gilbert_elliott", p = 0.01, r = 0.2, loss_good = 0.0, loss_bad = 1.0 }` (stepped
+//! per frame), `{ model = "gilbert_elliott_time", good_s = 0.5, bad_s = 0.02, loss_good = 0.0,
+//! loss_bad = 1.0, effect = "loss" }` (Good and Bad periods in time, a fading channel),
+//! `{ model = "period_trace", file = "fade.periods", loss_good = 0.0, loss_bad = 1.0 }` (the
+//! same with the periods replayed from a file),
 //! `{ model = "pattern", good = 400, bad = 100 }`, `{ model = "trace", file = "walls.trace" }`,
 //! `{ model = "ramp", start_s = 50, rise_s = 400 }` (003 Fig. 12: loss rising from 10% to 90%
 //! and back, clean before and after), `{ model = "stack", layers = [ ... ] }`,
@@ -23,6 +27,7 @@
 use std::sync::Arc;
 
 use crate::exponential::{Effect, Exponential};
+use crate::fading::{Fading, GeTimeParams, PeriodTrace};
 use crate::gilbert_elliott::{GeParams, GilbertElliott};
 use crate::independent::Independent;
 use crate::pattern::Pattern;
@@ -35,6 +40,9 @@ use crate::{ErrorModel, Stack};
 pub trait TraceLoader {
     /// The trace `file` names (as written in the configuration), packed.
     fn load_trace(&mut self, file: &str) -> Result<Arc<PackedTrace>, TraceLoadError>;
+
+    /// The period trace `file` names (`model = "period_trace"`), parsed.
+    fn load_periods(&mut self, file: &str) -> Result<Arc<PeriodTrace>, TraceLoadError>;
 }
 
 /// Why a trace file could not be loaded (the message of a [`ModelError`] names the file).
@@ -59,6 +67,11 @@ impl TraceLoader for TextLoader<'_> {
             p.push_line(line)?;
         }
         Ok(Arc::new(p.finish()))
+    }
+
+    fn load_periods(&mut self, file: &str) -> Result<Arc<PeriodTrace>, TraceLoadError> {
+        let text = (self.0)(file)?;
+        Ok(Arc::new(PeriodTrace::parse(&text)?))
     }
 }
 
@@ -86,8 +99,25 @@ pub enum ErrorModelConfig {
         #[serde(default)]
         effect: Effect,
     },
-    /// Two-state burst model.
+    /// Two-state burst model, stepped once per frame.
     GilbertElliott(GeParams),
+    /// Two-state burst model in continuous time: exponential Good and Bad periods, met by
+    /// every frame sent during them (a fading channel; `crate::fading`).
+    GilbertElliottTime(GeTimeParams),
+    /// Good and Bad periods replayed from a period-trace file, looping (`crate::fading`).
+    PeriodTrace {
+        /// Path of the period trace (resolved by the caller's loader).
+        file: String,
+        /// Probability that a frame sent in Good is hit.
+        #[serde(default)]
+        loss_good: f64,
+        /// Probability that a frame sent in Bad is hit.
+        #[serde(default = "one")]
+        loss_bad: f64,
+        /// Lose hit frames (default) or deliver them with one bit inverted.
+        #[serde(default)]
+        effect: Effect,
+    },
     /// `good` frames, then `bad` lost, repeating.
     Pattern {
         /// Frames delivered per cycle.
@@ -134,6 +164,10 @@ pub enum ErrorModelConfig {
     },
 }
 
+fn one() -> f64 {
+    1.0
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -167,6 +201,15 @@ pub struct ModelError {
     pub what: String,
 }
 
+impl From<crate::ParamError> for ModelError {
+    fn from(e: crate::ParamError) -> Self {
+        ModelError {
+            key: e.key,
+            what: e.what,
+        }
+    }
+}
+
 fn probability(key: &str, v: f64) -> Result<f64, ModelError> {
     if (0.0..=1.0).contains(&v) {
         Ok(v)
@@ -187,7 +230,8 @@ impl ErrorModelConfig {
         self.build_with(&mut TextLoader(load))
     }
 
-    /// The trace files the model reads, as named (each once, in order of appearance).
+    /// The trace files the model reads, per-frame and period traces alike, as named (each
+    /// once, in order of appearance).
     pub fn trace_files(&self) -> Vec<&str> {
         let mut out = Vec::new();
         self.collect_trace_files(&mut out);
@@ -196,7 +240,11 @@ impl ErrorModelConfig {
 
     fn collect_trace_files<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
-            ErrorModelConfig::Trace { file } if !out.contains(&file.as_str()) => out.push(file),
+            ErrorModelConfig::Trace { file } | ErrorModelConfig::PeriodTrace { file, .. }
+                if !out.contains(&file.as_str()) =>
+            {
+                out.push(file)
+            }
             ErrorModelConfig::Stack { layers } => {
                 for l in layers {
                     l.collect_trace_files(out);
@@ -249,6 +297,35 @@ impl ErrorModelConfig {
                 probability("loss_good", p.loss_good)?;
                 probability("loss_bad", p.loss_bad)?;
                 Box::new(GilbertElliott::new(*p))
+            }
+            ErrorModelConfig::GilbertElliottTime(p) => {
+                Box::new(Fading::random(*p).map_err(ModelError::from)?)
+            }
+            ErrorModelConfig::PeriodTrace {
+                file,
+                loss_good,
+                loss_bad,
+                effect,
+            } => {
+                // The numbers first: a mistake in them is reported without reading the file.
+                probability("loss_good", *loss_good)?;
+                probability("loss_bad", *loss_bad)?;
+                let trace = traces.load_periods(file).map_err(|e| ModelError {
+                    key: "file".into(),
+                    what: format!("{file}: {e}"),
+                })?;
+                Box::new(
+                    Fading::replay(trace, *loss_good, *loss_bad, *effect).map_err(|e| {
+                        ModelError {
+                            what: if e.key == "file" {
+                                format!("{file}: {}", e.what)
+                            } else {
+                                e.what
+                            },
+                            key: e.key,
+                        }
+                    })?,
+                )
             }
             ErrorModelConfig::Pattern {
                 good,
@@ -323,6 +400,14 @@ mod tests {
         Err(std::io::Error::other("no such file"))
     }
 
+    /// The period trace `fade.periods` of the documented form; no other file.
+    fn fade_periods(f: &str) -> std::io::Result<String> {
+        match f {
+            "fade.periods" => Ok("# fade\ngood 0.5\nbad 0.02\n".into()),
+            _ => no_files(f),
+        }
+    }
+
     #[test]
     fn every_documented_form_parses_and_builds() {
         for text in [
@@ -334,10 +419,91 @@ mod tests {
             "model = 'ramp'\nstart_s = 50\nrise_s = 400",
             "model = 'ramp'\nstart_s = 1\nrise_s = 2\nfall_s = 3\nlow = 0.2\nhigh = 0.5\nperiod_s = 10",
             "model = 'stack'\nlayers = [{ model = 'independent', loss = 0.1 }, { model = 'pattern', good = 1, bad = 0 }]",
+            "model = 'gilbert_elliott_time'\ngood_s = 0.5\nbad_s = 0.02\nloss_good = 0.0\nloss_bad = 1.0\neffect = 'loss'",
+            "model = 'gilbert_elliott_time'\ngood_s = 0.5\nbad_s = 0.02",
+            "model = 'gilbert_elliott_time'\ngood_s = 2\nbad_s = 1\nloss_bad = 0.3\neffect = 'corrupt'",
+            "model = 'period_trace'\nfile = 'fade.periods'\nloss_good = 0.0\nloss_bad = 1.0\neffect = 'loss'",
+            "model = 'period_trace'\nfile = 'fade.periods'",
+            "model = 'stack'\nlayers = [{ model = 'period_trace', file = 'fade.periods', effect = 'corrupt' }, { model = 'independent', loss = 0.01 }]",
         ] {
             let c: ErrorModelConfig = toml::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            c.build(&mut no_files).unwrap();
+            c.build(&mut fade_periods).unwrap_or_else(|e| panic!("{text}: {e}"));
         }
+    }
+
+    #[test]
+    fn defaults_and_round_trip_of_the_time_forms() {
+        let c: ErrorModelConfig =
+            toml::from_str("model = 'gilbert_elliott_time'\ngood_s = 0.5\nbad_s = 0.02").unwrap();
+        let ErrorModelConfig::GilbertElliottTime(p) = &c else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            (p.loss_good, p.loss_bad, p.effect),
+            (0.0, 1.0, Effect::Loss)
+        );
+        assert!((p.stationary_loss() - 0.02 / 0.52).abs() < 1e-12);
+        let c2: ErrorModelConfig = toml::from_str(&toml::to_string(&c).unwrap()).unwrap();
+        assert_eq!(c2, c);
+        let t: ErrorModelConfig =
+            toml::from_str("model = 'period_trace'\nfile = 'fade.periods'").unwrap();
+        assert_eq!(
+            t,
+            ErrorModelConfig::PeriodTrace {
+                file: "fade.periods".into(),
+                loss_good: 0.0,
+                loss_bad: 1.0,
+                effect: Effect::Loss
+            }
+        );
+        // The period trace is one of the files the configuration needs, each named once.
+        let s: ErrorModelConfig = toml::from_str(
+            "model = 'stack'\nlayers = [{ model = 'period_trace', file = 'fade.periods' }, \
+             { model = 'trace', file = 'w.trace' }, { model = 'period_trace', file = 'fade.periods' }]",
+        )
+        .unwrap();
+        assert_eq!(s.trace_files(), ["fade.periods", "w.trace"]);
+        // The file is replayed: Bad from 500 ms for 20 ms.
+        let mut m = t.build(&mut fade_periods).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        for (ms, want) in [
+            (0, Outcome::Delivered),
+            (505, Outcome::Lost),
+            (520, Outcome::Delivered),
+            (1025, Outcome::Lost),
+        ] {
+            assert_eq!(
+                m.outcome(Instant::from_millis(ms), 10, &mut rng),
+                want,
+                "{ms} ms"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_period_trace_is_an_error_not_a_perfect_channel() {
+        let c: ErrorModelConfig =
+            toml::from_str("model = 'period_trace'\nfile = 'e.periods'").unwrap();
+        for text in ["", "\n\n", "# only a comment\n"] {
+            let msg = c
+                .build(&mut |_| Ok(text.into()))
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(
+                msg.contains("`file`") && msg.contains("e.periods") && msg.contains("no periods"),
+                "{msg}"
+            );
+        }
+        let msg = c
+            .build(&mut |_| Ok("good 1e-12\n".into()))
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            msg.contains("e.periods") && msg.contains("lasts no time"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -377,6 +543,42 @@ mod tests {
         assert!(bad("model = 'ramp'\nstart_s = 1\nrise_s = 2\nperiod_s = 2").contains("`period_s`"));
         assert!(bad("model = 'ramp'\nrise_s = 2").contains("start_s"));
         assert_eq!(bad("model = 'trace'\nfile = 'walls.trace'"), "error model key `file`: walls.trace: line 2: unknown entry \"los\"; expected ok, loss, trunc N or bits P ...");
+        assert!(
+            bad("model = 'gilbert_elliott_time'\ngood_s = 0\nbad_s = 0.1").contains("`good_s`")
+        );
+        assert!(
+            bad("model = 'gilbert_elliott_time'\ngood_s = 1\nbad_s = -0.1").contains("`bad_s`")
+        );
+        assert!(bad("model = 'gilbert_elliott_time'\ngood_s = 1\nbad_s = inf").contains("`bad_s`"));
+        assert!(
+            bad("model = 'gilbert_elliott_time'\ngood_s = 1\nbad_s = 1\nloss_bad = 2")
+                .contains("`loss_bad`")
+        );
+        assert!(bad("model = 'gilbert_elliott_time'\ngood_s = 1").contains("bad_s"));
+        assert!(
+            bad("model = 'gilbert_elliott_time'\ngood_s = 1\nbad_s = 1\nefect = 'loss'")
+                .contains("efect")
+        );
+        assert!(
+            bad("model = 'gilbert_elliott_time'\ngood_s = 1\nbad_s = 1\neffect = 'garble'")
+                .contains("garble")
+        );
+        assert!(bad("model = 'period_trace'\nfile = 'f'\nloss_good = -1").contains("`loss_good`"));
+        assert!(bad("model = 'period_trace'").contains("file"));
+        let periods = |text: &'static str| {
+            let c: ErrorModelConfig =
+                toml::from_str("model = 'period_trace'\nfile = 'fade.periods'").unwrap();
+            c.build(&mut |_| Ok(text.into())).err().unwrap().to_string()
+        };
+        assert_eq!(periods("good 1\n\nbda 2\n"), "error model key `file`: fade.periods: line 3: unknown period \"bda\"; expected `good SECONDS` or `bad SECONDS`");
+        assert!(periods("good 1\nbad -2\n").contains("fade.periods: line 2: duration \"-2\""));
+        let c: ErrorModelConfig = toml::from_str("model = 'period_trace'\nfile = 'y'").unwrap();
+        assert!(c
+            .build(&mut no_files)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("y: no such file"));
         let c: ErrorModelConfig = toml::from_str("model = 'trace'\nfile = 'x'").unwrap();
         assert!(c
             .build(&mut no_files)

@@ -19,6 +19,7 @@ pub mod capacity;
 pub mod config;
 pub mod delay;
 pub mod exponential;
+pub mod fading;
 pub mod generate;
 pub mod gilbert_elliott;
 pub mod independent;

@@ -116,24 +116,10 @@ impl Trace {
 /// holds, or `None` for a blank or comment line. The one parser of the format ([`Trace::parse`]
 /// and [`TraceParser`] both call it).
 fn parse_line(raw: &str, line: usize) -> Result<Option<Entry>, TraceError> {
-    let body = raw.split('#').next().unwrap_or("").trim();
-    if body.is_empty() {
+    let Some((spec, count)) = line_body(raw, line)? else {
         return Ok(None);
-    }
-    let err = |what: String| TraceError { line, what };
-    let (spec, count) = match body.split_once('*') {
-        Some((s, c)) => {
-            let c = c.trim();
-            let n: u64 = c
-                .parse()
-                .map_err(|_| err(format!("repeat count {c:?} is not a positive integer")))?;
-            if n == 0 {
-                return Err(err("repeat count must be at least 1".into()));
-            }
-            (s.trim(), n)
-        }
-        None => (body, 1),
     };
+    let err = |what: String| TraceError { line, what };
     let mut words = spec.split_whitespace();
     let kind = words.next().unwrap_or("");
     let num = |w: &str, what: &str| -> Result<u64, TraceError> {
@@ -181,6 +167,30 @@ fn parse_line(raw: &str, line: usize) -> Result<Option<Entry>, TraceError> {
         return Err(err(format!("unexpected {extra:?} after the entry")));
     }
     Ok(Some(Entry { outcome, count }))
+}
+
+/// The entry of line `line` (1-based) of a line-oriented trace text, comment and surrounding
+/// blanks removed, and its `* COUNT` repeat (1 without one); `None` for a blank or comment
+/// line. Shared by the per-frame format and the period format (`crate::fading`).
+pub(crate) fn line_body(raw: &str, line: usize) -> Result<Option<(&str, u64)>, TraceError> {
+    let body = raw.split('#').next().unwrap_or("").trim();
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let err = |what: String| TraceError { line, what };
+    Ok(Some(match body.split_once('*') {
+        Some((s, c)) => {
+            let c = c.trim();
+            let n: u64 = c
+                .parse()
+                .map_err(|_| err(format!("repeat count {c:?} is not a positive integer")))?;
+            if n == 0 {
+                return Err(err("repeat count must be at least 1".into()));
+            }
+            (s.trim(), n)
+        }
+        None => (body, 1),
+    }))
 }
 
 /// Replays a trace frame by frame, starting over at the end.

@@ -1,7 +1,7 @@
 //! The sample link files and traces the repository ships (`links/`, `traces/`): every link file
 //! builds; every path under `links/` or `traces/` that `mslink emulate --help`, `mslink graph
 //! --help` or docs/emulator.md names exists and parses (link files build, capacity traces,
-//! error traces and link logs read); and the capacity traces are what the commands in
+//! error traces, period traces and link logs read); and the capacity traces are what the commands in
 //! traces/README.md generate, byte for byte.
 
 use std::path::{Path, PathBuf};
@@ -47,6 +47,9 @@ fn check_path(p: &str, from: &str) {
         }
         Some("trace") => {
             mslink_cli::read_error_trace(&path).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        Some("periods") => {
+            mslink_cli::read_period_trace(&path).unwrap_or_else(|e| panic!("{what}: {e}"));
         }
         Some("log") => {
             let f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());

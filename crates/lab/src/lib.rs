@@ -15,4 +15,4 @@ pub mod provenance;
 pub mod reproduce;
 mod trace_files;
 
-pub use trace_files::{read_error_trace, read_trace_file, TraceFiles};
+pub use trace_files::{read_error_trace, read_period_trace, read_trace_file, TraceFiles};

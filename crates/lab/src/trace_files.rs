@@ -4,9 +4,11 @@
 //! Contract: [`read_trace_file`] returns a file's whole text (what the emulator's configuration
 //! takes); [`read_error_trace`] streams an error trace line by line into a
 //! [`PackedTrace`], so a trace costs its packed size (never more than the file, a quarter of
-//! it for one outcome per line) and never its text; [`TraceFiles`] loads each error trace a
-//! simulation names once, on first use, and hands every run and link direction the same
-//! shared copy. Every error names the file, and a malformed line its number.
+//! it for one outcome per line) and never its text; [`read_period_trace`] parses a period
+//! trace (`model = "period_trace"`, a few lines of Good and Bad periods); [`TraceFiles`] loads
+//! each error or period trace a simulation names once, on first use, and hands every run and
+//! link direction the same shared copy. Every error names the file, and a malformed line its
+//! number.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mslink_channel::config::{TraceLoadError, TraceLoader};
+use mslink_channel::fading::PeriodTrace;
 use mslink_channel::trace::{PackedTrace, TraceParser};
 
 /// How the drivers read a trace file named in a configuration: its text, or an error whose
@@ -48,11 +51,17 @@ pub fn read_error_trace(path: &Path) -> Result<PackedTrace, TraceLoadError> {
     }
 }
 
+/// Reads and parses the period trace at `path` (docs/traces.md, "Error models").
+pub fn read_period_trace(path: &Path) -> Result<PeriodTrace, TraceLoadError> {
+    Ok(PeriodTrace::parse(&read_trace_file(path)?)?)
+}
+
 /// The error traces of one simulation, read from `dir` on first use and shared: a trace named
 /// by every run and both directions of a link is read and held once.
 pub struct TraceFiles {
     dir: PathBuf,
     loaded: Mutex<BTreeMap<String, Result<Arc<PackedTrace>, String>>>,
+    periods: Mutex<BTreeMap<String, Result<Arc<PeriodTrace>, String>>>,
 }
 
 impl TraceFiles {
@@ -61,6 +70,7 @@ impl TraceFiles {
         TraceFiles {
             dir: dir.into(),
             loaded: Mutex::new(BTreeMap::new()),
+            periods: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -80,6 +90,18 @@ impl TraceLoader for &TraceFiles {
                 .map_err(|e| e.to_string())
         });
         // A file that failed fails every run that names it, with the same message.
+        entry
+            .clone()
+            .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
+    }
+
+    fn load_periods(&mut self, file: &str) -> Result<Arc<PeriodTrace>, TraceLoadError> {
+        let mut loaded = self.periods.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = loaded.entry(file.to_string()).or_insert_with(|| {
+            read_period_trace(&self.path(file))
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        });
         entry
             .clone()
             .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
@@ -127,5 +149,58 @@ mod tests {
             (&files).load_trace("bad.trace").unwrap_err().to_string()
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn period_traces_are_read_once_and_shared_and_errors_name_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("mslink-period-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("fade.periods"),
+            "# x\r\ngood 0.5\r\nbad 0.02 * 2\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("bad.periods"), "good 1\nbda 2\n").unwrap();
+        let files = TraceFiles::new(&dir);
+        let a = (&files).load_periods("fade.periods").unwrap();
+        assert_eq!(a.total(), mslink_link::Duration::from_millis(540));
+        let b = (&files).load_periods("fade.periods").unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let e = (&files)
+            .load_periods("bad.periods")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 2: unknown period \"bda\""), "{e}");
+        let e = (&files)
+            .load_periods("none.periods")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot read ") && e.contains("none.periods"),
+            "{e}"
+        );
+
+        // Through a configuration, the message names the key, the file and the line.
+        let c: mslink_channel::ErrorModelConfig =
+            toml::from_str("model = 'period_trace'\nfile = 'bad.periods'").unwrap();
+        let e = c.build_with(&mut &files).err().unwrap().to_string();
+        assert!(
+            e.contains("`file`") && e.contains("bad.periods: line 2: unknown period"),
+            "{e}"
+        );
+        let c: mslink_channel::ErrorModelConfig =
+            toml::from_str("model = 'period_trace'\nfile = 'fade.periods'").unwrap();
+        assert_eq!(c.trace_files(), ["fade.periods"]);
+        assert!(c.build_with(&mut &files).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_sample_period_trace_is_what_its_comments_say() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/fade.periods");
+        let t = read_period_trace(&path).unwrap();
+        assert_eq!(t.total(), mslink_link::Duration::from_millis(2200));
+        let bad = t.fraction_bad().unwrap();
+        assert!((bad - 0.077).abs() < 0.0005, "{bad}");
     }
 }

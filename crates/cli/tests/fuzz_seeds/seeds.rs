@@ -573,6 +573,52 @@ fn trace_parse() -> Vec<Seed> {
     add("trailing-word", b"loss twice\n", None);
     add("bits-without-positions", b"bits\n", None);
     add("not-utf8", b"ok\n\xff\xfe\n", None);
+
+    // Period traces (model = "period_trace"): the same text goes to both parsers; a period
+    // trace is no error trace, and an error trace no period trace.
+    use crate::trace_parse::periods;
+    use mslink_channel::fading::{Period, PeriodTrace, State};
+    let mut add_periods = |name: &str, text: &[u8], count: Option<usize>| {
+        assert_eq!(run(text).map(|t| t.frames()), None, "{name}");
+        let parsed = periods(std::str::from_utf8(text).expect("UTF-8"));
+        assert_eq!(parsed.map(|t| t.periods.len()), count, "{name}");
+        out.add(name, text.to_vec());
+    };
+    let p = |state, seconds, count| Period {
+        state,
+        seconds,
+        count,
+    };
+    let documented = PeriodTrace {
+        periods: vec![
+            p(State::Good, 0.5, 1),
+            p(State::Bad, 0.02, 1),
+            p(State::Good, 1.2, 1),
+            p(State::Bad, 0.004, 3),
+        ],
+    };
+    add_periods(
+        "periods-every-kind",
+        documented.to_text().as_bytes(),
+        Some(4),
+    );
+    // A fading stretch: Good for 50-1000 ms, Bad for 1-40 ms, in whole milliseconds drawn
+    // with integer arithmetic (the text is the same on every platform).
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+    let fading = PeriodTrace {
+        periods: (0..30)
+            .map(|i| {
+                let (state, ms) = if i % 2 == 0 {
+                    (State::Good, 50 + rng.next_u32() % 951)
+                } else {
+                    (State::Bad, 1 + rng.next_u32() % 40)
+                };
+                p(state, f64::from(ms) / 1000.0, 1)
+            })
+            .collect(),
+    };
+    add_periods("periods-fading", fading.to_text().as_bytes(), Some(30));
+    add_periods("periods-malformed", b"good 0.5\nbad -0.02\n", None);
     out.0
 }
 
