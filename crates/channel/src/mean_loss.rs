@@ -3,9 +3,11 @@
 //! Contract. [`ErrorModelConfig::mean_frame_loss`] is the probability that a frame of
 //! `frame_bytes` is not delivered intact, in the long run, from the configuration alone (no
 //! trace file is read): independent loss `p`; exponential bit-error intervals
-//! `1 - exp(-8 L / mean_bits)` (004 §III.A); Gilbert-Elliott its stationary loss; a pattern
+//! `1 - exp(-8 L / mean_bits)` (004 §III.A); Gilbert-Elliott, per frame or in time, its
+//! stationary loss (a corrupted frame counts: the link's CRC drops it); a pattern
 //! `bad / (good + bad)`; a stack `1 - prod(1 - p_i)` (its layers drawn independently); a
-//! perfect channel 0. A trace or a ramp has no single long-run rate: `None`. Scenario notes
+//! perfect channel 0. A trace (of frames or of periods) would have to be read, and a ramp has
+//! no single long-run rate: `None`. Scenario notes
 //! use it to estimate the repairs a class will send (`mslink_link::budget`).
 
 use crate::config::ErrorModelConfig;
@@ -26,6 +28,8 @@ impl ErrorModelConfig {
                 1.0 - (-(frame_bytes as f64 * 8.0) / mean).exp()
             }
             ErrorModelConfig::GilbertElliott(p) => p.stationary_loss(),
+            // A hit frame is lost, or corrupted and then dropped by the link's CRC.
+            ErrorModelConfig::GilbertElliottTime(p) => p.stationary_loss(),
             ErrorModelConfig::Pattern { good, bad, .. } if good + bad > 0 => {
                 *bad as f64 / (good + bad) as f64
             }
@@ -63,6 +67,8 @@ mod tests {
             Some(0.2)
         );
         assert_eq!(loss("model = 'perfect'", 1), Some(0.0));
+        let t = loss("model = 'gilbert_elliott_time'\ngood_s = 0.97\nbad_s = 0.03", 1).unwrap();
+        assert!((t - 0.03).abs() < 1e-12, "{t}");
         let s = loss(
             "model = 'stack'\nlayers = [{ model = 'independent', loss = 0.1 }, { model = 'independent', loss = 0.1 }]",
             1,
