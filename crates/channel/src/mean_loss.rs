@@ -67,7 +67,11 @@ mod tests {
             Some(0.2)
         );
         assert_eq!(loss("model = 'perfect'", 1), Some(0.0));
-        let t = loss("model = 'gilbert_elliott_time'\ngood_s = 0.97\nbad_s = 0.03", 1).unwrap();
+        let t = loss(
+            "model = 'gilbert_elliott_time'\ngood_s = 0.97\nbad_s = 0.03",
+            1,
+        )
+        .unwrap();
         assert!((t - 0.03).abs() < 1e-12, "{t}");
         let s = loss(
             "model = 'stack'\nlayers = [{ model = 'independent', loss = 0.1 }, { model = 'independent', loss = 0.1 }]",

@@ -5,11 +5,14 @@
 //! 1000-byte frames) with independent frame loss in both directions, once per recovery
 //! scheme, and prints residual loss, delay (mean and mean + standard deviation, 004's metric)
 //! and overhead; then runs a greedy bulk flow and the CBR stream together on one multi-service
-//! link with an SCFQ scheduler. Deterministic for a given seed. The runs are
+//! link with an SCFQ scheduler; then 004's own case in the simulator: the media beside a TCP
+//! file transfer at SCFQ 4 : 1 and at a share that covers its overhead, against the media
+//! alone, with loss, delay, the schedulers' delay bound and the playback miss rate.
+//! Deterministic for a given seed. The runs are
 //! `mslink_sim::demo`'s; this verb checks the options and prints.
 
 use anyhow::Result;
-use mslink_sim::demo::{self, isolation, run_multi, run_scheme, DemoConfig, SCHEMES};
+use mslink_sim::demo::{self, isolation, run_multi, run_scheme, run_tcp_case, DemoConfig, SCHEMES};
 
 /// Options of `mslink demo`.
 #[derive(clap::Args, Debug)]
@@ -67,7 +70,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     };
     let chosen = |s: &&str| args.schemes.is_empty() || args.schemes.iter().any(|a| a == s);
     let steps =
-        SCHEMES.iter().filter(|(s, _)| chosen(s)).count() + args.schemes.is_empty() as usize;
+        SCHEMES.iter().filter(|(s, _)| chosen(s)).count() + 2 * args.schemes.is_empty() as usize;
     let bar = crate::convention::bar(steps as u64, "runs", args.quiet);
     let mut rows: Vec<demo::SchemeRow> = Vec::new();
     for (scheme, extra) in SCHEMES {
@@ -83,6 +86,14 @@ pub fn run(args: &DemoArgs) -> Result<()> {
     } else {
         Vec::new()
     };
+    let tcp_case = if args.schemes.is_empty() {
+        bar.set_message("beside TCP (simulator)");
+        let rows = run_tcp_case(&cfg)?;
+        bar.inc(1);
+        rows
+    } else {
+        Vec::new()
+    };
     bar.finish_and_clear();
     let iso = rows
         .iter()
@@ -90,7 +101,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
         .zip(multi.first())
         .map(|(a, b)| isolation(a, b));
     if args.json {
-        let out = serde_json::json!({ "schemes": rows, "multi_service": multi, "isolation": iso });
+        let out = serde_json::json!({ "schemes": rows, "multi_service": multi, "isolation": iso, "beside_tcp": tcp_case });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -173,5 +184,71 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             );
         }
     }
+    if !tcp_case.is_empty() {
+        print_tcp_case(&tcp_case);
+    }
     Ok(())
+}
+
+/// The simulator's run of 004's own case: loss and delay of the media alone and beside TCP.
+fn print_tcp_case(rows: &[demo::TcpCaseRow]) {
+    println!(
+        "\n004's own case in the simulator (§V): the media on oos_rlp beside a TCP Reno file transfer on\n\
+         selective_repeat, through SCFQ at 004's rates 4:1 (the media's share is its 1 Mbit/s peak before\n\
+         link overhead) and at 3.9:1.1 (a share that covers the overhead), against the media alone.\n"
+    );
+    println!(
+        "{:<31}{:>14}{:>13}{:>12}{:>15}{:>16}{:>10}",
+        "media", "residual loss", "delay mean", "p95 delay", "sched. bound", "playback miss", "TCP"
+    );
+    for r in rows {
+        println!(
+            "{:<31}{:>13.3}%{:>11.1}ms{:>10.1}ms{:>15}{:>15.2}%{:>5.2}Mb/s",
+            r.case,
+            r.residual_loss * 100.0,
+            r.delay_mean_ms,
+            r.delay_p95_ms,
+            if r.tcp_mbps == 0.0 {
+                "-".to_string()
+            } else {
+                r.delay_bound_ms
+                    .map_or("none".to_string(), |b| format!("+{b:.1} ms"))
+            },
+            r.playback_miss_rate * 100.0,
+            r.tcp_mbps
+        );
+    }
+    let alone = &rows[0];
+    for r in &rows[1..] {
+        let ratio = r.delay_mean_ms / alone.delay_mean_ms.max(1e-9);
+        let counts = format!(
+            "{} lost against {} alone, of about {} packets",
+            r.lost, alone.lost, r.sent
+        );
+        let loss = if demo::same_loss(alone, r) {
+            format!("loss as alone ({counts}, within the noise)")
+        } else if r.lost < alone.lost {
+            format!("loss below alone's ({counts})")
+        } else {
+            format!("loss NOT as alone ({counts})")
+        };
+        match r.delay_bound_ms {
+            None => println!(
+                "{}: {loss};\n  but the mean delay is {ratio:.1} x alone and nothing bounds it: the media needs more than its\n  \
+                 share on the air (playback miss at 250 ms: {:.2}% against {:.2}% alone).",
+                r.case,
+                r.playback_miss_rate * 100.0,
+                alone.playback_miss_rate * 100.0
+            ),
+            Some(b) => println!(
+                "{}: {loss};\n  mean delay {ratio:.1} x alone, {:.1} ms more: {} the schedulers' bound of {b:.1} ms.",
+                r.case,
+                r.delay_mean_ms - alone.delay_mean_ms,
+                if r.delay_mean_ms - alone.delay_mean_ms <= b { "within" } else { "BEYOND" }
+            ),
+        }
+    }
+    if let Some(n) = rows.iter().flat_map(|r| &r.notes).next() {
+        println!("The simulator's note for 004's rates: {n}");
+    }
 }

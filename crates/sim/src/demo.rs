@@ -6,8 +6,9 @@
 //! frame loss in both directions, on one service of a recovery scheme ([`SCHEMES`]), and
 //! measures residual loss, delay (mean and standard deviation, 004's metric) and overhead;
 //! [`run_multi`] runs a greedy bulk flow and the CBR stream together on one multi-service link
-//! with an SCFQ scheduler (004 §IV-V); [`isolation`] is 004 §V.D's promise in numbers.
-//! Deterministic for a given [`DemoConfig`].
+//! with an SCFQ scheduler (004 §IV-V); [`isolation`] is 004 §V.D's promise in numbers;
+//! [`run_tcp_case`] runs 004's own case (TCP beside the media at SCFQ 4 : 1) in the simulator,
+//! for the delay relation as well as the loss one. Deterministic for a given [`DemoConfig`].
 
 use mslink_link::config::{LinkConfig, LinkConfigError};
 use mslink_link::hop::{Fate, Hop};
@@ -369,4 +370,107 @@ pub fn run_multi(args: &DemoConfig) -> Result<Vec<ClassRow>> {
             }
         })
         .collect())
+}
+
+/// One run of [`run_tcp_case`]: the media alone or beside a TCP file transfer.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TcpCaseRow {
+    /// What ran: "media alone", or the SCFQ rates beside TCP.
+    pub case: String,
+    /// Media packets sent (less those still queued when the run ended).
+    pub sent: u64,
+    /// Media packets lost.
+    pub lost: u64,
+    /// The media's residual loss.
+    pub residual_loss: f64,
+    /// Mean one-way delay, ms.
+    pub delay_mean_ms: f64,
+    /// 95th percentile of the delay, ms.
+    pub delay_p95_ms: f64,
+    /// Share of packets lost or later than the 250 ms playback point.
+    pub playback_miss_rate: f64,
+    /// The schedulers' delay bound for the media (ms), when its share covers its peak.
+    pub delay_bound_ms: Option<f64>,
+    /// The scenario's notes (a share below the media's peak on the air says so).
+    pub notes: Vec<String>,
+    /// TCP's goodput, Mbit/s (0 alone).
+    pub tcp_mbps: f64,
+}
+
+/// 004's own multi-service case in the simulator (004 §V): the media (1 Mbit/s in talk spurts,
+/// OOS RLP) beside a TCP Reno file transfer (Selective Repeat) on the WLAN hop through SCFQ, at
+/// 004's rates 4 : 1 (the media's share is its peak before link overhead) and at 3.9 : 1.1 (a
+/// share that covers the overhead), against the media alone; the same independent frame loss
+/// each way as the rest of the demo. Shows the loss relation (the same beside as alone) and the
+/// delay relation (bounded only when the share covers what the media puts on the air).
+pub fn run_tcp_case(
+    args: &DemoConfig,
+) -> std::result::Result<Vec<TcpCaseRow>, crate::ScenarioError> {
+    let base = |rates: &str, tcp: bool| {
+        let ftp = if tcp {
+            "[[flow]]\nname = \"ftp\"\napp = \"ftp\"\nfrom = 0\nto = 2\nsize_bytes = 10000000000\n\
+             [flow.tcp]\nvariant = \"reno\"\ngranularity_s = 0.5\nmin_rto_s = 1.0\nmss = 953\n\
+             recv_buffer_bytes = 19060\nsend_buffer_bytes = 65536\n"
+        } else {
+            ""
+        };
+        format!(
+            "[sim]\nduration_s = {}\ndrain_s = 10\nseed = {}\ntimeseries_window_s = 0\n\
+             [[segment]]\nkind = \"wired\"\nrate_bps = 10000000\ndelay_ms = 1\n\
+             [[segment]]\nkind = \"wireless\"\npreset = \"wlan\"\n\
+             error = {{ model = \"independent\", loss = {} }}\n\
+             [segment.link]\nseq_bits = 8\nmtu = 993\n\
+             [segment.link.scheduler]\npolicy = \"scfq\"\nrates = {rates}\n\
+             [[segment.link.service]]\nname = \"tcp\"\nscheme = \"selective_repeat\"\ntimeout_ms = 20\nnack_interval_ms = 15\n\
+             [[segment.link.service]]\nname = \"cbr\"\nscheme = \"oos_rlp\"\nmax_retransmissions = 1\n\
+             nack_interval_ms = 15\nkeepalive_interval_ms = 10\ngap_wait_ms = 60\n\
+             [[segment.link.rule]]\nservice = \"tcp\"\nprotocol = \"tcp\"\n\
+             [[segment.link.rule]]\nservice = \"cbr\"\nprotocol = \"udp\"\n\
+             [[flow]]\nname = \"media\"\napp = \"cbr\"\nfrom = 0\nto = 2\nrate_bps = 1000000\n\
+             packet_bytes = 993\ntalk_s = 1.0\nsilence_s = 1.35\n{ftp}",
+            args.seconds, args.seed, args.loss
+        )
+    };
+    let mut rows = Vec::new();
+    for (case, rates, tcp) in [
+        ("media alone", "[4.0, 1.0]", false),
+        ("beside TCP, SCFQ 4 : 1 (004)", "[4.0, 1.0]", true),
+        ("beside TCP, SCFQ 3.9 : 1.1", "[3.9, 1.1]", true),
+    ] {
+        let sc = crate::Scenario::parse(&base(rates, tcp))?;
+        sc.validate()?;
+        let r = crate::run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces")))?;
+        let media = r.flows.iter().find(|f| f.flow == "media");
+        let tcp_mbps = r
+            .flows
+            .iter()
+            .find(|f| f.flow == "ftp")
+            .map_or(0.0, |f| f.throughput_bps / 1e6);
+        if let Some(m) = media {
+            rows.push(TcpCaseRow {
+                case: case.into(),
+                sent: m.sent - m.unsent,
+                lost: m.sent - m.unsent - m.received,
+                residual_loss: m.loss_rate,
+                delay_mean_ms: m.delay_mean_s * 1e3,
+                delay_p95_ms: m.delay_p95_s * 1e3,
+                playback_miss_rate: m.playback_miss_rate,
+                delay_bound_ms: m.delay_bound_s.map(|b| b * 1e3),
+                notes: sc.notes(),
+                tcp_mbps,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Whether `beside` lost the same share of its packets as `alone`, within two standard
+/// deviations of the difference of two binomial counts (one loss as a floor), as [`isolation`].
+pub fn same_loss(alone: &TcpCaseRow, beside: &TcpCaseRow) -> bool {
+    let rate = |r: &TcpCaseRow| r.lost as f64 / r.sent.max(1) as f64;
+    let (pa, pb) = (rate(alone), rate(beside));
+    let var =
+        pa * (1.0 - pa) / alone.sent.max(1) as f64 + pb * (1.0 - pb) / beside.sent.max(1) as f64;
+    let floor = 1.0 / alone.sent.max(1) as f64;
+    (pa - pb).abs() <= 2.0 * var.sqrt().max(floor)
 }

@@ -1,10 +1,11 @@
 //! The multi-service promise, service by service (004 §IV-V): a continuous-media class keeps
 //! the residual loss it has alone when a backlogged bulk class shares the link through SCFQ,
-//! for every recovery scheme a media class would use, over independent loss and Gilbert-Elliott
-//! bursts, on 004's WLAN and HSCSD links (Table I). Each pair of runs sees the same channel
-//! seeds per direction; under independent loss the two losses must agree within four standard
-//! deviations of their difference (binomial counts), under bursts the media class must do no
-//! worse beside bulk (see `check`), and the reliable schemes must lose nothing in either. Its
+//! for every recovery scheme a media class would use, over independent loss, Gilbert-Elliott
+//! bursts counted in frames and fading in time, on 004's WLAN and HSCSD links (Table I). Each pair of runs sees the same channel
+//! seeds per direction; under independent loss and fading in time (the same fades alone and
+//! beside) the two losses must agree within four standard deviations of their difference
+//! (binomial counts), under frame-counted bursts the media class must do no worse beside bulk
+//! (see `check`), and the reliable schemes must lose nothing in either. Its
 //! mean delay may grow by no more than SCFQ's latency (one frame of the other class and one of
 //! its own at its share), twice that for in-order schemes, Go-Back-N excepted (see `check`).
 //!
@@ -274,6 +275,23 @@ const INDEPENDENT: &str = "model = \"independent\"\nloss = 0.05";
 /// Bursts: about 3% of frames in the bad state, where half are lost (about 2% overall).
 const BURSTS: &str =
     "model = \"gilbert_elliott\"\np = 0.01\nr = 0.3\nloss_good = 0.005\nloss_bad = 0.5";
+
+/// Fading in time (`gilbert_elliott_time`): fades of about ten frames that lose every frame,
+/// 3% of the time. The fades do not depend on the traffic, so the media meets the same fades
+/// alone and beside bulk: the losses must agree, as under independent loss.
+const FADING_WLAN: &str = "model = \"gilbert_elliott_time\"\ngood_s = 0.517333\nbad_s = 0.016";
+/// The same on HSCSD: ten 100-byte frames at 86.4 kbit/s last 93 ms.
+const FADING_HSCSD: &str = "model = \"gilbert_elliott_time\"\ngood_s = 3.0\nbad_s = 0.0928";
+
+#[test]
+fn wlan_media_keeps_its_loss_beside_bulk_under_fading() {
+    check(&WLAN, FADING_WLAN, 5, true);
+}
+
+#[test]
+fn hscsd_media_keeps_its_loss_beside_bulk_under_fading() {
+    check(&HSCSD, FADING_HSCSD, 6, true);
+}
 
 #[test]
 fn wlan_media_keeps_its_loss_beside_bulk_under_independent_loss() {
