@@ -15,7 +15,10 @@
 //! naming the service, both rates and the share that would suffice. [`Scenario::delay_bounds`]
 //! gives each flow the sum of its classes' bounds over the hops it crosses (both ways for a
 //! ping), `None` when any hop gives none: the most the schedulers add to the delay the flow
-//! would have alone on the link. TCP, WWW and spray flows have no peak rate to plan with, and
+//! would have alone on the link. Everything works on the scenario's flow entries, never on
+//! their expanded copies: an entry with `count = N` adds N times its peak, and its copies are
+//! classified as its first copy is (so a scenario of 10^8 flows costs no more than one of a
+//! few; copies whose ports a rule tells apart are the exception this does not see). TCP, WWW and spray flows have no peak rate to plan with, and
 //! `constant` flows are how scenarios load a link with bulk datagrams (a class meant to
 //! exceed its share): they are left out, and so are a link's repairs when its error model has
 //! no long-run rate (a trace, a ramp).
@@ -37,7 +40,7 @@ pub struct ClassBudget {
     pub service: String,
     /// Its scheme.
     pub scheme: String,
-    /// The datagram flows it carries in this direction.
+    /// The datagram flows it carries in this direction (entries: `name` or `name xN`).
     pub flows: Vec<String>,
     /// Sum of their peak rates, packets before link overhead, bits/s.
     pub peak_bps: f64,
@@ -77,8 +80,8 @@ impl Scenario {
         self.class_map().0
     }
 
-    /// Each expanded flow's delay bound over its path (module docs), in
-    /// [`Scenario::expanded_flows`] order.
+    /// Each flow entry's delay bound over its path (module docs), in `flows` order (every
+    /// copy of an entry has its entry's).
     pub fn delay_bounds(&self) -> Vec<Option<f64>> {
         let (classes, crossings) = self.class_map();
         crossings
@@ -92,18 +95,18 @@ impl Scenario {
             .collect()
     }
 
-    /// The classes, and for each expanded flow the classes it crosses (`None` for a flow
+    /// The classes, and for each flow entry the classes it crosses (`None` for a flow
     /// without a peak rate).
     fn class_map(&self) -> (Vec<ClassBudget>, Vec<Option<Vec<usize>>>) {
-        let flows = self.expanded_flows();
         let mut classes: Vec<ClassBudget> = Vec::new();
-        let mut crossings = Vec::with_capacity(flows.len());
+        let mut crossings = Vec::with_capacity(self.flows.len());
         let mut probe = Vec::new();
-        for (i, (name, f)) in flows.iter().enumerate() {
+        for (i, name, f) in self.flow_entries() {
             let Some(peak) = peak_bps(f.app, f.rate_bps) else {
                 crossings.push(None);
                 continue;
             };
+            let peak = peak * f.count as f64;
             let port = if f.port == 0 {
                 packet::app_port(i)
             } else {
@@ -171,7 +174,7 @@ impl Scenario {
             }
             crossings.push(Some(mine));
         }
-        let used = self.services_used(&flows);
+        let used = self.services_used();
         for b in &mut classes {
             b.contended = used
                 .iter()
@@ -199,7 +202,7 @@ impl Scenario {
             b.share_bps = budget::shares(&c, s.rate(), p)[service];
             if b.suffices() == Some(true) {
                 // The bound holds for the class's largest frame.
-                let frame = flows_frame(self, &c, service, &b.flows);
+                let frame = self.flows_frame(&c, service, &b.flows);
                 b.delay_bound_s = budget::delay_bound(&c, s.rate(), p, service, frame);
             }
         }
@@ -208,10 +211,10 @@ impl Scenario {
 
     /// Every (segment, service) some flow of `flows` crosses, whatever its kind (a TCP flow's
     /// data and acknowledgements, a WWW flow's requests and replies: both directions).
-    fn services_used(&self, flows: &[(String, &crate::scenario::Flow)]) -> Vec<(usize, String)> {
+    fn services_used(&self) -> Vec<(usize, String)> {
         let mut used: Vec<(usize, String)> = Vec::new();
         let mut probe = Vec::new();
-        for (i, (_, f)) in flows.iter().enumerate() {
+        for (i, _, f) in self.flow_entries() {
             let port = if f.port == 0 {
                 packet::app_port(i)
             } else {
@@ -335,20 +338,42 @@ fn service_index(c: &mslink_link::config::LinkConfig, name: &str) -> usize {
     c.services.iter().position(|x| x.name == name).unwrap_or(0)
 }
 
-/// The largest frame any of `flows` puts on `service`.
-fn flows_frame(
-    sc: &Scenario,
-    c: &mslink_link::config::LinkConfig,
-    service: usize,
-    flows: &[String],
-) -> usize {
-    sc.expanded_flows()
-        .iter()
-        .filter(|(n, _)| flows.contains(n))
-        .map(|(_, f)| budget::frame_bytes(c, service, f.packet_bytes))
-        .max()
-        .unwrap_or(c.frame_size)
-        .min(c.frame_size)
+impl Scenario {
+    /// Each flow entry with the index its first copy has among the expanded flows, and its
+    /// name as the classes list it (`name`, or `name xN` for N copies).
+    fn flow_entries(&self) -> impl Iterator<Item = (usize, String, &crate::scenario::Flow)> + '_ {
+        let mut first = 0;
+        self.flows.iter().enumerate().map(move |(e, f)| {
+            let at = first;
+            first += f.count;
+            let base = if f.name.is_empty() {
+                format!("flow{e}")
+            } else {
+                f.name.clone()
+            };
+            let name = if f.count == 1 {
+                base
+            } else {
+                format!("{base} x{}", f.count)
+            };
+            (at, name, f)
+        })
+    }
+
+    /// The largest frame any of the entries named `flows` puts on `service`.
+    fn flows_frame(
+        &self,
+        c: &mslink_link::config::LinkConfig,
+        service: usize,
+        flows: &[String],
+    ) -> usize {
+        self.flow_entries()
+            .filter(|(_, n, _)| flows.contains(n))
+            .map(|(_, _, f)| budget::frame_bytes(c, service, f.packet_bytes))
+            .max()
+            .unwrap_or(c.frame_size)
+            .min(c.frame_size)
+    }
 }
 
 /// SCFQ rates that give service `own` the air rate `needed_bps` on a link of `link_bps`,

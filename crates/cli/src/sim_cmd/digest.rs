@@ -43,7 +43,12 @@ pub(super) struct Digest {
 impl Digest {
     /// Adds run `r` of sweep point `point`, whose scenario is `sc`.
     pub(super) fn push(&mut self, point: usize, sc: &mslink_sim::Scenario, r: &RunResult) {
-        for f in r.flows.iter().filter(|f| f.transport == "udp") {
+        for (at, f) in r
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.transport == "udp")
+        {
             let key = (point, f.flow.clone());
             let i = match self.index.get(&key) {
                 Some(&i) => i,
@@ -53,11 +58,16 @@ impl Digest {
                     continue;
                 }
                 None => {
+                    // The flow's entry: the runs list the copies of each entry in order.
+                    let mut first = 0;
                     let playback_ms = sc
-                        .expanded_flows()
+                        .flows
                         .iter()
-                        .find(|(n, _)| *n == f.flow)
-                        .map_or(f64::NAN, |(_, fl)| fl.playback_ms);
+                        .find(|e| {
+                            first += e.count;
+                            at < first
+                        })
+                        .map_or(f64::NAN, |e| e.playback_ms);
                     self.rows.push(Row {
                         point,
                         flow: f.flow.clone(),
@@ -164,7 +174,8 @@ mod tests {
     #[test]
     fn means_per_point_and_flow_without_tcp() {
         let sc = mslink_sim::Scenario::parse(
-            "[[segment]]\nkind = 'wired'\n[[flow]]\nname = 'media'\napp = 'cbr'\nfrom = 0\nto = 1\n",
+            "[[segment]]\nkind = 'wired'\n[[flow]]\nname = 'ftp'\napp = 'ftp'\nfrom = 0\nto = 1\n\
+             [[flow]]\nname = 'media'\napp = 'cbr'\nfrom = 0\nto = 1\nplayback_ms = 150\n",
         )
         .unwrap();
         let mut d = Digest::default();
@@ -181,7 +192,7 @@ mod tests {
         let text = d.render(&[vec![Label::Text("SR".into())]]);
         assert!(text.contains("mean of 2 runs"), "{text}");
         let row = text.lines().find(|l| l.contains("media")).unwrap();
-        for want in ["0 (SR)", "2.00%", "2.0", "40.0 ms", "+12.2 ms", "at 250 ms"] {
+        for want in ["0 (SR)", "2.00%", "2.0", "40.0 ms", "+12.2 ms", "at 150 ms"] {
             assert!(row.contains(want), "{want} in {row}");
         }
         assert!(!text.contains("ftp"), "{text}");

@@ -245,7 +245,15 @@ impl World<'_, '_> {
         let mut flows = Vec::with_capacity(self.flows.len());
         let mut timeseries = Vec::new();
         let frozen = std::mem::take(&mut self.frozen);
-        let bounds = self.sc.delay_bounds();
+        // Per flow entry; the expanded flows follow the entries in order, `count` each.
+        let entry_bounds = self.sc.delay_bounds();
+        let mut bounds = Vec::with_capacity(self.flows.len());
+        for (e, f) in self.sc.flows.iter().enumerate() {
+            bounds.extend(std::iter::repeat_n(
+                entry_bounds.get(e).copied().flatten(),
+                f.count,
+            ));
+        }
         for (i, (name, f)) in self.flows.iter().enumerate() {
             let s = &self.sinks[i];
             let tcp = match frozen.get(i) {
