@@ -100,6 +100,7 @@ impl Scenario {
     fn class_map(&self) -> (Vec<ClassBudget>, Vec<Option<Vec<usize>>>) {
         let mut classes: Vec<ClassBudget> = Vec::new();
         let mut crossings = Vec::with_capacity(self.flows.len());
+        let hops = self.wireless_hops();
         let mut probe = Vec::new();
         for (i, name, f) in self.flow_entries() {
             let Some(peak) = peak_bps(f.app, f.rate_bps) else {
@@ -107,42 +108,20 @@ impl Scenario {
                 continue;
             };
             let peak = peak * f.count as f64;
-            let port = if f.port == 0 {
-                packet::app_port(i)
-            } else {
-                f.port
-            };
             let mut legs = vec![(f.from, f.to)];
             if f.app == AppKind::Ping {
                 legs.push((f.to, f.from));
             }
             let mut mine = Vec::new();
             for (from, to) in legs {
-                let stamp = Stamp {
-                    flow: i as u32,
-                    seq: 0,
-                    sent_ns: 0,
-                };
-                packet::build(&mut probe, f.packet_bytes, from, to, f.dscp, port, stamp);
+                probe_packet(&mut probe, i, f, from, to);
                 let direction = usize::from(to < from);
-                for seg in from.min(to)..from.max(to) {
-                    let s = &self.segments[seg];
-                    if s.kind != SegmentKind::Wireless {
-                        continue;
-                    }
-                    let c = s.link_config();
-                    let names = c.service_names();
-                    let Ok(cl) = mslink_link::classifier::Classifier::new(
-                        &c.rules,
-                        &names,
-                        c.default_index().unwrap_or(0),
-                    ) else {
-                        continue;
-                    };
-                    let service = cl.classify(&probe).service;
+                for hop in hops[from.min(to)..from.max(to)].iter().flatten() {
+                    let (seg, c, names) = (hop.segment, &hop.config, &hop.names);
+                    let service = hop.classifier.classify(&probe).service;
                     let k = match classes.iter().position(|b| {
                         (b.segment, b.direction, b.service.as_str())
-                            == (seg, direction, names[service])
+                            == (seg, direction, names[service].as_str())
                     }) {
                         Some(k) => k,
                         None => {
@@ -167,7 +146,7 @@ impl Scenario {
                     let b = &mut classes[k];
                     b.flows.push(name.clone());
                     b.peak_bps += peak;
-                    let on_air = budget::frame_bytes(&c, service, f.packet_bytes);
+                    let on_air = budget::frame_bytes(c, service, f.packet_bytes);
                     b.framed_bps += peak * on_air as f64 / f.packet_bytes.max(1) as f64;
                     mine.push(k);
                 }
@@ -180,8 +159,11 @@ impl Scenario {
                 .iter()
                 .any(|(seg, service)| *seg == b.segment && *service != b.service);
             let s = &self.segments[b.segment];
-            let c = s.link_config();
-            let service = service_index(&c, &b.service);
+            let Some(hop) = &hops[b.segment] else {
+                continue;
+            };
+            let c = &hop.config;
+            let service = service_index(c, &b.service);
             let model = match (b.direction, &s.error_reverse) {
                 (1, Some(m)) => m,
                 _ => &s.error,
@@ -199,11 +181,11 @@ impl Scenario {
                 (None, _) => None,
             };
             b.needed_bps = b.framed_bps * (1.0 + b.repair_overhead.unwrap_or(0.0));
-            b.share_bps = budget::shares(&c, s.rate(), p)[service];
+            b.share_bps = budget::shares(c, s.rate(), p)[service];
             if b.suffices() == Some(true) {
                 // The bound holds for the class's largest frame.
-                let frame = self.flows_frame(&c, service, &b.flows);
-                b.delay_bound_s = budget::delay_bound(&c, s.rate(), p, service, frame);
+                let frame = self.flows_frame(c, service, &b.flows);
+                b.delay_bound_s = budget::delay_bound(c, s.rate(), p, service, frame);
             }
         }
         (classes, crossings)
@@ -212,54 +194,52 @@ impl Scenario {
     /// Every (segment, service) some flow of `flows` crosses, whatever its kind (a TCP flow's
     /// data and acknowledgements, a WWW flow's requests and replies: both directions).
     fn services_used(&self) -> Vec<(usize, String)> {
+        let hops = self.wireless_hops();
         let mut used: Vec<(usize, String)> = Vec::new();
         let mut probe = Vec::new();
         for (i, _, f) in self.flow_entries() {
-            let port = if f.port == 0 {
-                packet::app_port(i)
-            } else {
-                f.port
-            };
-            for seg in f.from.min(f.to)..f.from.max(f.to) {
-                let s = &self.segments[seg];
-                if s.kind != SegmentKind::Wireless {
-                    continue;
-                }
-                let c = s.link_config();
-                let names = c.service_names();
-                let Ok(cl) = mslink_link::classifier::Classifier::new(
-                    &c.rules,
-                    &names,
-                    c.default_index().unwrap_or(0),
-                ) else {
-                    continue;
-                };
-                let stamp = Stamp {
-                    flow: i as u32,
-                    seq: 0,
-                    sent_ns: 0,
-                };
-                let tcp = matches!(f.app, AppKind::Ftp | AppKind::Www);
-                packet::build(
-                    &mut probe,
-                    f.packet_bytes.max(40),
-                    f.from,
-                    f.to,
-                    f.dscp,
-                    port,
-                    stamp,
-                );
-                if tcp {
-                    // The probe of a TCP flow is a TCP packet (protocol 6).
-                    probe[9] = 6;
-                }
-                let name = names[cl.classify(&probe).service].to_string();
-                if !used.contains(&(seg, name.clone())) {
-                    used.push((seg, name));
+            probe_packet(&mut probe, i, f, f.from, f.to);
+            for hop in hops[f.from.min(f.to)..f.from.max(f.to)].iter().flatten() {
+                let name = hop.names[hop.classifier.classify(&probe).service].clone();
+                if !used.contains(&(hop.segment, name.clone())) {
+                    used.push((hop.segment, name));
                 }
             }
         }
         used
+    }
+
+    /// Each segment's link configuration and classifier, built once (`None` for a wired
+    /// segment, or a link whose rules do not build: validation reports those).
+    fn wireless_hops(&self) -> Vec<Option<Hop>> {
+        self.segments
+            .iter()
+            .enumerate()
+            .map(|(segment, s)| {
+                if s.kind != SegmentKind::Wireless {
+                    return None;
+                }
+                let config = s.link_config();
+                let names: Vec<String> = config
+                    .service_names()
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect();
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let classifier = mslink_link::classifier::Classifier::new(
+                    &config.rules,
+                    &refs,
+                    config.default_index().unwrap_or(0),
+                )
+                .ok()?;
+                Some(Hop {
+                    segment,
+                    config,
+                    names,
+                    classifier,
+                })
+            })
+            .collect()
     }
 
     /// Notes on classes whose share does not cover their peak while another class shares the
@@ -330,6 +310,40 @@ impl Scenario {
                 )
             })
             .collect()
+    }
+}
+
+/// One wireless segment as the budget sees it: its link and how it classifies.
+struct Hop {
+    segment: usize,
+    config: mslink_link::config::LinkConfig,
+    names: Vec<String>,
+    classifier: mslink_link::classifier::Classifier,
+}
+
+/// The packet flow entry `f` (its first copy is flow `first`) sends from node `from` to `to`,
+/// as the classifier sees it: the world's own packet (`packet::build`), a TCP one for a TCP
+/// or WWW flow (protocol 6; the ports sit where UDP's do).
+fn probe_packet(
+    out: &mut Vec<u8>,
+    first: usize,
+    f: &crate::scenario::Flow,
+    from: usize,
+    to: usize,
+) {
+    let port = if f.port == 0 {
+        packet::app_port(first)
+    } else {
+        f.port
+    };
+    let stamp = Stamp {
+        flow: first as u32,
+        seq: 0,
+        sent_ns: 0,
+    };
+    packet::build(out, f.packet_bytes.max(40), from, to, f.dscp, port, stamp);
+    if matches!(f.app, AppKind::Ftp | AppKind::Www) {
+        out[9] = 6;
     }
 }
 
