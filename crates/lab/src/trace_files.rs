@@ -60,8 +60,8 @@ pub fn read_period_trace(path: &Path) -> Result<PeriodTrace, TraceLoadError> {
 /// by every run and both directions of a link is read and held once.
 pub struct TraceFiles {
     dir: PathBuf,
-    loaded: Mutex<BTreeMap<String, Result<Arc<PackedTrace>, String>>>,
-    periods: Mutex<BTreeMap<String, Result<Arc<PeriodTrace>, String>>>,
+    loaded: Cache<PackedTrace>,
+    periods: Cache<PeriodTrace>,
 }
 
 impl TraceFiles {
@@ -80,31 +80,32 @@ impl TraceFiles {
     }
 }
 
+/// Files already read, by name: each one's content or the message it failed with.
+type Cache<T> = Mutex<BTreeMap<String, Result<Arc<T>, String>>>;
+
+/// `file` from `cache`, read with `read` on first use. The lock is held while a file loads, so
+/// two runs starting together read it once; a file that failed fails every run that names
+/// it, with the same message.
+fn cached<T>(
+    cache: &Cache<T>,
+    file: &str,
+    read: impl FnOnce() -> Result<T, TraceLoadError>,
+) -> Result<Arc<T>, TraceLoadError> {
+    let mut loaded = cache.lock().unwrap_or_else(|e| e.into_inner());
+    loaded
+        .entry(file.to_string())
+        .or_insert_with(|| read().map(Arc::new).map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
+}
+
 impl TraceLoader for &TraceFiles {
     fn load_trace(&mut self, file: &str) -> Result<Arc<PackedTrace>, TraceLoadError> {
-        // Held while a file loads, so two runs starting together read it once.
-        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = loaded.entry(file.to_string()).or_insert_with(|| {
-            read_error_trace(&self.path(file))
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        });
-        // A file that failed fails every run that names it, with the same message.
-        entry
-            .clone()
-            .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
+        cached(&self.loaded, file, || read_error_trace(&self.path(file)))
     }
 
     fn load_periods(&mut self, file: &str) -> Result<Arc<PeriodTrace>, TraceLoadError> {
-        let mut loaded = self.periods.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = loaded.entry(file.to_string()).or_insert_with(|| {
-            read_period_trace(&self.path(file))
-                .map(Arc::new)
-                .map_err(|e| e.to_string())
-        });
-        entry
-            .clone()
-            .map_err(|msg| TraceLoadError::Read(std::io::Error::other(msg)))
+        cached(&self.periods, file, || read_period_trace(&self.path(file)))
     }
 }
 
