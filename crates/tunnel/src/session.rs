@@ -571,7 +571,11 @@ impl Tunnel {
             // A peer that still sends on a session we do not have (we restarted, or it did
             // not hear our last handshake): if we know where it is and have no session, start
             // one now rather than waiting for our own data. At most one at a time.
-            if self.endpoint == Some(from) && !self.usable(now) && self.pending.is_none() {
+            if self.endpoint == Some(from)
+                && !self.usable(now)
+                && self.pending.is_none()
+                && !self.awaiting_confirmation(now)
+            {
                 self.initiate(now, from);
             }
             return self.stats.rejected.unknown_session += 1;
@@ -616,11 +620,22 @@ impl Tunnel {
         })
     }
 
+    /// Whether we answered an initiation less than a retry interval ago and its initiator has
+    /// not yet confirmed the session. It will (its first datagram on the new session), or it
+    /// retries if our response was lost: a handshake of our own now would only start a
+    /// second session. WireGuard's responder likewise counts its response as a handshake
+    /// sent (REKEY_TIMEOUT).
+    fn awaiting_confirmation(&self, now: Instant) -> bool {
+        self.next
+            .as_ref()
+            .is_some_and(|k| now.saturating_since(k.created) < ms(self.cfg.handshake_retry_ms))
+    }
+
     /// Starts a handshake if one is needed and none is under way: no usable session while
     /// something waits to be sent, or (`sent` is true just after sealing a datagram) the
     /// current session is due for rekeying. As in WireGuard, an idle tunnel never rekeys.
     fn maybe_initiate(&mut self, now: Instant, sent: bool) {
-        if self.pending.is_some() {
+        if self.pending.is_some() || self.awaiting_confirmation(now) {
             return;
         }
         let Some(to) = self.endpoint else { return };

@@ -606,6 +606,41 @@ fn a_restarted_end_that_knows_its_peer_reconnects_at_once() {
 }
 
 #[test]
+fn a_responder_awaiting_confirmation_starts_no_handshake_of_its_own() {
+    // B restarts without a configured peer; A finds it again after the silence timer. B's
+    // response is lost, so A goes on sending on the old session: B must not answer those
+    // datagrams with a handshake of its own (a second session): A's retry brings it back.
+    let (mut n, _, _) = after_first_handshake();
+    let (_, cb) = creds(false);
+    n.ends[1] = Tunnel::new(&SessionConfig::default(), cb, &link(), None, [12; 32]).unwrap();
+    n.drop_next[1] = 1;
+    let mut k = 10;
+    // B's count of datagrams on unknown sessions when it first answered.
+    let mut at_answer = None;
+    let until = n.now + Duration::from_secs(30);
+    // Until A's retry reached B.
+    while n.now < until && n.ends[1].stats().handshakes_answered < 2 {
+        n.send(0, &packet(k, 10));
+        k += 1;
+        let t = n.now + Duration::from_millis(50);
+        n.run_until(t);
+        let b = n.ends[1].stats();
+        if b.handshakes_answered == 1 && at_answer.is_none() {
+            at_answer = Some(b.rejected.unknown_session);
+        }
+    }
+    let b = n.ends[1].stats();
+    assert_eq!(b.handshakes_initiated, 0, "{b:?}");
+    let old = b.rejected.unknown_session - at_answer.expect("B answered");
+    assert!(old > 10, "old-session datagrams after the answer: {old}");
+    let t = n.now + Duration::from_secs(1);
+    n.run_until(t);
+    let b = n.ends[1].stats();
+    assert_eq!((b.handshakes_answered, b.sessions_started), (2, 1), "{b:?}");
+    assert!(!n.delivered[1].is_empty(), "traffic resumed");
+}
+
+#[test]
 fn a_vanished_peer_is_retried_every_retry_interval_and_no_faster() {
     let mut n = Pair::new(SessionConfig::default(), false);
     n.send(0, &packet(1, 10));

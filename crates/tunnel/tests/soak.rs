@@ -79,11 +79,6 @@ fn dev_drops(ns: &mslink_netns::Netns, dev: &str) -> (u64, u64) {
 /// Runs one case; returns the process's RSS after its warm-up and at its end.
 fn soak(net: u8, traffic: Traffic, loss: f64, secs: u64) -> (u64, u64) {
     let ns = veth_pair(net);
-    // Only our traffic crosses: no IPv6 neighbour discovery or MLD on the TUN devices.
-    for n in [&ns.a, &ns.b] {
-        n.sysctl("net/ipv6/conf/all/disable_ipv6", "1").unwrap();
-        n.sysctl("net/ipv6/conf/default/disable_ipv6", "1").unwrap();
-    }
     let relay_addr: SocketAddr = format!("192.168.{net}.2:51999").parse().unwrap();
     let b_addr: SocketAddr = format!("192.168.{net}.2:51900").parse().unwrap();
     let (ca, cb) = configs(net, relay_addr, false);

@@ -14,9 +14,18 @@ use mslink_tunnel::keys::Key;
 use mslink_tunnel::rt::{self, Control, RunOptions, Snapshot};
 use rand::{RngCore, SeedableRng};
 
-/// Two namespaces joined by a veth pair `v0` (a, 192.168.<net>.1) - `v1` (b, .2).
+/// Two namespaces joined by a veth pair `v0` (a, 192.168.<net>.1) - `v1` (b, .2), IPv6 off
+/// in both: only the test's own traffic crosses, never neighbour discovery or MLD reports
+/// from a TUN device coming up (a restarted end with a packet of its own to send starts a
+/// handshake of its own, at a moment no test controls).
 pub fn veth_pair(net: u8) -> VethPair {
     let p = VethPair::create("v0", "v1", None).expect("namespaces and veth pair (root)");
+    for ns in [&p.a, &p.b] {
+        for conf in ["all", "default"] {
+            ns.sysctl(&format!("net/ipv6/conf/{conf}/disable_ipv6"), "1")
+                .expect("turn IPv6 off in the namespace");
+        }
+    }
     for (ns, dev, host) in [(&p.a, "v0", 1), (&p.b, "v1", 2)] {
         ns.add_address(dev, IpAddr::V4(Ipv4Addr::new(192, 168, net, host)), 24)
             .expect("address the veth");
