@@ -9,6 +9,15 @@
 //! perfect channel 0. A trace (of frames or of periods) would have to be read, and a ramp has
 //! no single long-run rate: `None`. Scenario notes
 //! use it to estimate the repairs a class will send (`mslink_link::budget`).
+//!
+//! [`ErrorModelConfig::fade_s`] is how long the channel's bad spells last, at a quantile `q`,
+//! in seconds on a link whose frames take `frame_s` each: the frames a class loses in one
+//! spell come back as repairs together, a burst its delay bound has to hold. Memoryless
+//! models (independent loss, exponential bit-error intervals, a perfect channel) have no
+//! spell: 0. Gilbert-Elliott in time: its bad periods are exponential with mean `bad_s`, so
+//! `bad_s ln(1 / (1 - q))`; per frame: bad runs are geometric with mean `1 / r` frames, so
+//! `ln(1 - q) / ln(1 - r)` frames (rounded up) of `frame_s`; a pattern: its `bad` frames; a
+//! stack: its longest layer. Traces and ramps would have to be read: `None`.
 
 use crate::config::ErrorModelConfig;
 
@@ -40,6 +49,32 @@ impl ErrorModelConfig {
                     through *= 1.0 - l.mean_frame_loss(frame_bytes)?;
                 }
                 1.0 - through
+            }
+            _ => return None,
+        })
+    }
+
+    /// The `q`-quantile length in seconds of the channel's bad spells on a link whose frames
+    /// take `frame_s` each (module docs), or `None` when it cannot be told from the
+    /// configuration.
+    pub fn fade_s(&self, q: f64, frame_s: f64) -> Option<f64> {
+        let tail = (1.0 - q.clamp(0.0, 0.999_999)).ln();
+        Some(match self {
+            ErrorModelConfig::Perfect
+            | ErrorModelConfig::Independent { .. }
+            | ErrorModelConfig::Exponential { .. } => 0.0,
+            ErrorModelConfig::GilbertElliottTime(p) => p.bad_s * -tail,
+            ErrorModelConfig::GilbertElliott(p) if p.r >= 1.0 => frame_s,
+            ErrorModelConfig::GilbertElliott(p) if p.r > 0.0 => {
+                (tail / (1.0 - p.r).ln()).ceil() * frame_s
+            }
+            ErrorModelConfig::Pattern { bad, .. } => *bad as f64 * frame_s,
+            ErrorModelConfig::Stack { layers } => {
+                let mut longest = 0.0f64;
+                for l in layers {
+                    longest = longest.max(l.fade_s(q, frame_s)?);
+                }
+                longest
             }
             _ => return None,
         })
@@ -81,5 +116,27 @@ mod tests {
         assert!((s - 0.19).abs() < 1e-12);
         assert_eq!(loss("model = 'trace'\nfile = 'x'", 1), None);
         assert_eq!(loss("model = 'ramp'\nstart_s = 1\nrise_s = 1", 1), None);
+    }
+
+    fn fade(text: &str) -> Option<f64> {
+        toml::from_str::<ErrorModelConfig>(text)
+            .unwrap()
+            .fade_s(0.95, 0.002)
+    }
+
+    #[test]
+    fn each_model_gives_its_spell() {
+        assert_eq!(fade("model = 'independent'\nloss = 0.05"), Some(0.0));
+        assert_eq!(fade("model = 'exponential'\nmean_bytes = 32768"), Some(0.0));
+        // Exponential bad periods of mean 16 ms: 5% last longer than 16 ms x ln 20 = 47.9 ms.
+        let t = fade("model = 'gilbert_elliott_time'\ngood_s = 0.5\nbad_s = 0.016").unwrap();
+        assert!((t - 0.016 * 20f64.ln()).abs() < 1e-12, "{t}");
+        // Geometric runs of mean 10 frames (r = 0.1): 0.9^28 = 0.052, 0.9^29 = 0.047.
+        let g = fade("model = 'gilbert_elliott'\np = 0.01\nr = 0.1").unwrap();
+        assert!((g - 29.0 * 0.002).abs() < 1e-12, "{g}");
+        assert_eq!(fade("model = 'pattern'\ngood = 9\nbad = 3"), Some(0.006));
+        let s = fade("model = 'stack'\nlayers = [{ model = 'independent', loss = 0.1 }, { model = 'pattern', good = 1, bad = 2 }]");
+        assert_eq!(s, Some(0.004));
+        assert_eq!(fade("model = 'trace'\nfile = 'x'"), None);
     }
 }

@@ -27,9 +27,18 @@
 //!   services sharing the link, `L_i` the service's frame and `L_max` the largest frame. ELF
 //!   tags like SCFQ at its air shares; a best-effort flow beside guaranteed ones is served by
 //!   a second SCFQ level inside the best-effort aggregate, whose latency adds to the top
-//!   level's (Stiliadis and Varma's result for a chain of latency-rate servers). The bound
-//!   counts the scheduler only: a class's own repairs (a NACK's round trip) delay it alone
-//!   too.
+//!   level's (Stiliadis and Varma's result for a chain of latency-rate servers). A class that
+//!   retransmits (Selective Repeat, persistent ARQ, Karn's and OOS RLP) on a lossy link sends
+//!   its repairs on top of its packets: one frame at any time, and after a bad spell of length
+//!   `F` every frame it lost in the spell, at most `F rho_i` bits since it is served at
+//!   `rho_i` beside backlogged classes. Its burst is then `sigma_i = L_i + L_i + F rho_i`
+//!   rather than `L_i`, and Cruz's bound through a latency-rate server, `sigma_i / rho_i +
+//!   Theta_i` (R. L. Cruz, "A Calculus for Network Delay, Part I", IEEE Trans. Information
+//!   Theory 37(1), 1991; Stiliadis and Varma, Theorem 1), adds `L_i / rho_i + F`. `F` comes
+//!   from the error model (`mslink_channel`'s `fade_s`, at its 95th percentile: the bound is
+//!   one a p95 delay can be planned on); memoryless channels have none. The bound counts the
+//!   scheduler and the repairs' queueing only: a repair's own round trip (the NACK's trip
+//!   and the copy's) and the spell itself delay the class alone too.
 
 use crate::config::LinkConfig;
 use crate::sched::elf::{self, ElfFlow};
@@ -128,14 +137,15 @@ fn elf_flows(c: &elf::ElfConfig, n: usize, p: f64) -> Option<Vec<ElfFlow>> {
 }
 
 /// The scheduler's delay bound (seconds) for a packet of service `service` whose frames are
-/// `frame` bytes, on a link of `link_bps` at frame loss `p` (module docs); `None` when the
-/// policy guarantees no rate.
+/// `frame` bytes, on a link of `link_bps` at frame loss `p` whose bad spells last `fade_s`
+/// (module docs); `None` when the policy guarantees no rate.
 pub fn delay_bound(
     cfg: &LinkConfig,
     link_bps: f64,
     p: f64,
     service: usize,
     frame: usize,
+    fade_s: f64,
 ) -> Option<f64> {
     let rho = shares(cfg, link_bps, p);
     let own = (*rho.get(service)?)?;
@@ -145,8 +155,21 @@ pub fn delay_bound(
     let bits = |b: usize| b as f64 * 8.0;
     let l_max = bits(cfg.frame_size.max(frame));
     let v = cfg.services.len() as f64;
-    // One frame ahead of the class's rate (sigma = L_i), then the server's latency.
-    let ahead = bits(frame) / own;
+    // One frame ahead of the class's rate (sigma = L_i), then the server's latency; a class
+    // that retransmits on a lossy link is a repair frame and a spell's repairs further ahead.
+    let retransmits = matches!(
+        cfg.services[service].config,
+        ServiceConfig::SelectiveRepeat(_)
+            | ServiceConfig::Persistent(_)
+            | ServiceConfig::KarnRlp(_)
+            | ServiceConfig::OosRlp(_)
+    );
+    let repairs = if retransmits && (p > 0.0 || fade_s > 0.0) {
+        bits(frame) / own + fade_s
+    } else {
+        0.0
+    };
+    let ahead = bits(frame) / own + repairs;
     Some(match &cfg.scheduler {
         SchedulerConfig::Wfq(_) => ahead + bits(frame) / own + l_max / link_bps,
         SchedulerConfig::Elf(c) => {
@@ -196,10 +219,21 @@ mod tests {
         // OOS RLP with one retransmission at 3% frame loss repeats 3% of its frames.
         let o = repair_overhead(&c.services[1].config, 0.03).unwrap();
         assert!((o - 0.03).abs() < 1e-12);
-        // L_i / rho_i twice (one frame ahead, one in the latency) + L_max / C.
-        let b = delay_bound(&c, 5e6, 0.03, 1, 999).unwrap();
+        // Loss-free: L_i / rho_i twice (one frame ahead, one in the latency) + L_max / C.
+        let b = delay_bound(&c, 5e6, 0.0, 1, 999, 0.0).unwrap();
         let want = 2.0 * 999.0 * 8.0 / 1e6 + 1000.0 * 8.0 / 5e6;
         assert!((b - want).abs() < 1e-12, "{b} vs {want}");
+        // At 3% independent loss the retransmitting class is one repair frame further ahead,
+        // and after 48 ms spells a spell's worth of repairs too.
+        let b = delay_bound(&c, 5e6, 0.03, 1, 999, 0.0).unwrap();
+        let want = 3.0 * 999.0 * 8.0 / 1e6 + 1000.0 * 8.0 / 5e6;
+        assert!((b - want).abs() < 1e-12, "{b} vs {want}");
+        let f = delay_bound(&c, 5e6, 0.03, 1, 999, 0.048).unwrap();
+        assert!((f - want - 0.048).abs() < 1e-12, "{f}");
+        // Raw repairs nothing: its bound does not grow with loss.
+        let raw = delay_bound(&c, 5e6, 0.03, 0, 998, 0.048).unwrap();
+        let want = 2.0 * 998.0 * 8.0 / 4e6 + 1000.0 * 8.0 / 5e6;
+        assert!((raw - want).abs() < 1e-12, "{raw} vs {want}");
     }
 
     #[test]
@@ -220,7 +254,7 @@ mod tests {
     fn no_rate_guarantee_no_bound() {
         let c = link(&WLAN.replace("rates = [4.0, 1.0]\n", ""));
         assert_eq!(shares(&c, 5e6, 0.0), vec![None, None]);
-        assert_eq!(delay_bound(&c, 5e6, 0.0, 1, 999), None);
+        assert_eq!(delay_bound(&c, 5e6, 0.0, 1, 999, 0.0), None);
     }
 
     #[test]
@@ -238,9 +272,9 @@ mod tests {
         assert!((s0[1].unwrap() - 1e6).abs() < 1e-3);
         let s1 = shares(&c, 5e6, 0.1);
         assert!((s1[1].unwrap() - 1e6 / 0.9).abs() < 1e-3);
-        assert!(delay_bound(&c, 5e6, 0.0, 1, 998).is_some());
+        assert!(delay_bound(&c, 5e6, 0.0, 1, 998, 0.0).is_some());
         // The best-effort flow pays both levels.
-        let be = delay_bound(&c, 5e6, 0.0, 0, 998).unwrap();
+        let be = delay_bound(&c, 5e6, 0.0, 0, 998, 0.0).unwrap();
         assert!(be > 998.0 * 8.0 / 4e6, "{be}");
     }
 }

@@ -10,7 +10,9 @@
 //! direction's long-run frame loss (`mslink_link::budget::repair_overhead`, the error model's
 //! `mean_frame_loss`), and compares the total with the share the scheduler guarantees the
 //! service (`mslink_link::budget::shares`). Where the share suffices, the class's delay bound
-//! is the scheduler's (`mslink_link::budget::delay_bound`); where it does not, the class's
+//! is the scheduler's (`mslink_link::budget::delay_bound`), with a retransmitting class's
+//! repairs after the channel's bad spells at their 95th percentile (the error model's
+//! `fade_s`; none when it cannot be told, a trace); where it does not, the class's
 //! queue grows through every peak and nothing bounds its delay: [`Scenario::notes`] says so,
 //! naming the service, both rates and the share that would suffice. [`Scenario::delay_bounds`]
 //! gives each flow the sum of its classes' bounds over the hops it crosses (both ways for a
@@ -185,7 +187,11 @@ impl Scenario {
             if b.suffices() == Some(true) {
                 // The bound holds for the class's largest frame.
                 let frame = self.flows_frame(c, service, &b.flows);
-                b.delay_bound_s = budget::delay_bound(c, s.rate(), p, service, frame);
+                // The channel's bad spells at their 95th percentile, in frames of this link.
+                let frame_s = c.frame_size as f64 * 8.0 / s.rate();
+                b.delay_bound_s = model
+                    .fade_s(0.95, frame_s)
+                    .and_then(|fade| budget::delay_bound(c, s.rate(), p, service, frame, fade));
             }
         }
         (classes, crossings)
