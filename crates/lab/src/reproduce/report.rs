@@ -110,7 +110,12 @@ pub(super) fn write(out: &Path, ctx: &Results) -> Result<()> {
         std::fs::write(&p, png).with_context(|| format!("writing {}", p.display()))?;
         let svg = mslink_plot::chart::to_svg(&f.chart)
             .with_context(|| format!("drawing the figure of run {}", f.run))?;
-        svgs.push((f.run.clone(), format!("{} — {}", f.caption, f.note), svg));
+        svgs.push((
+            f.run.clone(),
+            format!("{} — {}", f.caption, f.note),
+            svg,
+            f.rerun(ctx),
+        ));
     }
     put(
         out,
@@ -366,7 +371,7 @@ fn markdown(ctx: &Results, commit: Option<&str>, figures: &[Figure]) -> String {
                 continue;
             }
             for f in figures.iter().filter(|f| f.run == run) {
-                let cmd = rerun(ctx, run);
+                let cmd = f.rerun(ctx);
                 let _ = writeln!(
                     s,
                     "![{c}](figures/{})\n\n*{c}: {}.* Rerun: `{cmd}`\n",
@@ -498,6 +503,18 @@ pub(super) struct Figure {
 }
 
 impl Figure {
+    /// The command that makes it again: its run's, or, for a counterfactual's figure, the
+    /// claim's (only `mslink reproduce` applies a counterfactual's edits).
+    pub(super) fn rerun(&self, ctx: &Results) -> String {
+        match &self.counterfactual {
+            Some(id) => format!(
+                "mslink reproduce{} --claim {id} --out results/{id}",
+                if ctx.opts.quick { " --quick" } else { "" }
+            ),
+            None => rerun(ctx, &self.run),
+        }
+    }
+
     /// File name under OUT/figures/.
     pub(super) fn file(&self) -> String {
         let run = self.run.replace('/', "-");

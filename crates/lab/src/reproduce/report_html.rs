@@ -50,11 +50,11 @@ el.setAttribute('data-drawn',drawn);el.setAttribute('data-verdicts',JSON.stringi
 el.setAttribute('data-broken-links',JSON.stringify(broken));el.setAttribute('data-overflow',JSON.stringify(wide));el.setAttribute('data-width',w);\
 el.textContent='Self-check: '+rows.length+' claims, '+drawn+' of '+figs.length+' figures drawn, '+broken.length+' broken links, '+wide.length+' elements wider than the page, '+window.__errors.length+' script errors.'});</script>";
 
-/// The whole page; `figures` are (run id, caption, SVG).
+/// The whole page; `figures` are (run id, caption, SVG, the command that redraws it).
 pub(super) fn html(
     ctx: &Results,
     commit: Option<&str>,
-    figures: &[(String, String, String)],
+    figures: &[(String, String, String, String)],
 ) -> String {
     let c = super::count(&ctx.judged);
     let mut s = String::new();
@@ -217,15 +217,15 @@ pub(super) fn html(
         for j in &rows {
             if let Some(run) = j.run.as_deref() {
                 if shown.insert(run) {
-                    for (n, (id, caption, svg)) in figures.iter().filter(|f| f.0 == run).enumerate()
+                    for (n, (id, caption, svg, cmd)) in
+                        figures.iter().filter(|f| f.0 == run).enumerate()
                     {
-                        let cmd = rerun(ctx, id);
                         let _ = write!(
                             s,
                             "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{}. Rerun: <code>{}</code></figcaption></figure>",
                             anchor(id),
                             esc(caption),
-                            esc(&cmd)
+                            esc(cmd)
                         );
                     }
                 }
