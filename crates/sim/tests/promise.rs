@@ -201,14 +201,7 @@ fn loss(f: &FlowResult) -> f64 {
 }
 
 fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len() as f64
-}
-
-/// Standard error of the mean.
-fn sem(x: &[f64]) -> f64 {
-    let m = mean(x);
-    let var = x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64;
-    (var / x.len() as f64).sqrt()
+    mslink_stats::estimate(x).mean
 }
 
 /// Runs one cell at the sufficient share and checks both halves of the promise; `alone` caches
@@ -227,6 +220,7 @@ fn check(c: Cell, alone: &mut HashMap<String, Vec<FlowResult>>) -> String {
     let b: Vec<FlowResult> = (0..l.reps).map(|r| media(&beside_sc, r)).collect();
     let bound = b[0].delay_bound_s.expect("a bound when the share suffices");
     let d: Vec<f64> = b.iter().zip(&a).map(|(b, a)| loss(b) - loss(a)).collect();
+    let diff = mslink_stats::estimate(&d);
     let (lb, la) = (
         mean(&b.iter().map(loss).collect::<Vec<_>>()),
         mean(&a.iter().map(loss).collect::<Vec<_>>()),
@@ -243,8 +237,8 @@ fn check(c: Cell, alone: &mut HashMap<String, Vec<FlowResult>>) -> String {
         format!("{:?}", c.channel),
         lb * 100.0,
         la * 100.0,
-        mean(&d) * 100.0,
-        sem(&d) * 100.0,
+        diff.mean * 100.0,
+        diff.sem() * 100.0,
         pb * 1e3,
         pa * 1e3,
         bound * 1e3
@@ -255,7 +249,7 @@ fn check(c: Cell, alone: &mut HashMap<String, Vec<FlowResult>>) -> String {
         "{c:?}: the media ran"
     );
     assert!(
-        mean(&d).abs() <= 4.0 * sem(&d) + f64::EPSILON,
+        diff.mean.abs() <= 4.0 * diff.sem() + f64::EPSILON,
         "loss beside = alone: {row}"
     );
     assert!(pb <= pa + bound, "p95 within the bound: {row}");
