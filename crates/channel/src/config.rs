@@ -15,8 +15,10 @@
 //! ```
 //! Other models: `{ model = "independent", loss = 0.05 }`,
 //! `{ model = "gilbert_elliott", p = 0.01, r = 0.2, loss_good = 0.0, loss_bad = 1.0 }` (stepped
-//! per frame), `{ model = "gilbert_elliott_time", good_s = 0.5, bad_s = 0.02, loss_good = 0.0,
-//! loss_bad = 1.0, effect = "loss" }` (Good and Bad periods in time, a fading channel),
+//! per frame; or `loss = 0.02, burst_frames = 5`, an average loss and a mean burst,
+//! `crate::burst_spec`), `{ model = "gilbert_elliott_time", good_s = 0.5, bad_s = 0.02,
+//! loss_good = 0.0, loss_bad = 1.0, effect = "loss" }` (Good and Bad periods in time, a fading
+//! channel; or `loss = 0.03, burst_s = 0.02`),
 //! `{ model = "period_trace", file = "fade.periods", loss_good = 0.0, loss_bad = 1.0 }` (the
 //! same with the periods replayed from a file),
 //! `{ model = "pattern", good = 400, bad = 100 }`, `{ model = "trace", file = "walls.trace" }`,
@@ -230,6 +232,28 @@ impl ErrorModelConfig {
         self.build_with(&mut TextLoader(load))
     }
 
+    /// Consequences of valid numbers a user may not expect, one sentence each: a per-frame
+    /// Gilbert-Elliott chain that never leaves a state (`r = 0`: once Bad, always Bad, and the
+    /// stationary start is Bad; `p = 0`: always Good).
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            ErrorModelConfig::GilbertElliott(g) if g.r == 0.0 && g.p > 0.0 => vec![format!(
+                "gilbert_elliott with r = 0 never leaves Bad, and starts there (its share of Bad, \
+                 p / (p + r), is 1): every frame is hit with loss_bad = {}; for bursts, r is \
+                 the chance per frame of leaving Bad (mean burst 1/r frames), or give `loss` \
+                 and `burst_frames`",
+                g.loss_bad
+            )],
+            ErrorModelConfig::GilbertElliott(g) if g.p == 0.0 => vec![format!(
+                "gilbert_elliott with p = 0 never enters Bad: every frame is hit with \
+                 loss_good = {}; for bursts, p is the chance per frame of entering Bad",
+                g.loss_good
+            )],
+            ErrorModelConfig::Stack { layers } => layers.iter().flat_map(|l| l.notes()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The trace files the model reads, per-frame and period traces alike, as named (each
     /// once, in order of appearance).
     pub fn trace_files(&self) -> Vec<&str> {
@@ -372,8 +396,8 @@ impl ErrorModelConfig {
                         key: "file".into(),
                         what: format!(
                             "{file}: the trace has no entries (only blank lines or comments); \
-                             an empty trace would deliver every frame: use `model = \"perfect\"` \
-                             for that, or `mslink trace gen` to make a trace"
+            an empty trace would deliver every frame: use `model = \"perfect\"` \
+            for that, or `mslink trace gen` to make a trace"
                         ),
                     });
                 }
@@ -392,6 +416,25 @@ impl ErrorModelConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chain_that_never_leaves_a_state_gets_a_note() {
+        let notes = |t: &str| toml::from_str::<ErrorModelConfig>(t).unwrap().notes();
+        let stuck = notes("model = 'gilbert_elliott'\np = 0.01\nr = 0");
+        assert!(
+            stuck.len() == 1 && stuck[0].contains("never leaves Bad"),
+            "{stuck:?}"
+        );
+        let good = notes("model = 'gilbert_elliott'\np = 0\nr = 0.1");
+        assert!(
+            good.len() == 1 && good[0].contains("never enters Bad"),
+            "{good:?}"
+        );
+        let nested =
+            notes("model = 'stack'\nlayers = [{ model = 'gilbert_elliott', p = 0.1, r = 0 }]");
+        assert_eq!(nested.len(), 1);
+        assert!(notes("model = 'gilbert_elliott'\nloss = 0.02\nburst_frames = 5").is_empty());
+    }
     use crate::Outcome;
     use mslink_link::Instant;
     use rand::SeedableRng;

@@ -79,27 +79,22 @@ impl std::fmt::Display for State {
     }
 }
 
-/// Parameters of the random-period model (`model = "gilbert_elliott_time"`).
+/// Parameters of the random-period model (`model = "gilbert_elliott_time"`), written as
+/// `good_s` and `bad_s`, or as the average loss `loss` and the mean burst `burst_s`
+/// (`crate::burst_spec`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "crate::burst_spec::GeTimeSpec")]
 pub struct GeTimeParams {
     /// Mean Good sojourn, seconds.
     pub good_s: f64,
     /// Mean Bad sojourn, seconds.
     pub bad_s: f64,
     /// Probability that a frame sent in Good is hit.
-    #[serde(default)]
     pub loss_good: f64,
     /// Probability that a frame sent in Bad is hit.
-    #[serde(default = "one")]
     pub loss_bad: f64,
     /// Lose hit frames (default) or deliver them with one bit inverted.
-    #[serde(default)]
     pub effect: Effect,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 impl GeTimeParams {

@@ -11,24 +11,19 @@ use crate::{ErrorModel, Outcome};
 use mslink_link::Instant;
 use rand::{Rng, RngCore};
 
-/// Gilbert-Elliott parameters.
+/// Gilbert-Elliott parameters, written as `p` and `r`, or as the average loss `loss` and the mean burst `burst_frames`
+/// (`crate::burst_spec`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "crate::burst_spec::GeSpec")]
 pub struct GeParams {
     /// Probability of moving Good -> Bad after a frame.
     pub p: f64,
     /// Probability of moving Bad -> Good after a frame.
     pub r: f64,
     /// Frame loss probability in Good.
-    #[serde(default)]
     pub loss_good: f64,
     /// Frame loss probability in Bad.
-    #[serde(default = "one")]
     pub loss_bad: f64,
-}
-
-fn one() -> f64 {
-    1.0
 }
 
 impl GeParams {

@@ -480,6 +480,14 @@ pub fn run(args: &EmulateArgs) -> Result<()> {
 
 fn run_inner(args: &EmulateArgs) -> Result<i32> {
     let cfg = config(args)?;
+    if !args.quiet {
+        let reverse = cfg.error_reverse.iter().map(|m| ("error_reverse", m));
+        for (key, model) in std::iter::once(("error", &cfg.error)).chain(reverse) {
+            for n in model.notes() {
+                eprintln!("mslink: note: {key}: {n}");
+            }
+        }
+    }
     // Before the session, so a run cannot fail at its end for want of a folder.
     if let Some(dir) = &args.out {
         crate::convention::out_dir(dir, "--out")?;

@@ -178,6 +178,18 @@ mod explain_tests {
             explain("invalid type: string", &sets),
             "invalid type: string"
         );
+        // A value refused inside a table: the override that leads there is named, index and
+        // all; two that could have are both named; one elsewhere is not.
+        let msg = "`burst_s` 0 is not a mean burst length\nin `segment.error`";
+        let one = vec![("segment.1.error".to_string(), "{}".to_string())];
+        assert!(explain(msg, &one).starts_with("key `segment.1.error`: `burst_s`"));
+        let two = vec![
+            ("segment.0.error.loss".to_string(), "0.1".to_string()),
+            ("segment.2.error".to_string(), "{}".to_string()),
+        ];
+        assert!(explain(msg, &two).starts_with("keys `segment.0.error.loss`, `segment.2.error`:"));
+        let elsewhere = vec![("sim.duration_s".to_string(), "1".to_string())];
+        assert_eq!(explain(msg, &elsewhere), msg);
         assert_eq!(nearest("varient", &["variant", "mss"]), Some("variant"));
     }
 }
@@ -275,7 +287,7 @@ pub fn explain(msg: &str, sets: &[(String, String)]) -> String {
     ) {
         (Some(w), _) => (w, true),
         (None, Some(w)) => (w, false),
-        _ => return msg.to_string(),
+        _ => return with_override_named(msg, sets),
     };
     let expected: Vec<&str> = msg
         .find("expected")
@@ -284,7 +296,7 @@ pub fn explain(msg: &str, sets: &[(String, String)]) -> String {
     let hint =
         nearest(word, &expected).map_or(String::new(), |n| format!(" (did you mean `{n}`?)"));
     let unknown = format!("`{word}`");
-    let mut out = msg.replacen(&unknown, &format!("{unknown}{hint}"), 1);
+    let out = msg.replacen(&unknown, &format!("{unknown}{hint}"), 1);
     // The override that wrote the word: as a key's last part, or as its value.
     let by = sets.iter().find(|(k, v)| {
         if field {
@@ -293,12 +305,39 @@ pub fn explain(msg: &str, sets: &[(String, String)]) -> String {
             parse_value(v).as_str() == Some(word)
         }
     });
-    if let Some((k, _)) = by {
-        out = if k.starts_with("--") {
-            format!("{k}: {out}")
-        } else {
-            format!("key `{k}`: {out}")
-        };
+    match by {
+        Some((k, _)) if k.starts_with("--") => format!("{k}: {out}"),
+        Some((k, _)) => format!("key `{k}`: {out}"),
+        None => with_override_named(&out, sets),
     }
-    out
+}
+
+/// `msg` with the override named whose key leads to the table the message ends in ("...\nin
+/// `segment.error`", where the deserializer has dropped the array indices): the key keeps
+/// them (`segment.1.error`). Several such overrides are all named; none leaves `msg` as it is.
+fn with_override_named(msg: &str, sets: &[(String, String)]) -> String {
+    let Some(path) = msg
+        .rfind("in `")
+        .and_then(|i| quoted_after(&msg[i..], "in"))
+    else {
+        return msg.to_string();
+    };
+    let keys: Vec<String> = sets
+        .iter()
+        .filter(|(k, _)| !k.starts_with("--"))
+        .filter(|(k, _)| {
+            let plain: Vec<&str> = k
+                .split('.')
+                .filter(|p| p.parse::<usize>().is_err())
+                .collect();
+            let plain = plain.join(".");
+            plain == path || plain.starts_with(&format!("{path}."))
+        })
+        .map(|(k, _)| format!("`{k}`"))
+        .collect();
+    match keys.len() {
+        0 => msg.to_string(),
+        1 => format!("key {}: {msg}", keys[0]),
+        _ => format!("keys {}: {msg}", keys.join(", ")),
+    }
 }

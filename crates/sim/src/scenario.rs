@@ -504,13 +504,27 @@ impl Scenario {
     /// Consequences of a valid scenario a user may not expect (a service that segments
     /// packets, a window clamped by its sequence space, ELF reservations beyond 003 §6.3's
     /// admission condition; see `LinkConfig::notes`; a real-time class whose peak load on the
-    /// air exceeds its scheduler share, `budget.rs`), each naming its segment or the cell.
+    /// air exceeds its scheduler share, `budget.rs`; an error model that never leaves a state,
+    /// `ErrorModelConfig::notes`), each naming its segment or the cell.
     pub fn notes(&self) -> Vec<String> {
         let cell = self.cell.iter().flat_map(|c| {
             c.scheduler
                 .notes()
                 .into_iter()
                 .map(|n| format!("cell.scheduler: {n}"))
+        });
+        let errors = self.segments.iter().enumerate().flat_map(|(i, seg)| {
+            [
+                ("error", Some(&seg.error)),
+                ("error_reverse", seg.error_reverse.as_ref()),
+            ]
+            .into_iter()
+            .filter_map(|(k, m)| Some((k, m?)))
+            .flat_map(move |(k, m)| {
+                m.notes()
+                    .into_iter()
+                    .map(move |n| format!("segment[{i}].{k}: {n}"))
+            })
         });
         self.segments
             .iter()
@@ -522,6 +536,7 @@ impl Scenario {
                     .into_iter()
                     .map(move |n| format!("segment[{i}].link: {n}"))
             })
+            .chain(errors)
             .chain(cell)
             .chain(self.budget_notes())
             .collect()
