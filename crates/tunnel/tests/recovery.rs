@@ -287,9 +287,12 @@ fn a_legitimate_handshake_succeeds_during_a_spoofed_flood() {
         s.cookie_replies_sent
     );
     assert_eq!(times.len(), 7, "every legitimate handshake got through");
+    // The flood must dwarf the responder's Diffie-Hellman budget (200/s) for the test to mean
+    // anything; a machine busy with other work may not reach the full rate, and need not.
     assert!(
-        sent as f64 / flood_secs > 0.8 * rate as f64,
-        "the flood ran at its rate"
+        sent as f64 / flood_secs > 50.0 * 200.0,
+        "the flood ran at {:.0}/s, not 50 times the DH budget",
+        sent as f64 / flood_secs
     );
     // The flood cost at most the total budget of Diffie-Hellman work (200/s, burst 200).
     assert!(
