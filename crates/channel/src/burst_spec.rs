@@ -16,9 +16,11 @@
 //! A burst here is a stay in Bad; with `loss_bad < 1` the frames lost in a row are fewer. Giving
 //! both forms, or half of one, is an error that names the keys; so is an average loss the chain
 //! cannot reach (at or above `loss_bad`, below `loss_good`) and, per frame, bursts too short
-//! for the loss (`p` would exceed 1: Good runs shorter than one frame).
+//! for the loss (`p` would exceed 1: Good runs shorter than one frame). A chain given as loss
+//! and burst is written back as loss and burst ([`LossBurst`]), so that an override or a sweep
+//! of `loss` on it meets one form and derives the chain again.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::exponential::Effect;
 use crate::fading::GeTimeParams;
@@ -28,13 +30,29 @@ fn one() -> f64 {
     1.0
 }
 
+/// How a Gilbert-Elliott chain was written when it was given as an average loss and a mean
+/// burst (frames per frame, seconds in time): kept, so that the chain is written back the same
+/// way (a scenario's overrides and sweeps then set `loss` or the burst on it, and the chain is
+/// derived again).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossBurst {
+    /// The average loss.
+    pub loss: f64,
+    /// The mean burst, in frames (`gilbert_elliott`) or seconds (`gilbert_elliott_time`).
+    pub burst: f64,
+}
+
 /// `model = "gilbert_elliott"` as written: `p` and `r`, or `loss` and `burst_frames`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GeSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
     p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     r: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     loss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     burst_frames: Option<f64>,
     #[serde(default)]
     loss_good: f64,
@@ -43,12 +61,16 @@ pub(crate) struct GeSpec {
 }
 
 /// `model = "gilbert_elliott_time"` as written: `good_s` and `bad_s`, or `loss` and `burst_s`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GeTimeSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
     good_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     bad_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     loss: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     burst_s: Option<f64>,
     #[serde(default)]
     loss_good: f64,
@@ -147,7 +169,28 @@ impl TryFrom<GeSpec> for GeParams {
             r,
             loss_good: s.loss_good,
             loss_bad: s.loss_bad,
+            written: s
+                .loss
+                .zip(s.burst_frames)
+                .map(|(loss, burst)| LossBurst { loss, burst }),
         })
+    }
+}
+
+impl From<GeParams> for GeSpec {
+    fn from(g: GeParams) -> Self {
+        let (own, written) = match g.written {
+            Some(w) => (None, Some(w)),
+            None => (Some((g.p, g.r)), None),
+        };
+        GeSpec {
+            p: own.map(|o| o.0),
+            r: own.map(|o| o.1),
+            loss: written.map(|w| w.loss),
+            burst_frames: written.map(|w| w.burst),
+            loss_good: g.loss_good,
+            loss_bad: g.loss_bad,
+        }
     }
 }
 
@@ -183,7 +226,29 @@ impl TryFrom<GeTimeSpec> for GeTimeParams {
             loss_good: s.loss_good,
             loss_bad: s.loss_bad,
             effect: s.effect,
+            written: s
+                .loss
+                .zip(s.burst_s)
+                .map(|(loss, burst)| LossBurst { loss, burst }),
         })
+    }
+}
+
+impl From<GeTimeParams> for GeTimeSpec {
+    fn from(g: GeTimeParams) -> Self {
+        let (own, written) = match g.written {
+            Some(w) => (None, Some(w)),
+            None => (Some((g.good_s, g.bad_s)), None),
+        };
+        GeTimeSpec {
+            good_s: own.map(|o| o.0),
+            bad_s: own.map(|o| o.1),
+            loss: written.map(|w| w.loss),
+            burst_s: written.map(|w| w.burst),
+            loss_good: g.loss_good,
+            loss_bad: g.loss_bad,
+            effect: g.effect,
+        }
     }
 }
 
@@ -214,6 +279,32 @@ mod tests {
         assert_eq!(t.bad_s, 0.02);
         assert!((t.stationary_loss() - 0.03).abs() < 1e-12);
         assert!((t.good_s - 0.02 * 0.97 / 0.03).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_chain_is_written_back_in_the_form_it_was_given() {
+        // So that a later override of `loss` (a sweep, `--set`) meets one form, not two.
+        let g = ge("loss = 0.02\nburst_frames = 5").unwrap();
+        let text = toml::to_string(&g).unwrap();
+        assert!(
+            text.contains("loss = 0.02") && !text.contains("p ="),
+            "{text}"
+        );
+        let mut v: toml::Value = toml::from_str(&text).unwrap();
+        v.as_table_mut()
+            .unwrap()
+            .insert("loss".into(), toml::Value::Float(0.05));
+        let again: GeParams = v.try_into().unwrap();
+        assert!((again.stationary_loss() - 0.05).abs() < 1e-12);
+        let own = ge("p = 0.01\nr = 0.2").unwrap();
+        assert_eq!(ge(&toml::to_string(&own).unwrap()).unwrap(), own);
+        let t = ge_time("loss = 0.03\nburst_s = 0.02").unwrap();
+        let text = toml::to_string(&t).unwrap();
+        assert!(
+            text.contains("burst_s = 0.02") && !text.contains("good_s"),
+            "{text}"
+        );
+        assert_eq!(ge_time(&text).unwrap(), t);
     }
 
     #[test]

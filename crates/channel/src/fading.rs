@@ -83,7 +83,10 @@ impl std::fmt::Display for State {
 /// `good_s` and `bad_s`, or as the average loss `loss` and the mean burst `burst_s`
 /// (`crate::burst_spec`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "crate::burst_spec::GeTimeSpec")]
+#[serde(
+    try_from = "crate::burst_spec::GeTimeSpec",
+    into = "crate::burst_spec::GeTimeSpec"
+)]
 pub struct GeTimeParams {
     /// Mean Good sojourn, seconds.
     pub good_s: f64,
@@ -95,6 +98,9 @@ pub struct GeTimeParams {
     pub loss_bad: f64,
     /// Lose hit frames (default) or deliver them with one bit inverted.
     pub effect: Effect,
+    /// The average loss and mean burst (seconds) it was given as, if it was
+    /// (`crate::burst_spec`); written back that way.
+    pub written: Option<crate::burst_spec::LossBurst>,
 }
 
 impl GeTimeParams {
@@ -468,6 +474,7 @@ mod tests {
             loss_good,
             loss_bad,
             effect: Effect::Loss,
+            written: None,
         }
     }
 

@@ -14,7 +14,10 @@ use rand::{Rng, RngCore};
 /// Gilbert-Elliott parameters, written as `p` and `r`, or as the average loss `loss` and the mean burst `burst_frames`
 /// (`crate::burst_spec`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "crate::burst_spec::GeSpec")]
+#[serde(
+    try_from = "crate::burst_spec::GeSpec",
+    into = "crate::burst_spec::GeSpec"
+)]
 pub struct GeParams {
     /// Probability of moving Good -> Bad after a frame.
     pub p: f64,
@@ -24,6 +27,9 @@ pub struct GeParams {
     pub loss_good: f64,
     /// Frame loss probability in Bad.
     pub loss_bad: f64,
+    /// The average loss and mean burst (frames) it was given as, if it was
+    /// (`crate::burst_spec`); written back that way.
+    pub written: Option<crate::burst_spec::LossBurst>,
 }
 
 impl GeParams {
@@ -57,6 +63,7 @@ impl ErrorModel for GilbertElliott {
             r,
             loss_good,
             loss_bad,
+            ..
         } = self.params;
         let bad = match self.bad {
             Some(b) => b,
@@ -89,6 +96,7 @@ mod tests {
             r: 0.2,
             loss_good: 0.001,
             loss_bad: 0.8,
+            written: None,
         };
         let mut m = GilbertElliott::new(params);
         let mut rng = ChaCha8Rng::seed_from_u64(9);

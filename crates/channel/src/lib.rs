@@ -15,7 +15,7 @@
 //! jitter with or without reordering, on/off outages). All take `now` from the caller.
 
 pub mod airtime;
-mod burst_spec;
+pub mod burst_spec;
 pub mod capacity;
 pub mod config;
 pub mod delay;
