@@ -39,12 +39,12 @@ def main(argv: list[str] | None = None) -> None:
         logy=True,
         label=lambda k: f"k = {k}",
         xlabel="local packet loss rate p",
-        ylabel="end-to-end packet loss",
+        ylabel="end-to-end packet loss (%)",
         title="003 Fig. 5: persistence (simulation and the closed form p^(k+1))",
     )
     ps = sorted(df[LOSS].unique())
     for k in sorted(df[K].unique()):
-        closed = [(p, p ** (k + 1), 0.0) for p in ps]
+        closed = [(p, 100 * p ** (k + 1), 0.0) for p in ps]  # in % as the y axis
         fig.lines.append((f"p^{k + 1} (k = {k}, closed form)", closed))
     fig.savefig(args.out / "fig5_persistence.png")
     means = df.groupby([K, LOSS])["loss_rate"].mean().unstack(LOSS)

@@ -44,17 +44,15 @@ def main(argv: list[str] | None = None) -> None:
         y="loss_rate",
         hue="scheme",
         xlabel="frame loss rate",
-        ylabel="residual packet loss",
         title="004 Fig. 7: CBR over one WLAN link",
     )
     fig.savefig(args.out / "fig7_loss.png")
     fig = mslink.plot.metric_vs_loss(
         df,
         x="frame_loss",
-        y="delay_ms",
+        y="delay_mean_s",
         hue="scheme",
         xlabel="frame loss rate",
-        ylabel="mean delay (ms)",
         title="004 Fig. 8: delay",
     )
     fig.savefig(args.out / "fig8_delay.png")

@@ -259,12 +259,23 @@ fn bytes_label(v: f64) -> String {
     }
 }
 
-/// A power of ten for an axis label: 0.01, 1, 1000, 1e6.
 /// A tick value without floating-point noise: at most six significant digits, no trailing
-/// zeros (0.30000000000000004 is "0.3").
+/// zeros (0.30000000000000004 is "0.3"), and from 10,000 on with an SI prefix (2000000 is
+/// "2M"), so a tick never grows wide enough to run into the axis title.
 fn number_label(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
+    }
+    if v.abs() >= 1e4 {
+        let (d, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+            .into_iter()
+            .find(|(d, _)| v.abs() >= *d)
+            .expect("at least 1e4");
+        // Round ticks only (a linear axis's): an exact value such as 131072 stays whole.
+        let scaled = number_label(v / d);
+        if scaled.trim_start_matches('-').replace('.', "").len() <= 3 {
+            return format!("{scaled}{prefix}");
+        }
     }
     let digits = (5 - v.abs().log10().floor() as i32).clamp(0, 12) as usize;
     let s = format!("{v:.digits$}");
@@ -530,6 +541,10 @@ mod tests {
     #[test]
     fn tick_numbers_have_no_float_noise() {
         assert_eq!(number_label(0.1 + 0.2), "0.3");
+        assert_eq!(number_label(2e6), "2M");
+        assert_eq!(number_label(25_000.0), "25k");
+        assert_eq!(number_label(-1.5e9), "-1.5G");
+        assert_eq!(number_label(9999.0), "9999");
         assert_eq!(number_label(0.5), "0.5");
         assert_eq!(number_label(100.0), "100");
         assert_eq!(number_label(131072.0), "131072");

@@ -1,7 +1,8 @@
 //! mslink-plot: the PNG and SVG figures of mslink's tools, drawn with plotters so that no
 //! Python is needed.
 //!
-//! Contract: [`chart`] is the drawing engine (line charts, optional log axes and error bars,
+//! Contract: [`chart`] is the drawing engine; [`axes`] names results columns and sweep keys with
+//! their units for every plot (the CLI's and Python's) (line charts, optional log axes and error bars,
 //! an embedded font); [`sim`] draws the plots of `mslink sim` results (003 Figs. 11-12, 004
 //! Figs. 2, 7-10), [`bench`] the figures of the end-system benchmark (000 Figs. 4-7) and
 //! [`stack`] those of the protocol-stack benchmark (002 Tables 1-3, Fig. 4), [`linklog`] the
@@ -13,6 +14,7 @@
 
 use std::path::PathBuf;
 
+pub mod axes;
 pub mod bench;
 pub mod chart;
 pub mod linklog;

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use mslink_sim::RunResult;
 
+use crate::axes::{key_title, metric_axis, rate_unit, Flows};
 use crate::chart::{save, Chart, Line, Scale};
 use crate::{io, PlotError};
 
@@ -51,15 +52,14 @@ type Series = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
 /// A flow metric for the sweep charts.
 type Metric = fn(&mslink_sim::world::FlowResult) -> f64;
 
-/// The sweep charts' metrics: file stem, y label, value. The last one is drawn only when some
-/// datagram flow has delay percentiles (TCP flows report zeros).
+/// The sweep charts' metrics: file stem, `flows.csv` column (its axis: [`metric_axis`]),
+/// value. The last one is drawn only when some datagram flow has delay percentiles (TCP flows
+/// report zeros).
 const SWEEP_METRICS: [(&str, &str, Metric); 4] = [
-    ("throughput", "throughput", |f| f.throughput_bps),
-    ("loss_rate", "residual loss (%)", |f| f.loss_rate * 100.0),
-    ("delay_mean", "mean delay (ms)", |f| f.delay_mean_s * 1e3),
-    ("delay_p95", "95th percentile delay (ms)", |f| {
-        f.delay_p95_s * 1e3
-    }),
+    ("throughput", "throughput_bps", |f| f.throughput_bps),
+    ("loss_rate", "loss_rate", |f| f.loss_rate),
+    ("delay_mean", "delay_mean_s", |f| f.delay_mean_s),
+    ("delay_p95", "delay_p95_s", |f| f.delay_p95_s),
 ];
 
 /// Writes every plot of `input` under `dir/plots`; returns the files written.
@@ -102,6 +102,8 @@ struct SweepAcc {
     max_throughput: f64,
     /// Some flow has delay percentiles.
     any_p95: bool,
+    /// The kinds of flow drawn (what `loss_rate` and `delay_mean_s` mean).
+    flows: Flows,
     /// Runs of point 0 (the repetitions).
     reps: usize,
 }
@@ -126,6 +128,7 @@ impl<'a> SimPlots<'a> {
                 values: BTreeMap::new(),
                 max_throughput: 0.0,
                 any_p95: false,
+                flows: Flows::default(),
                 reps: 0,
             });
         SimPlots {
@@ -186,6 +189,7 @@ impl<'a> SimPlots<'a> {
         for f in &r.flows {
             sw.max_throughput = sw.max_throughput.max(f.throughput_bps);
             sw.any_p95 |= f.delay_p95_s > 0.0;
+            sw.flows.add(&f.transport);
             let mut label = f.flow.clone();
             if !others.is_empty() {
                 label = format!("{label} {}", others.join(" "));
@@ -278,42 +282,6 @@ fn category_labels(values: &[String]) -> Vec<String> {
     }
 }
 
-/// An axis title for a sweep key: its last named component with the unit its suffix gives,
-/// after the component before it when the name is one generic word
-/// (`segment.1.error.mean_bytes` -> "error mean (bytes)", `host.0.nic_delay_us` -> "nic delay
-/// (us)").
-fn axis_title(k: &str) -> String {
-    let parts: Vec<&str> = k
-        .split('|')
-        .next()
-        .unwrap_or(k)
-        .split('.')
-        .filter(|p| p.parse::<usize>().is_err())
-        .collect();
-    let last = parts.last().copied().unwrap_or(k);
-    let (stem, unit) = [
-        ("_bytes", "bytes"),
-        ("_bps", "bit/s"),
-        ("_ms", "ms"),
-        ("_us", "us"),
-        ("_ns", "ns"),
-        ("_s", "s"),
-    ]
-    .iter()
-    .find_map(|(suffix, unit)| last.strip_suffix(suffix).map(|s| (s, Some(*unit))))
-    .unwrap_or((last, None));
-    // A lone generic word ("mean", "loss") says more with the component before it.
-    let mut title = match parts.len() {
-        n if n >= 2 && !stem.contains('_') => format!("{} {stem}", parts[n - 2]),
-        _ => stem.to_string(),
-    }
-    .replace('_', " ");
-    if let Some(u) = unit {
-        title.push_str(&format!(" ({u})"));
-    }
-    title
-}
-
 /// Last dotted component of a key (`segment.1.error.mean_bytes` -> `mean_bytes`).
 fn short_key(k: &str) -> &str {
     k.rsplit('.')
@@ -327,15 +295,6 @@ fn describe_point(point: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{}={}", short_key(k), short_value(v)))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Throughput axis unit for a largest value in bit/s.
-fn rate_unit(max_bps: f64) -> (&'static str, f64) {
-    if max_bps >= 1e7 {
-        ("Mbit/s", 1e6)
-    } else {
-        ("kbit/s", 1e3)
-    }
 }
 
 /// The time series of one sweep point, gathered over its repetitions.
@@ -497,11 +456,11 @@ impl SimPlots<'_> {
         };
         let x_label = match &loss_axis {
             Some((label, _)) => label.clone(),
-            None => axis_title(&self.keys[xi]),
+            None => key_title(&self.keys[xi]),
         };
         let drawn = if sw.any_p95 { 4 } else { 3 };
         let mut charts = Vec::new();
-        for (m, (stem, y_name, _)) in SWEEP_METRICS.iter().enumerate().take(drawn) {
+        for (m, (stem, column, _)) in SWEEP_METRICS.iter().enumerate().take(drawn) {
             // Drawn series -> x -> values over repetitions.
             let mut series = Series::new();
             for label in &sw.order {
@@ -512,12 +471,10 @@ impl SimPlots<'_> {
                         .extend(reps.iter().map(|r| r[m]));
                 }
             }
-            let (y_label, scale) = if *stem == "throughput" {
-                let (unit, scale) = rate_unit(sw.max_throughput);
-                (format!("{y_name} ({unit})"), scale)
-            } else {
-                (y_name.to_string(), 1.0)
-            };
+            let axis = metric_axis(column, sw.flows, sw.max_throughput)
+                .expect("the sweep metrics are flow columns");
+            let (y_label, scale) = (axis.title, axis.divisor);
+            let y_name = y_label.as_str();
             let shown = sw.order.len();
             let lines = sw
                 .order
@@ -547,7 +504,8 @@ impl SimPlots<'_> {
                     error_bars: reps > 1,
                     scale: Scale::default(),
                     markers: true,
-                    scatter: false,
+                    // Categories have no order between them: points, not lines.
+                    scatter: sw.categorical,
                 },
             ));
         }
@@ -564,15 +522,6 @@ mod tests {
         let t = r#"{ name = "cbr", scheme = "karn_rlp", max_retransmissions = 1 }"#;
         assert_eq!(short_value(t), "Karn's RLP");
         assert_eq!(short_value("131072"), "131072");
-        assert_eq!(
-            axis_title("segment.1.error.mean_bytes"),
-            "error mean (bytes)"
-        );
-        assert_eq!(
-            axis_title("segment.0.error.loss|segment.2.error.loss"),
-            "error loss"
-        );
-        assert_eq!(axis_title("host.0.nic_delay_us"), "nic delay (us)");
         let raw = r#"{ name = "cbr", scheme = "raw" }"#.to_string();
         let karn = t.to_string();
         assert_eq!(

@@ -163,6 +163,21 @@ fn summarised_metrics() -> Vec<&'static str> {
         .collect()
 }
 
+/// The axis title and divisor of per-flow column `column` (`mslink_plot::axes::metric_axis`,
+/// the CLI's own), for a chart of TCP and/or datagram flows whose largest value is `max`;
+/// `None` for a column that is not a metric.
+#[pyfunction]
+fn metric_axis(column: &str, tcp: bool, datagram: bool, max: f64) -> Option<(String, f64)> {
+    let flows = mslink_plot::axes::Flows { tcp, datagram };
+    mslink_plot::axes::metric_axis(column, flows, max).map(|a| (a.title, a.divisor))
+}
+
+/// The axis title of sweep key `key` with its unit (`mslink_plot::axes::key_title`).
+#[pyfunction]
+fn key_title(key: &str) -> String {
+    mslink_plot::axes::key_title(key)
+}
+
 /// The readable name of a sweep value given as TOML text (`mslink_sim::labels`: "SR (OOS RLP)"
 /// for a list of services), as flows.csv shows it.
 #[pyfunction]
@@ -380,6 +395,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(summarised_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_label, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_axis, m)?)?;
+    m.add_function(wrap_pyfunction!(key_title, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(normalize, m)?)?;
     m.add_function(wrap_pyfunction!(with_overrides, m)?)?;
