@@ -666,18 +666,22 @@ mod tests {
             b.handle_timeout(now);
         }
         assert!(drain(&mut b).is_empty());
-        // Its third NACK is its last: the receiver gives frame 0 up as it sends it ...
+        // Its third NACK is its last: the sender, reading it, abandons the frame instead of
+        // sending a third copy ...
         let last = frames(&mut b, now);
-        assert_eq!(
-            now,
-            Instant::ZERO + timer_ms(c.nack_interval_ms).saturating_mul(2)
-        );
-        assert_eq!(drain(&mut b), [1]);
-        assert_eq!(b.stats().abandoned, 1);
-        // ... and the sender, reading it, abandons the frame instead of sending a third copy.
+        let interval = timer_ms(c.nack_interval_ms);
+        assert_eq!(now, Instant::ZERO + interval.saturating_mul(2));
         a.handle_frame(now, &last[0]);
         assert_eq!(a.stats().abandoned, 1);
         assert_eq!(a.stats().retransmissions, 2);
+        // ... and the receiver gives frame 0 up one interval later (the grace a repair
+        // answering the last NACK would need): three intervals after the first.
+        assert!(drain(&mut b).is_empty());
+        now = b.poll_timeout().unwrap();
+        assert_eq!(now, Instant::ZERO + interval.saturating_mul(3));
+        b.handle_timeout(now);
+        assert_eq!(drain(&mut b), [1]);
+        assert_eq!(b.stats().abandoned, 1);
     }
 
     #[test]

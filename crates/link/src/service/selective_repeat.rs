@@ -106,8 +106,12 @@ const MAX_NACK_STRETCH: u64 = 64;
 /// answering it needs, instead of as it sends it: a repair answering an earlier NACK that came
 /// slowly (waiting for its class's turn beside other classes) or one answering the last NACK
 /// still arrives, and a frame is lost only when the sender's k + 1 copies are (003 §3.2.3's
-/// p^(k+1)). Each gap is still settled after n NACK intervals. Before any repair is measured
-/// the grace is zero (the frame is given up as its last NACK goes).
+/// p^(k+1)). Each gap is still settled after n NACK intervals. The grace holds from the first
+/// loss on, before any repair has been measured: a class whose every repair is slower than its
+/// configured interval (beside a backlogged class at a small share) never yields a sample,
+/// since each of its frames is NACKed twice, and with no grace until a sample it lost the
+/// frames whose repairs were already on their way (an 80 kbit/s voice class on OOS RLP at
+/// 0.2 Mbit/s of a WLAN beside TCP: 0.19% lost against 0.0015% alone).
 ///
 /// The NACK repeat interval adapts to the repair time (ours; 004 fixes it per link). A repair
 /// takes the NACK's trip, the sender's wait for its turn in the link's scheduler, and the
@@ -139,8 +143,6 @@ pub(crate) struct RecvWindow {
     repair_max: Duration,
     /// Sequence numbers below `base` that were given up, ascending, within a window of `base`.
     given_up: VecDeque<u64>,
-    /// The shortest repair time seen.
-    repair_min: Option<Duration>,
     nack_limit: Option<u32>,
     in_order: bool,
     missing: usize,
@@ -170,7 +172,6 @@ impl RecvWindow {
             ),
             given_up: VecDeque::new(),
             repair_max: Duration::ZERO,
-            repair_min: None,
             nack_limit,
             in_order,
             missing: 0,
@@ -189,12 +190,11 @@ impl RecvWindow {
             .max(Duration::from_nanos(m.saturating_add(m / 8)))
     }
 
-    /// One repair time: into RFC 6298's estimator, the decaying maximum and the minimum.
+    /// One repair time: into RFC 6298's estimator and the decaying maximum.
     fn repair_sample(&mut self, r: Duration) {
         self.nack_rtt.sample(r);
         let m = self.repair_max.as_nanos();
         self.repair_max = r.max(Duration::from_nanos(m - m / 1024));
-        self.repair_min = Some(self.repair_min.map_or(r, |x| x.min(r)));
     }
 
     /// Counts a data frame `seq` the receiver did not take (below `base`, or refused by
@@ -411,7 +411,7 @@ impl RecvWindow {
     /// NACK is due, and a bitmap of the due missing frames among the 32 after it (the `Nack`
     /// header's `more`, bit `i` for `first + 1 + i`). Each one listed is due again
     /// `nack_interval` later (multiple NACKs per loss, 004 §III.A), or, after its last NACK,
-    /// given up once the grace is over (at once before any repair was measured); the
+    /// given up once the grace is over; the
     /// acknowledgement is the one from before that give-up, so the NACK still reads as one to
     /// the sender.
     pub(crate) fn take_nack(
@@ -424,9 +424,7 @@ impl RecvWindow {
         }
         let ack = self.base;
         let again = now + self.nack_interval();
-        let grace = self
-            .repair_min
-            .map_or(Duration::ZERO, |_| self.nack_interval());
+        let grace = self.nack_interval();
         let limit = self.nack_limit;
         let finished = move |nacks: u32| Self::finished(limit, nacks);
         let due = |s: &RxSlot| {
@@ -853,13 +851,15 @@ mod tests {
         // A copy of a frame that arrived (now below the window's base): spurious.
         w.duplicate(0, &mut st);
         assert_eq!((st.spurious, st.late), (1, 0));
-        // Frame 1 lost, NACKed twice (the limit); no repair measured yet, so no grace: given
-        // up on the second NACK.
+        // Frame 1 lost, NACKed twice (the limit); no repair measured yet, and still a grace of
+        // one interval after the second NACK before it is given up.
         assert!(w.accept(t0, 2, FragPos::Whole, &[2], &mut st));
         assert!(w.take_nack(t0, &mut st).is_some());
         let t1 = t0 + w.nack_interval();
         w.on_timeout(t1, &mut st);
         assert!(w.take_nack(t1, &mut st).is_some());
+        assert_eq!(st.abandoned, 0);
+        w.on_timeout(t1 + w.nack_interval(), &mut st);
         assert_eq!(st.abandoned, 1);
         // Its repair then comes late.
         w.duplicate(1, &mut st);
