@@ -488,3 +488,47 @@ fn provenance_labels_and_no_mixing_with_an_earlier_run() {
     assert!(out.join("plots/timeseries_p0.png").is_file());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A `--set` of a key the scenario's `[sweep]` also sets is written over at every point: the
+/// run says so, and a quoted sweep key can be set instead (`sweep."KEY"`).
+#[test]
+fn a_set_under_a_swept_key_gets_a_note_and_the_sweep_can_be_set_by_its_quoted_key() {
+    let root = root();
+    let scenario = std::fs::read_to_string(root.join("examples/cookbook/wlan.toml")).unwrap();
+    let (code, _, err, _) = sim_text(
+        "set-under-sweep",
+        &scenario,
+        &[
+            "--reps",
+            "1",
+            "--set",
+            "sim.duration_s=2",
+            "--set",
+            "segment.1.error.mean_bytes=1000",
+            "--out",
+            "OUT",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--set segment.1.error.mean_bytes is written over at every sweep point")
+            && err.contains("sweep.\"segment.1.error.mean_bytes\""),
+        "{err}"
+    );
+    let (code, _, err, _) = sim_text(
+        "set-the-sweep",
+        &scenario,
+        &[
+            "--reps",
+            "1",
+            "--set",
+            "sim.duration_s=2",
+            "--set",
+            "sweep.\"segment.1.error.mean_bytes\"=[65536]",
+            "--out",
+            "OUT",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("written over"), "{err}");
+}

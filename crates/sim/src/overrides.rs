@@ -54,26 +54,44 @@ pub fn parse_value(text: &str) -> toml::Value {
         .unwrap_or_else(|| toml::Value::String(text.to_string()))
 }
 
-/// The parts of a dotted key, `name[i]` read as `name.i`.
+/// The parts of a dotted key, `name[i]` read as `name.i`; a part in double quotes is one name
+/// whatever it holds, as in TOML (`sweep."segment.1.error.loss"` is `sweep` and
+/// `segment.1.error.loss`, a sweep key).
 pub fn parts(key: &str) -> Result<Vec<String>, OverrideError> {
     let mut out = Vec::new();
-    for raw in key.split('.') {
-        let (name, mut rest) = match raw.find('[') {
-            Some(i) => (&raw[..i], &raw[i..]),
-            None => (raw, ""),
+    let mut rest = key;
+    loop {
+        let (name, mut tail) = match rest.strip_prefix('"') {
+            Some(quoted) => {
+                let end = quoted
+                    .find('"')
+                    .ok_or_else(|| error(key, "unclosed `\"` in the key"))?;
+                (&quoted[..end], &quoted[end + 1..])
+            }
+            None => {
+                let end = rest.find(['.', '[']).unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            }
         };
-        if !name.is_empty() || rest.is_empty() {
+        if !name.is_empty() || !tail.starts_with('[') {
             out.push(name.to_string());
         }
-        while let Some(r) = rest.strip_prefix('[') {
-            let (idx, tail) = r
+        while let Some(r) = tail.strip_prefix('[') {
+            let (idx, after) = r
                 .split_once(']')
                 .ok_or_else(|| error(key, "unclosed `[` in the key"))?;
             out.push(idx.to_string());
-            rest = tail;
+            tail = after;
         }
-        if !rest.is_empty() {
-            return Err(error(key, format!("unexpected `{rest}` after an index")));
+        match tail.strip_prefix('.') {
+            Some(next) => rest = next,
+            None if tail.is_empty() => break,
+            None => {
+                return Err(error(
+                    key,
+                    format!("unexpected `{tail}` after an index or a quoted name"),
+                ))
+            }
         }
     }
     if let Some(i) = out.iter().position(|p| p.is_empty()) {
@@ -142,6 +160,32 @@ pub fn set_in_table(
         *root = t;
     }
     r
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    #[test]
+    fn quoted_parts_are_one_name_and_indices_read_as_parts() {
+        let p = |k: &str| parts(k).map_err(|e| e.to_string());
+        assert_eq!(
+            p("segment[1].link.rate_bps").unwrap(),
+            ["segment", "1", "link", "rate_bps"]
+        );
+        assert_eq!(p("segment.1.error").unwrap(), ["segment", "1", "error"]);
+        assert_eq!(
+            p("sweep.\"segment.1.link.service\"").unwrap(),
+            ["sweep", "segment.1.link.service"]
+        );
+        assert_eq!(p("\"a.b\"[2].c").unwrap(), ["a.b", "2", "c"]);
+        assert!(p("sweep.\"segment.1")
+            .unwrap_err()
+            .contains("unclosed `\"`"));
+        assert!(p("a[1]x").unwrap_err().contains("unexpected `x`"));
+        assert!(p("a..b").unwrap_err().contains("empty part"));
+        assert!(p("a[1").unwrap_err().contains("unclosed `[`"));
+    }
 }
 
 #[cfg(test)]

@@ -505,7 +505,8 @@ impl Scenario {
     /// packets, a window clamped by its sequence space, ELF reservations beyond 003 §6.3's
     /// admission condition; see `LinkConfig::notes`; a real-time class whose peak load on the
     /// air exceeds its scheduler share, `budget.rs`; an error model that never leaves a state,
-    /// `ErrorModelConfig::notes`), each naming its segment or the cell.
+    /// `ErrorModelConfig::notes`; a flow that starts after the traffic ends), each naming its
+    /// segment, flow or the cell.
     pub fn notes(&self) -> Vec<String> {
         let cell = self.cell.iter().flat_map(|c| {
             c.scheduler
@@ -537,8 +538,28 @@ impl Scenario {
                     .map(move |n| format!("segment[{i}].link: {n}"))
             })
             .chain(errors)
+            .chain(self.idle_flow_notes())
             .chain(cell)
             .chain(self.budget_notes())
+            .collect()
+    }
+
+    /// A flow that starts at or after the end of the traffic (`sim.duration_s`) sends nothing:
+    /// worth a word, since it is more often a slip than a way to leave a flow out.
+    fn idle_flow_notes(&self) -> Vec<String> {
+        let end = self.sim.duration_s;
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.start.is_none() && f.start_s >= end)
+            .map(|(i, f)| {
+                let name = if f.name.is_empty() { format!("flow{i}") } else { f.name.clone() };
+                format!(
+                    "flow[{i}] `{name}` starts at {} s, not before the run's {end} s of traffic end: \
+                     it sends nothing",
+                    f.start_s
+                )
+            })
             .collect()
     }
 

@@ -191,6 +191,22 @@ pub fn run(args: &SimArgs) -> Result<()> {
         .with_context(|| format!("scenario {}", path.display()))?;
     let mut scenarios = Vec::new();
     let mut notes = std::collections::BTreeSet::new();
+    // A --set under a swept key is written over at every point: say so, and how to sweep.
+    let path_of = |k: &str| mslink_sim::overrides::parts(k).unwrap_or_default();
+    for (k, _) in &sets {
+        let set = path_of(k);
+        for swept in base.sweep.keys() {
+            for alt in swept.split('|') {
+                let alt_path = path_of(alt);
+                if !alt_path.is_empty() && set.starts_with(&alt_path) {
+                    notes.insert(format!(
+                        "--set {k} is written over at every sweep point by the sweep's \
+                         `{swept}`; to change the swept values, --set 'sweep.\"{swept}\"=[...]'"
+                    ));
+                }
+            }
+        }
+    }
     for (pi, point) in points.iter().enumerate() {
         let sc = base
             .with_overrides(point)
