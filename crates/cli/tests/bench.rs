@@ -301,10 +301,12 @@ fn floor_ratio_line_follows_from_the_rows() {
         .unwrap()
         .parse()
         .unwrap();
-    // The rows print two decimals, the ratio uses the unrounded values.
+    // The rows print two decimals, the ratio uses the unrounded values and prints two
+    // decimals itself (on a busy machine a preempted floor makes it 0.00x: half a unit of its
+    // last digit is allowed).
     let shown = p50("shm") / p50("floor");
     assert!(
-        (ratio - shown).abs() <= 0.1 * shown,
+        (ratio - shown).abs() <= 0.1 * shown + 0.005,
         "{ratio} vs {shown}: {line}"
     );
 }

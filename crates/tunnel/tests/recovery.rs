@@ -250,6 +250,9 @@ fn a_legitimate_handshake_succeeds_during_a_spoofed_flood() {
     std::thread::sleep(Duration::from_secs(1));
     let t0 = Instant::now();
     let mut times = Vec::new();
+    // Cookies A was sent: B under load. Not every round need meet one (on a machine busy with
+    // other work the flood runs slower, and B may be between bursts); some round must.
+    let mut cookies = 0;
     for round in 0..7 {
         let a = End::start(&ns.a, &format!("a{round}"), ca.clone());
         let up = Instant::now();
@@ -261,7 +264,7 @@ fn a_legitimate_handshake_succeeds_during_a_spoofed_flood() {
         let s = a.stats().tunnel;
         if s.handshakes_completed > 0 {
             times.push(up.elapsed());
-            assert!(s.cookies_received >= 1, "B was under load: {s:?}");
+            cookies += s.cookies_received;
         }
         // A peer gets two initiations per second opened (`initiations_per_source_per_sec`):
         // restarting A faster than that is rate limiting at work, not the flood.
@@ -287,6 +290,7 @@ fn a_legitimate_handshake_succeeds_during_a_spoofed_flood() {
         s.cookie_replies_sent
     );
     assert_eq!(times.len(), 7, "every legitimate handshake got through");
+    assert!(cookies >= 1, "B was under load in some round: {s:?}");
     // The flood must dwarf the responder's Diffie-Hellman budget (200/s) for the test to mean
     // anything; a machine busy with other work may not reach the full rate, and need not.
     assert!(
