@@ -22,13 +22,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::one;
 use crate::exponential::Effect;
 use crate::fading::GeTimeParams;
 use crate::gilbert_elliott::GeParams;
-
-fn one() -> f64 {
-    1.0
-}
 
 /// How a Gilbert-Elliott chain was written when it was given as an average loss and a mean
 /// burst (frames per frame, seconds in time): kept, so that the chain is written back the same

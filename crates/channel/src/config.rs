@@ -166,7 +166,8 @@ pub enum ErrorModelConfig {
     },
 }
 
-fn one() -> f64 {
+/// Serde's default for `loss_bad`: a frame sent in Bad is hit.
+pub(crate) fn one() -> f64 {
     1.0
 }
 
