@@ -72,8 +72,8 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
     let b_addr: SocketAddr = format!("192.168.{net}.2:51900").parse().unwrap();
     let (ca, cb) = configs(net, relay_addr, false);
     let b = End::start(&ns.b, "b", cb);
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s2 = stop.clone();
+    let switch = RelaySwitch::default();
+    let s2 = switch.clone();
     let relay = within(&ns.b, move || {
         relay(
             UdpSocket::bind(relay_addr).expect("relay socket"),
@@ -87,7 +87,7 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
     let (sent, got, n) = tcp_transfer(&ns, format!("10.{net}.0.2:5002").parse().unwrap(), 1 << 20);
     assert_eq!((got, n), (sent, 1 << 20));
     std::thread::sleep(Duration::from_millis(300));
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    switch.stop();
     let seen = relay.join().unwrap().seen;
     let init = seen
         .iter()

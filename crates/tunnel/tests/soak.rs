@@ -22,7 +22,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,8 +83,8 @@ fn soak(net: u8, traffic: Traffic, loss: f64, secs: u64) -> (u64, u64) {
     let b_addr: SocketAddr = format!("192.168.{net}.2:51900").parse().unwrap();
     let (ca, cb) = configs(net, relay_addr, false);
     let b = End::start(&ns.b, "b", cb);
-    let stop_relay = Arc::new(AtomicBool::new(false));
-    let s2 = stop_relay.clone();
+    let switch = RelaySwitch::default();
+    let s2 = switch.clone();
     let relay = within(&ns.b, move || {
         relay(
             UdpSocket::bind(relay_addr).expect("relay socket"),
@@ -201,12 +201,21 @@ fn soak(net: u8, traffic: Traffic, loss: f64, secs: u64) -> (u64, u64) {
     let rss_end = rss_bytes();
     let sink = receiver.join().unwrap();
     let received = progress.load(Ordering::SeqCst);
-    // Let the last datagrams and counters settle, then stop the path.
+    // Freeze the path and both ends in step, so that their counters can be compared exactly:
+    // the relay stops forwarding (it still receives and counts), what it forwarded lands while
+    // both ends still run, the ends stop (their final counters are exact, keepalives and timers
+    // included), the relay reads what is left in its socket, and stops.
     std::thread::sleep(Duration::from_millis(500));
-    let (sa, sb) = (a.stats(), b.stats());
+    // The TUN devices' drop counters, read while the devices exist (they go with their end).
+    let (_, a_tun_tx_drop) = dev_drops(&ns.a, "mslt0");
+    let (b_tun_rx_drop, _) = dev_drops(&ns.b, "mslt0");
+    switch.hold();
+    std::thread::sleep(Duration::from_millis(200));
+    let (sa, sb) = (a.finish(), b.finish());
+    std::thread::sleep(Duration::from_millis(200));
     let relay_drops = udp_socket_drops(&ns.b, 51999);
     let sink_drops = sink.map(|_| udp_socket_drops(&ns.b, 7000));
-    stop_relay.store(true, Ordering::SeqCst);
+    switch.stop();
     let r = relay.join().unwrap();
     let rss_warm = rss_warm.expect("a sample after the warm-up");
     let growth = rss_end.saturating_sub(rss_warm);
@@ -260,8 +269,6 @@ fn soak(net: u8, traffic: Traffic, loss: f64, secs: u64) -> (u64, u64) {
         }
         Traffic::Udp => {
             // One datagram is one packet is one frame (raw service, 1028-byte packets).
-            let (_, a_tun_tx_drop) = dev_drops(&ns.a, "mslt0");
-            let (b_tun_rx_drop, _) = dev_drops(&ns.b, "mslt0");
             let tun_queue = a_tun_tx_drop - a_tun_tx_drop0;
             let refused = sa.tunnel.packets_refused;
             // Data datagrams lost on the path: dropped by the relay, or at its socket (only
@@ -286,8 +293,6 @@ fn soak(net: u8, traffic: Traffic, loss: f64, secs: u64) -> (u64, u64) {
             );
         }
     }
-    drop(a);
-    drop(b);
     (rss_warm, rss_end)
 }
 

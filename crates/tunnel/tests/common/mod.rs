@@ -76,6 +76,17 @@ impl End {
     pub fn stats(&self) -> Snapshot {
         self.control.snapshot()
     }
+    /// Stops the tunnel, waits for its loop to end and returns its final counters (exact:
+    /// written after the last datagram it sent or received).
+    pub fn finish(mut self) -> Snapshot {
+        self.control.stop();
+        if let Some(t) = self.thread.take() {
+            t.join()
+                .expect("tunnel thread did not panic")
+                .expect("tunnel ran and stopped cleanly");
+        }
+        self.control.snapshot()
+    }
     /// Whether its thread still runs (it has neither failed nor panicked).
     pub fn running(&self) -> bool {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
@@ -242,14 +253,34 @@ pub struct Relayed {
     pub seen: Vec<Vec<u8>>,
 }
 
-/// Relays UDP between A (any address but `b`) and B's tunnel address `b` until `stop`,
-/// dropping a seeded fraction `loss` of the transport datagrams that carry data (longer than
+/// Controls a running [`relay`] from another thread.
+#[derive(Clone, Default)]
+pub struct RelaySwitch {
+    hold: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RelaySwitch {
+    /// From now on the relay still receives and counts, but forwards nothing: what it already
+    /// forwarded can land while both ends still run, so its counters and theirs can be frozen
+    /// in step (hold, let in-flight datagrams land, stop the ends, stop the relay).
+    pub fn hold(&self) {
+        self.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// Ends the relay (it notices within 50 ms).
+    pub fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Relays UDP between A (any address but `b`) and B's tunnel address `b` until `switch` is
+/// stopped (receiving but not forwarding once it is held), dropping a seeded fraction `loss` of the transport datagrams that carry data (longer than
 /// an empty keepalive, 32 bytes) in each direction; handshakes and keepalives always pass.
 /// With `keep`, every datagram from A to B is copied into the result.
 pub fn relay(
     sock: std::net::UdpSocket,
     b: SocketAddr,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    switch: RelaySwitch,
     loss: f64,
     keep: bool,
 ) -> Relayed {
@@ -260,7 +291,7 @@ pub fn relay(
     let mut a = None;
     let mut r = Relayed::default();
     let mut buf = vec![0u8; 65_536];
-    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+    while !switch.stop.load(std::sync::atomic::Ordering::SeqCst) {
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
@@ -277,6 +308,9 @@ pub fn relay(
         let data = buf[0] == 3 && n > 32;
         if data && loss > 0.0 && rng.gen_bool(loss) {
             r.dropped[dir] += 1;
+            continue;
+        }
+        if switch.hold.load(std::sync::atomic::Ordering::SeqCst) {
             continue;
         }
         if let Some(to) = to {
