@@ -53,21 +53,48 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     }
 }
 
+/// What an ACK of new data is worth to the window's growth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counting {
+    /// Per ACK, whatever it acknowledges (RFC 5681 §3.1 eq. 2 and 3, as ns-2's agents and
+    /// 004): slow start adds at most one SMSS per ACK and congestion avoidance SMSS*SMSS/cwnd,
+    /// so a receiver that ACKs every second segment halves the growth.
+    PerAck,
+    /// By the bytes acknowledged (RFC 3465, Appropriate Byte Counting, as Linux counts
+    /// acknowledged segments): slow start adds what an ACK covers up to L = 2 SMSS (§2.2;
+    /// Linux's limit for ordinary delayed ACKs too), congestion avoidance one SMSS per cwnd
+    /// bytes acknowledged (§2.1, RFC 5681 §3.1's "byte counting" variant of eq. 3).
+    Bytes,
+}
+
+impl Counting {
+    /// Slow start's increase for an ACK of `acked` bytes (RFC 5681 eq. 2, RFC 3465 §2.2).
+    pub fn slow_start(self, acked: u64, mss: u64) -> u64 {
+        match self {
+            Counting::PerAck => acked.min(mss),
+            Counting::Bytes => acked.min(2 * mss),
+        }
+    }
+}
+
 /// RFC 5681 additive increase, multiplicative decrease.
 #[derive(Clone, Debug)]
 pub struct Aimd {
     cwnd: u64,
     ssthresh: u64,
-    /// Byte-counting remainder of congestion avoidance.
+    counting: Counting,
+    /// Remainder of congestion avoidance: SMSS*SMSS products ([`Counting::PerAck`]) or bytes
+    /// acknowledged ([`Counting::Bytes`]) not yet turned into window.
     acc: u64,
 }
 
 impl Aimd {
     /// Starts with `initial_window` segments and an arbitrarily high ssthresh (RFC 5681 §3.1).
-    pub fn new(initial_window: u32, mss: u64) -> Self {
+    pub fn new(initial_window: u32, mss: u64, counting: Counting) -> Self {
         Aimd {
             cwnd: initial_window as u64 * mss,
             ssthresh: u64::MAX / 4,
+            counting,
             acc: 0,
         }
     }
@@ -82,14 +109,28 @@ impl CongestionControl for Aimd {
     }
     fn on_ack(&mut self, a: &AckInfo) {
         if self.cwnd < self.ssthresh {
-            // RFC 5681 §3.1 eq. (2): slow start, cwnd += min(N, SMSS) per ACK.
-            self.cwnd += a.acked.min(a.mss);
-        } else {
-            // RFC 5681 §3.1 eq. (3): congestion avoidance, cwnd += SMSS*SMSS/cwnd per ACK
-            // (kept exact by carrying the remainder).
-            self.acc += a.mss * a.mss;
-            self.cwnd += self.acc / self.cwnd;
-            self.acc %= self.cwnd.max(1);
+            // RFC 5681 §3.1 eq. (2): slow start, cwnd += min(N, SMSS) per ACK (L = 2 SMSS
+            // when counting bytes, RFC 3465 §2.2).
+            self.cwnd += self.counting.slow_start(a.acked, a.mss);
+            return;
+        }
+        match self.counting {
+            Counting::PerAck => {
+                // RFC 5681 §3.1 eq. (3): congestion avoidance, cwnd += SMSS*SMSS/cwnd per ACK
+                // (kept exact by carrying the remainder).
+                self.acc += a.mss * a.mss;
+                self.cwnd += self.acc / self.cwnd;
+                self.acc %= self.cwnd.max(1);
+            }
+            Counting::Bytes => {
+                // RFC 3465 §2.1: once a window's worth of bytes is acknowledged, cwnd += SMSS
+                // (Linux's `tcp_cong_avoid_ai` with acknowledged segments).
+                self.acc += a.acked;
+                while self.acc >= self.cwnd {
+                    self.acc -= self.cwnd;
+                    self.cwnd += a.mss;
+                }
+            }
         }
     }
     fn on_loss(&mut self, flight: u64, mss: u64) {
@@ -129,7 +170,7 @@ mod tests {
 
     #[test]
     fn slow_start_doubles_per_window_then_one_mss_per_window() {
-        let mut c = Aimd::new(1, 1000);
+        let mut c = Aimd::new(1, 1000, Counting::PerAck);
         // Slow start: every ACK of a full segment adds one MSS, so a window of n ACKs doubles.
         let mut w = c.cwnd();
         for _ in 0..4 {
@@ -150,5 +191,50 @@ mod tests {
         assert_eq!((c.ssthresh(), c.cwnd()), (4500, 1000));
         c.on_loss(1000, 1000);
         assert_eq!(c.ssthresh(), 2000, "never below 2 SMSS");
+    }
+
+    /// One window's bytes acknowledged by delayed ACKs (two segments each, one for an odd
+    /// segment at the end).
+    fn one_window_of_delayed_acks(c: &mut Aimd) {
+        let mut left = c.cwnd();
+        while left > 0 {
+            let n = left.min(2000);
+            c.on_ack(&ack(n));
+            left -= n;
+        }
+    }
+
+    #[test]
+    fn with_delayed_acks_per_ack_counting_grows_half_as_fast_as_byte_counting() {
+        // Slow start from 10 segments: per ACK, 5 ACKs add 5 SMSS (x1.5 per round trip); by
+        // bytes, they add 10 (x2), as Linux does.
+        let (mut per_ack, mut bytes) = (
+            Aimd::new(10, 1000, Counting::PerAck),
+            Aimd::new(10, 1000, Counting::Bytes),
+        );
+        one_window_of_delayed_acks(&mut per_ack);
+        one_window_of_delayed_acks(&mut bytes);
+        assert_eq!((per_ack.cwnd(), bytes.cwnd()), (15_000, 20_000));
+        // Congestion avoidance at 20 segments: ten rounds of one window each.
+        for c in [&mut per_ack, &mut bytes] {
+            c.on_loss(40_000, 1000);
+            assert_eq!(c.cwnd(), 20_000);
+        }
+        let w0 = per_ack.cwnd();
+        for _ in 0..10 {
+            one_window_of_delayed_acks(&mut per_ack);
+            one_window_of_delayed_acks(&mut bytes);
+        }
+        // By bytes: one SMSS per window (RFC 3465 §2.1), exactly ten. Per ACK: about half.
+        assert_eq!(bytes.cwnd(), w0 + 10_000);
+        let grown = per_ack.cwnd() - w0;
+        assert!((4_000..=5_500).contains(&grown), "per ACK grew {grown}");
+    }
+
+    #[test]
+    fn byte_counting_limits_a_stretch_ack_in_slow_start_to_two_segments() {
+        let mut c = Aimd::new(4, 1000, Counting::Bytes);
+        c.on_ack(&ack(8000));
+        assert_eq!(c.cwnd(), 6000, "RFC 3465 §2.2: L = 2 SMSS");
     }
 }

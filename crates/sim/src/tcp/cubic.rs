@@ -3,7 +3,7 @@
 //! Contract. [`Cubic`] is a byte-counting window controller, a drop-in replacement for
 //! [`super::cc::Aimd`]: loss recovery (Reno, NewReno, SACK) stays the sender's and only the
 //! window's growth and its reduction differ. Below ssthresh it slow-starts as RFC 5681 §3.1
-//! (eq. 2, cwnd += min(N, SMSS) per ACK; HyStart++, RFC 9406, is not implemented). At or above
+//! (eq. 2, cwnd += min(N, SMSS) per ACK, or min(N, 2 SMSS) with [`Counting::Bytes`]; HyStart++, RFC 9406, is not implemented). At or above
 //! ssthresh every ACK moves the window towards `W_cubic(t + RTT)` (RFC 9438 §4.2, clamped to
 //! [cwnd, 1.5 cwnd]) unless the Reno-friendly estimate `W_est` (§4.3) is larger. A loss sets
 //! `ssthresh = max(beta_cubic * cwnd, 2 SMSS)` (§4.6 with cwnd, as Linux does: see
@@ -23,7 +23,7 @@
 
 use mslink_link::{Duration, Instant};
 
-use super::cc::{AckInfo, CongestionControl};
+use super::cc::{AckInfo, CongestionControl, Counting};
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s^3).
 pub const C: f64 = 0.4;
@@ -55,6 +55,8 @@ pub struct Cubic {
     mss: u64,
     cwnd: u64,
     ssthresh: u64,
+    /// How slow start counts ACKs (congestion avoidance counts bytes either way).
+    counting: Counting,
     /// Fractional bytes of growth carried between ACKs.
     acc: f64,
     /// W_max, segments: the window just before the last reduction (after fast convergence,
@@ -73,11 +75,12 @@ pub struct Cubic {
 
 impl Cubic {
     /// Starts with `initial_window` segments and an arbitrarily high ssthresh (RFC 5681 §3.1).
-    pub fn new(initial_window: u32, mss: u64) -> Self {
+    pub fn new(initial_window: u32, mss: u64, counting: Counting) -> Self {
         Cubic {
             mss,
             cwnd: initial_window as u64 * mss,
             ssthresh: u64::MAX / 4,
+            counting,
             acc: 0.0,
             w_max: 0.0,
             cwnd_prior: 0.0,
@@ -214,8 +217,9 @@ impl CongestionControl for Cubic {
             return;
         }
         if self.cwnd < self.ssthresh {
-            // RFC 9438 §4.10 / RFC 5681 §3.1 eq. (2): slow start.
-            self.cwnd += a.acked.min(a.mss);
+            // RFC 9438 §4.10 / RFC 5681 §3.1 eq. (2): slow start (RFC 3465 §2.2 when
+            // counting bytes).
+            self.cwnd += self.counting.slow_start(a.acked, a.mss);
             return;
         }
         self.avoid(a);

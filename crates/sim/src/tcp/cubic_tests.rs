@@ -40,7 +40,7 @@ fn round(c: &mut Cubic, t: f64, rtt: f64) -> f64 {
 
 /// A controller that has just lost at a window of `w_max` segments (RFC 9438 §4.6).
 fn after_loss(w_max: u64) -> Cubic {
-    let mut c = Cubic::new(1, MSS);
+    let mut c = Cubic::new(1, MSS, Counting::PerAck);
     c.set_cwnd(w_max * MSS);
     c.on_loss(w_max * MSS, MSS);
     c
@@ -225,7 +225,7 @@ fn timeout_resets_to_one_segment_with_ssthresh_beta_cwnd() {
 /// bounds the flight) does not grow the window, in slow start or in congestion avoidance.
 #[test]
 fn application_limited_acks_do_not_grow_the_window() {
-    let mut c = Cubic::new(10, MSS);
+    let mut c = Cubic::new(10, MSS, Counting::PerAck);
     for i in 0..100 {
         c.on_ack(&ack(i as f64 * 0.01, 4 * MSS, 0.1));
     }

@@ -107,6 +107,12 @@ pub struct TcpConfig {
     /// Window growth of the sender: `"reno"` (RFC 5681 AIMD, the default) or `"cubic"`
     /// (RFC 9438). Not with `xcp = true`.
     pub congestion_control: WindowGrowth,
+    /// Window growth by the bytes acknowledged (RFC 3465 Appropriate Byte Counting, L =
+    /// 2 SMSS, as Linux counts acknowledged segments) instead of per ACK (RFC 5681 eq. 2 and
+    /// 3, ns-2's agents and 004: the default). With delayed ACKs per-ACK counting grows the
+    /// window half as fast in congestion avoidance (docs/validation.md). CUBIC counts bytes
+    /// in congestion avoidance either way; this sets its slow start's.
+    pub byte_counting: bool,
     /// Maximum segment size: payload bytes per segment (the IP packet is 40 bytes more).
     pub mss: u32,
     /// Initial congestion window in segments (RFC 5681 §3.1 allows up to 4; ns-2 and 004
@@ -170,6 +176,7 @@ impl Default for TcpConfig {
         TcpConfig {
             variant: Variant::Reno,
             congestion_control: WindowGrowth::Reno,
+            byte_counting: false,
             mss: 1460,
             initial_window: 1,
             dupack_threshold: 3,

@@ -22,7 +22,7 @@
 
 use mslink_link::{Duration, Instant};
 
-use super::cc::{AckInfo, Aimd, CongestionControl};
+use super::cc::{AckInfo, Aimd, CongestionControl, Counting};
 use super::cubic::Cubic;
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
@@ -138,10 +138,15 @@ impl Sender {
     pub fn new(cfg: &TcpConfig, total: u64) -> Self {
         let mss = cfg.mss as u64;
         let iw = cfg.initial_window;
+        let counting = if cfg.byte_counting {
+            Counting::Bytes
+        } else {
+            Counting::PerAck
+        };
         let cc: Box<dyn CongestionControl> = match cfg.congestion_control {
             _ if cfg.xcp => Box::new(crate::xcp::XcpWindow::new(iw, mss)),
-            WindowGrowth::Reno => Box::new(Aimd::new(iw, mss)),
-            WindowGrowth::Cubic => Box::new(Cubic::new(iw, mss)),
+            WindowGrowth::Reno => Box::new(Aimd::new(iw, mss, counting)),
+            WindowGrowth::Cubic => Box::new(Cubic::new(iw, mss, counting)),
         };
         Self::with_cc(cfg, total, cc)
     }
