@@ -8,7 +8,7 @@
 #
 # It makes the pre-shared key examples/tunnel/psk first if there is none (git ignores it).
 set -eu
-cd "$(dirname "$0")/../.."          # the repository root: the configs' psk_file is relative to it
+cd "$(dirname "$0")/../.."          # the repository root (the configs' psk_file is beside them)
 secs=${1:-5}
 for tool in mslink ip iperf3; do
     command -v "$tool" >/dev/null || { echo "run.sh: $tool is not on PATH" >&2; exit 1; }

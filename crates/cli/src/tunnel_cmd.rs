@@ -88,6 +88,8 @@ pub fn run(args: &TunnelArgs) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let cfg: TunnelConfig = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    // Key files are named relative to the configuration's folder.
+    let cfg = cfg.relative_to(path.parent().unwrap_or(std::path::Path::new("")));
     cfg.validate()
         .with_context(|| format!("{}", path.display()))?;
     let stats_interval = match args.stats_interval {

@@ -116,13 +116,14 @@ pub struct TunnelConfig {
     pub peer: Option<SocketAddr>,
     /// Our X25519 private key (base64).
     pub private_key: Option<Key>,
-    /// A file holding our private key (base64), instead of `private_key`.
+    /// A file holding our private key (base64), instead of `private_key`; a relative path is
+    /// relative to the configuration file's folder ([`TunnelConfig::relative_to`]).
     pub private_key_file: Option<PathBuf>,
     /// The peer's X25519 public key (base64).
     pub peer_public_key: Option<Key>,
     /// Pre-shared key (base64): the Noise NNpsk0 mode instead of key pairs.
     pub psk: Option<Key>,
-    /// A file holding the pre-shared key, instead of `psk`.
+    /// A file holding the pre-shared key, instead of `psk`; relative as `private_key_file`.
     pub psk_file: Option<PathBuf>,
     /// The TUN device.
     pub tun: TunConfig,
@@ -184,6 +185,21 @@ fn invalid(key: &'static str, what: impl Into<String>) -> ConfigError {
 impl TunnelConfig {
     /// Bytes a datagram adds around one link frame (header and tag).
     pub const DATAGRAM_OVERHEAD: usize = TRANSPORT_HEADER_LEN + TAG_LEN;
+
+    /// Makes relative key file paths relative to `dir`, the folder of the configuration file
+    /// (as a scenario's trace files are), so a configuration reads the same keys from any
+    /// working directory.
+    pub fn relative_to(mut self, dir: &std::path::Path) -> Self {
+        for f in [&mut self.private_key_file, &mut self.psk_file]
+            .into_iter()
+            .flatten()
+        {
+            if f.is_relative() {
+                *f = dir.join(&*f);
+            }
+        }
+        self
+    }
 
     /// Checks everything the driver needs, except that key files exist.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -318,6 +334,28 @@ mod tests {
         assert_eq!(c.tun.mtu, 1400);
         assert_eq!(c.link.services[0].name, "bulk");
         assert!(c.peer.is_some());
+    }
+
+    #[test]
+    fn relative_key_files_are_read_beside_the_configuration() {
+        let c = TunnelConfig {
+            psk_file: Some("psk".into()),
+            private_key_file: Some("/etc/mslink/a.key".into()),
+            ..TunnelConfig::default()
+        }
+        .relative_to(std::path::Path::new("/srv/tunnel"));
+        assert_eq!(c.psk_file, Some("/srv/tunnel/psk".into()));
+        assert_eq!(c.private_key_file, Some("/etc/mslink/a.key".into()));
+        let here = TunnelConfig {
+            psk_file: Some("psk".into()),
+            ..TunnelConfig::default()
+        }
+        .relative_to(std::path::Path::new(""));
+        assert_eq!(
+            here.psk_file,
+            Some("psk".into()),
+            "a file named without a folder"
+        );
     }
 
     #[test]
