@@ -175,11 +175,26 @@ impl LinkConfig {
                         clamp(w)
                     )
                 });
+                // What one lost fragment does depends on whether the service repairs it.
+                let fate = match spec.config {
+                    ServiceConfig::Raw(_) | ServiceConfig::Snoop(_) => format!(
+                        "is lost if any of them is, so its loss is up to {frames} times the \
+                         frame loss"
+                    ),
+                    ServiceConfig::XorFec(_) => format!(
+                        "is lost if any of them is lost and not rebuilt from parity, so its \
+                         loss is up to {frames} times a frame's residual loss"
+                    ),
+                    _ => format!(
+                        "is lost if the service gives up on any of them, so its residual loss \
+                         is up to {frames} times a frame's, and every fragment is a frame to \
+                         repair"
+                    ),
+                };
                 notes.push(format!(
                     "service `{}` ({}): segments packets (mtu {} + {framing} bytes of framing + \
                      its {header}-byte header > frame_size {}): a packet over {whole} bytes \
-                     takes up to {frames} frames and is lost if any of them is, so its loss is \
-                     up to {frames} times the frame loss; set mtu to the largest packet sent \
+                     takes up to {frames} frames and {fate}; set mtu to the largest packet sent \
                      (at most {whole} keeps every packet whole){window}",
                     spec.name,
                     spec.config.scheme(),

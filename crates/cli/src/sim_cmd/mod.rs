@@ -67,8 +67,9 @@ pub struct SimArgs {
     /// timeseries.parquet: the same columns and values, typed).
     #[arg(long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
-    /// Do not draw OUT/plots/*.png and *.svg (throughput against time; metrics against the
-    /// swept parameter).
+    /// Do not draw OUT/plots/*.png and *.svg (throughput against time; with a sweep, each
+    /// metric against the first numeric sweep key, or against the frame loss measured in the
+    /// runs when the sweep sets error models).
     #[arg(long)]
     pub no_plots: bool,
 }
