@@ -16,6 +16,13 @@
 //! `AckInfo::rtt`, as Linux's `tcp_cubic.c` uses `delay_min` (the RFC says the smoothed RTT;
 //! the minimum keeps the target independent of the queue CUBIC itself builds).
 //!
+//! With [`CubicFlavour::Linux`] the window grows as Linux's `tcp_cubic.c` grows it
+//! (`bictcp_update`), which differs from the RFC in three ways: W_est grows at alpha_cubic
+//! whatever its size (no switch to 1 at cwnd_prior), cwnd does not jump to W_est but
+//! approaches `max(W_cubic(t + RTT), W_est)` by (target - cwnd) / cwnd per acknowledged segment
+//! (`cnt = cwnd / (target - cwnd)`, at least 2), and before the first loss it grows by at least
+//! 1/20 per segment (`cnt <= 20`); at or above the target, 1/(100 cwnd) (`cnt = 100 cwnd`).
+//!
 //! Application-limited ACKs (RFC 9438 §5.8): when the flight before an ACK was more than one
 //! SMSS below the window (the receiver's window or the send buffer bound it), the window does
 //! not grow and the time since the previous ACK is taken out of t, so W_cubic(t) does not run
@@ -24,6 +31,7 @@
 use mslink_link::{Duration, Instant};
 
 use super::cc::{AckInfo, CongestionControl, Counting};
+use super::CubicFlavour;
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s^3).
 pub const C: f64 = 0.4;
@@ -57,6 +65,8 @@ pub struct Cubic {
     ssthresh: u64,
     /// How slow start counts ACKs (congestion avoidance counts bytes either way).
     counting: Counting,
+    /// The RFC's or Linux's growth.
+    flavour: CubicFlavour,
     /// Fractional bytes of growth carried between ACKs.
     acc: f64,
     /// W_max, segments: the window just before the last reduction (after fast convergence,
@@ -81,6 +91,7 @@ impl Cubic {
             cwnd: initial_window as u64 * mss,
             ssthresh: u64::MAX / 4,
             counting,
+            flavour: CubicFlavour::Rfc9438,
             acc: 0.0,
             w_max: 0.0,
             cwnd_prior: 0.0,
@@ -88,6 +99,12 @@ impl Cubic {
             min_rtt: None,
             rto_episode: false,
         }
+    }
+
+    /// The same controller growing as `flavour` says.
+    pub fn flavour(mut self, flavour: CubicFlavour) -> Self {
+        self.flavour = flavour;
+        self
     }
 
     /// W_max of the current (or next) congestion avoidance stage, segments.
@@ -164,8 +181,9 @@ impl Cubic {
         let e = self.epoch.get_or_insert(fresh);
         let acked = a.acked as f64 / mss;
         // §4.3: W_est += alpha_cubic * segments_acked / cwnd; alpha_cubic becomes 1 once
-        // W_est has reached cwnd_prior.
-        let alpha = if e.w_est >= self.cwnd_prior {
+        // W_est has reached cwnd_prior (not in Linux: `beta_scale` is a constant).
+        let linux = self.flavour == CubicFlavour::Linux;
+        let alpha = if !linux && e.w_est >= self.cwnd_prior {
             1.0
         } else {
             ALPHA
@@ -175,6 +193,10 @@ impl Cubic {
         let rtt = self.min_rtt.map_or(0.0, |r| r.as_secs_f64());
         e.last_ack = a.now;
         let (k, w_max, w_est) = (e.k, e.w_max, e.w_est);
+        if linux {
+            self.grow_as_linux(k, w_max, w_est, t + rtt, acked);
+            return;
+        }
         if Cubic::w_cubic(k, w_max, t) < w_est {
             // §4.3: the Reno-friendly region; cwnd = W_est (never lowered by an ACK).
             let w = (w_est * mss) as u64;
@@ -188,7 +210,30 @@ impl Cubic {
         let target = Cubic::w_cubic(k, w_max, t + rtt).clamp(cwnd_seg, 1.5 * cwnd_seg);
         // §4.4 (concave, cwnd < W_max) and §4.5 (convex, cwnd >= W_max) grow alike:
         // cwnd += (target - cwnd) / cwnd per acknowledged segment.
-        self.acc += (target - cwnd_seg) / cwnd_seg * acked * mss;
+        self.add_segments((target - cwnd_seg) / cwnd_seg * acked);
+    }
+
+    /// Linux's `bictcp_update` and `tcp_cong_avoid_ai`: `acked` segments each add 1/cnt of
+    /// a segment, cnt = cwnd / (target - cwnd) with target the larger of the cubic curve at
+    /// `t_rtt` and W_est; cnt is at least 2, at most 20 before the first loss (W_max = 0 when
+    /// the stage began), and 100 cwnd when cwnd is at or above the target.
+    fn grow_as_linux(&mut self, k: f64, w_max: f64, w_est: f64, t_rtt: f64, acked: f64) {
+        let cwnd = self.segs(self.cwnd);
+        let target = Cubic::w_cubic(k, w_max, t_rtt).max(w_est);
+        let mut cnt = if target > cwnd {
+            cwnd / (target - cwnd)
+        } else {
+            100.0 * cwnd
+        };
+        if self.w_max == 0.0 {
+            cnt = cnt.min(20.0);
+        }
+        self.add_segments(acked / cnt.max(2.0));
+    }
+
+    /// Adds `segs` (fractional) segments to the window, carrying the fraction.
+    fn add_segments(&mut self, segs: f64) {
+        self.acc += segs * self.mss as f64;
         let whole = self.acc.floor();
         self.cwnd += whole as u64;
         self.acc -= whole;

@@ -98,6 +98,21 @@ impl WindowGrowth {
     }
 }
 
+/// Which CUBIC runs with `congestion_control = "cubic"`: the RFC's or Linux's `tcp_cubic.c`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CubicFlavour {
+    /// RFC 9438 as written: cwnd jumps to the Reno-friendly W_est (§4.3), whose alpha becomes
+    /// 1 once W_est reaches cwnd_prior.
+    #[default]
+    Rfc9438,
+    /// Linux's `tcp_cubic.c` (`bictcp_update`): W_est grows at alpha_cubic throughout, cwnd
+    /// approaches the larger of W_cubic(t + RTT) and W_est by (target - cwnd) / cwnd per
+    /// acknowledged segment (at most 1/2), at least 1/20 before the first loss, and 1/(100
+    /// cwnd) at or above the target.
+    Linux,
+}
+
 /// Everything that tunes one TCP connection (both ends).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -107,6 +122,10 @@ pub struct TcpConfig {
     /// Window growth of the sender: `"reno"` (RFC 5681 AIMD, the default) or `"cubic"`
     /// (RFC 9438). Not with `xcp = true`.
     pub congestion_control: WindowGrowth,
+    /// Which CUBIC: `"rfc9438"` (the default) or `"linux"`, as `tcp_cubic.c` runs it
+    /// (docs/validation.md). Read only with `congestion_control = "cubic"`, so a Linux-like
+    /// file keeps it when a run switches the control to Reno.
+    pub cubic_flavour: CubicFlavour,
     /// Window growth by the bytes acknowledged (RFC 3465 Appropriate Byte Counting, L =
     /// 2 SMSS, as Linux counts acknowledged segments) instead of per ACK (RFC 5681 eq. 2 and
     /// 3, ns-2's agents and 004: the default). With delayed ACKs per-ACK counting grows the
@@ -176,6 +195,7 @@ impl Default for TcpConfig {
         TcpConfig {
             variant: Variant::Reno,
             congestion_control: WindowGrowth::Reno,
+            cubic_flavour: CubicFlavour::Rfc9438,
             byte_counting: false,
             mss: 1460,
             initial_window: 1,
