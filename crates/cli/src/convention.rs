@@ -7,6 +7,9 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Mutex;
+
+use mslink_lab::reproduce::Progress;
 
 use anyhow::{Context, Result};
 
@@ -25,6 +28,43 @@ pub fn bar(len: u64, what: &str, quiet: bool) -> indicatif::ProgressBar {
     );
     b.enable_steady_tick(std::time::Duration::from_millis(200));
     b
+}
+
+/// The progress bar and notes of the CLI convention (docs/cli.md).
+pub struct Bar {
+    quiet: bool,
+    bar: Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl Bar {
+    /// A bar shown unless `quiet` or standard error is not a terminal; notes unless `quiet`.
+    pub fn new(quiet: bool) -> Bar {
+        Bar {
+            quiet,
+            bar: Mutex::new(None),
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn phase(&self, len: u64, what: &str) {
+        *self.bar.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar(len, what, self.quiet));
+    }
+    fn tick(&self) {
+        if let Some(b) = &*self.bar.lock().unwrap_or_else(|e| e.into_inner()) {
+            b.inc(1);
+        }
+    }
+    fn done(&self) {
+        if let Some(b) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            b.finish_and_clear();
+        }
+    }
+    fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("mslink: {line}");
+        }
+    }
 }
 
 /// Creates the `--out` folder `dir` (and its parents).

@@ -21,6 +21,7 @@ mod sim_cmd;
 mod stack_bench;
 mod trace_cmd;
 mod tunnel_cmd;
+mod validate_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -45,6 +46,10 @@ enum Command {
     /// Run what the claims ledger (claims/*.toml) needs, judge every checkable claim of the five
     /// papers, and write a report (report.html, report.md, claims.json).
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// The simulator's TCP against the kernel's on the same links (iperf3 through `mslink
+    /// emulate`): goodput, retransmissions and their ratio (docs/validation.md). Needs root,
+    /// except with --sim-only.
+    Validate(validate_cmd::ValidateArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),
     /// Round-trip latency of the LLM, DAA and ILLM protocol stacks (002 Tables 1-3) and the
@@ -111,6 +116,7 @@ where
         Command::Trace(args) => trace_cmd::run(&args),
         Command::Sim(args) => sim_cmd::run(&args),
         Command::Reproduce(args) => reproduce_cmd::run(&args),
+        Command::Validate(args) => validate_cmd::run(&args),
         Command::StackBench(args) => stack_bench::run(&args),
         Command::Bench(args) => bench_cmd::run(&args),
         Command::Emulate(args) => emulate_cmd::run(&args),

@@ -7,10 +7,9 @@
 //! mutant.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
-use mslink_lab::reproduce::{self, Options, Progress};
+use mslink_lab::reproduce::{self, Options};
 
 /// Options of `mslink reproduce`.
 #[derive(clap::Args, Debug)]
@@ -57,34 +56,6 @@ pub struct ReproduceArgs {
     /// Most repetitions per point the full mode makes to decide an undecided check.
     #[arg(long, default_value_t = 100)]
     pub max_reps: u32,
-}
-
-/// The progress bar and notes of the CLI convention (docs/cli.md).
-struct Bar {
-    quiet: bool,
-    bar: Mutex<Option<indicatif::ProgressBar>>,
-}
-
-impl Progress for Bar {
-    fn phase(&self, len: u64, what: &str) {
-        *self.bar.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(crate::convention::bar(len, what, self.quiet));
-    }
-    fn tick(&self) {
-        if let Some(b) = &*self.bar.lock().unwrap_or_else(|e| e.into_inner()) {
-            b.inc(1);
-        }
-    }
-    fn done(&self) {
-        if let Some(b) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            b.finish_and_clear();
-        }
-    }
-    fn note(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("mslink: {line}");
-        }
-    }
 }
 
 /// The command line as a reader retypes it.
@@ -141,10 +112,7 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
         command: command(a),
         list: a.list,
     };
-    let progress = Bar {
-        quiet: a.quiet,
-        bar: Mutex::new(None),
-    };
+    let progress = crate::convention::Bar::new(a.quiet);
     let started = std::time::Instant::now();
     let o = reproduce::run(&opts, &progress)?;
     if let Some(l) = o.listing {

@@ -81,6 +81,7 @@ const EXEMPT: &[(&str, &str, &str)] = &[
 const SHORTEN: &[(&str, &str)] = &[
     ("demo", "--seconds 3"),
     ("reproduce", "--quick"),
+    ("validate", "--grid quick --cc reno --reps 2 --seconds 2"),
     ("sim", "--reps 1 --jobs 1 --no-plots --set sim.duration_s=2"),
     ("trace gen", "--frames 2000"),
     ("stack-bench", "--transactions 20 --repeat 1"),
@@ -341,7 +342,10 @@ fn run_daemon(line: &str, dir: &Path) {
 }
 
 fn needs_root(verb: &str, line: &str) -> bool {
-    verb == "emulate" || line.contains("--netns") || is_daemon(verb, line)
+    verb == "emulate"
+        || line.contains("--netns")
+        || is_daemon(verb, line)
+        || verb == "validate" && !line.contains("--sim-only")
 }
 
 fn is_daemon(verb: &str, line: &str) -> bool {

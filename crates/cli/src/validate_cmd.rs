@@ -1,0 +1,121 @@
+//! `mslink validate`: the options and the printing; the work is `mslink_lab::validate`.
+//!
+//! Contract. Parses the options, runs the simulated and (unless `--sim-only`) the real
+//! transfers with a progress bar, writes the report into `--out` and prints its table on
+//! standard output (`--json`: the summaries as one JSON document instead).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use mslink_lab::validate::{self, Cc, Grid, Options};
+
+/// Options of `mslink validate`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # the table of docs/validation.md (36 links, 46 minutes on a 2-core machine):\n  #   mslink validate --grid full --reps 3 --seconds 10 --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss. OUT/report.md has goodput,\nretransmissions and timeouts side by side with the sim/real ratio and its 95% interval;\nOUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
+)]
+pub struct ValidateArgs {
+    /// Folder for report.md, runs.csv, goodput.{png,svg} and the real side's files (real/).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The links: `quick` (10 Mbit/s, 20 ms RTT, 1% loss) or `full` (1, 10, 100 Mbit/s x 10,
+    /// 50, 200 ms x 0, 0.5%, 2% and 2% in bursts of 4 frames).
+    #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
+    pub grid: String,
+    /// Congestion controls, comma-separated.
+    #[arg(long, default_value = "reno,cubic", value_delimiter = ',')]
+    pub cc: Vec<String>,
+    /// Transfers per link, control and side.
+    #[arg(long, default_value_t = 3)]
+    pub reps: u32,
+    /// Length of each transfer, seconds.
+    #[arg(long, default_value_t = 20.0)]
+    pub seconds: f64,
+    /// Threads for the simulated side (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Only the simulated side (no root, no iperf3).
+    #[arg(long)]
+    pub sim_only: bool,
+    /// No progress bar or notes.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the summaries as one JSON document instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `mslink validate`.
+pub fn run(a: &ValidateArgs) -> Result<()> {
+    crate::convention::out_dir(&a.out, "--out")?;
+    let grid = if a.grid == "full" {
+        Grid::Full
+    } else {
+        Grid::Quick
+    };
+    let ccs =
+        a.cc.iter()
+            .map(|c| Cc::parse(c.trim()))
+            .collect::<Result<Vec<_>>>()
+            .context("--cc")?;
+    if !(a.seconds > 0.0 && a.seconds.is_finite()) || a.reps == 0 {
+        anyhow::bail!("--seconds must be positive and --reps at least 1");
+    }
+    let o = Options {
+        links: grid.links(),
+        ccs,
+        reps: a.reps,
+        seconds: a.seconds,
+        jobs: a
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        exe: if a.sim_only {
+            None
+        } else {
+            Some(crate::convention::mslink_exe()?)
+        },
+        work: a.out.join("real"),
+    };
+    let progress = crate::convention::Bar::new(a.quiet);
+    let (rows, settings) = validate::run(&o, &progress)?;
+    let command = format!(
+        "mslink validate --grid {} --cc {} --reps {} --seconds {}{} --out {}",
+        a.grid,
+        a.cc.join(","),
+        a.reps,
+        a.seconds,
+        if a.sim_only { " --sim-only" } else { "" },
+        a.out.display()
+    );
+    let machine = mslink_lab::provenance::machine();
+    let (sums, _) = validate::report(
+        &a.out,
+        &o.links,
+        &rows,
+        settings.as_ref(),
+        &command,
+        &machine,
+    )?;
+    if a.json {
+        let doc: Vec<serde_json::Value> = sums
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "link": o.links[s.link].label(),
+                    "cc": s.cc.name(),
+                    "sim_goodput_bps": s.goodput[0],
+                    "real_goodput_bps": s.goodput[1],
+                    "ratio": s.ratio.0,
+                    "ratio_half": s.ratio.1,
+                    "verdict": s.verdict(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let md = std::fs::read_to_string(a.out.join("report.md"))?;
+        let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        println!("{}", table.join("\n"));
+    }
+    Ok(())
+}

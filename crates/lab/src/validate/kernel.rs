@@ -1,0 +1,268 @@
+//! The real side of `mslink validate`: the kernel's TCP, iperf3 between two network namespaces
+//! joined by `mslink emulate`.
+//!
+//! Contract. For each (link, control, repetition), [`run`] writes the link file (the same rate,
+//! one-way delay, data-direction error model and Raw service as the simulated side, the seed of
+//! the repetition) and runs `mslink emulate --pair` with an iperf3 server on the right and a
+//! client on the left sending for the run's length with `-C` the control. The client writes
+//! iperf3's JSON document and, after it, the namespace's own `/proc/net/netstat` (a fresh
+//! namespace's counters start at zero, so its `TCPTimeouts` are this transfer's). A transfer
+//! that fails, or a document without results, is an error naming the link, control and
+//! repetition and what iperf3 said. [`settings`] reads the kernel's TCP settings from inside an
+//! emulated namespace, where the transfers run (per-namespace sysctls start at the kernel's
+//! defaults, not the host's values).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::{Cc, Link, Options, Row, Side};
+
+/// The sysctls recorded (net.ipv4.*).
+const SYSCTLS: [&str; 10] = [
+    "tcp_congestion_control",
+    "tcp_sack",
+    "tcp_timestamps",
+    "tcp_recovery",
+    "tcp_early_retrans",
+    "tcp_rmem",
+    "tcp_wmem",
+    "tcp_adv_win_scale",
+    "tcp_slow_start_after_idle",
+    "tcp_ecn",
+];
+
+/// The kernel and its TCP settings as a namespace sees them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelSettings {
+    /// `uname -r`.
+    pub release: String,
+    /// (net.ipv4 key, value) in [`SYSCTLS`] order.
+    pub sysctls: Vec<(String, String)>,
+}
+
+impl KernelSettings {
+    /// The buffer the simulator's sender and receiver get: half of `tcp_rmem`'s maximum, the
+    /// window Linux can advertise from it (tcp_adv_win_scale 1).
+    pub fn window_buffer_bytes(&self) -> u64 {
+        self.sysctls
+            .iter()
+            .find(|(k, _)| k == "tcp_rmem")
+            .and_then(|(_, v)| v.split_whitespace().nth(2)?.parse::<u64>().ok())
+            .map_or(DEFAULT_WINDOW_BUFFER, |max| max / 2)
+    }
+}
+
+/// Half of Linux's default `tcp_rmem` maximum (6 MiB): the buffer without a kernel to ask.
+pub const DEFAULT_WINDOW_BUFFER: u64 = 6_291_456 / 2;
+
+fn emulate(exe: &Path, link_file: Option<&Path>, left: &str, right: Option<&str>) -> Result<()> {
+    let mut c = Command::new(exe);
+    c.args(["emulate", "--pair", "-q", "--until", "left", "--left", left]);
+    if let Some(r) = right {
+        c.args(["--right", r]);
+    }
+    if let Some(f) = link_file {
+        c.arg("--link").arg(f);
+    }
+    let out = c
+        .output()
+        .with_context(|| format!("running {}", exe.display()))?;
+    if !out.status.success() {
+        bail!(
+            "`mslink emulate` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// The kernel's release and TCP settings inside an emulated namespace.
+pub fn settings(exe: &Path, work: &Path) -> Result<KernelSettings> {
+    std::fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    let file = work.join("sysctl.txt");
+    let script = format!(
+        "uname -r > {f}; for k in {keys}; do printf '%s=%s\\n' $k \"$(cat /proc/sys/net/ipv4/$k)\"; done >> {f}",
+        f = file.display(),
+        keys = SYSCTLS.join(" ")
+    );
+    emulate(exe, None, &script, None).context("reading the kernel's TCP settings")?;
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let mut lines = text.lines();
+    let release = lines.next().unwrap_or("").trim().to_string();
+    let sysctls = lines
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                v.split_whitespace().collect::<Vec<_>>().join(" "),
+            )
+        })
+        .collect();
+    Ok(KernelSettings { release, sysctls })
+}
+
+/// The packets waiting for the link in each direction: the simulator's Raw service queues up to
+/// `RawConfig::default().queue_limit` (1000) packets in front of the air; the emulator feeds
+/// its link end one packet at a time from the queue in front of it (unlimited unless given),
+/// so that queue gets the same limit.
+pub const QUEUE_PACKETS: usize = 1000;
+
+/// The emulator's link file for `link`, repetition `rep`.
+pub fn link_file(link: &Link, rep: u32) -> String {
+    format!(
+        "# mslink validate: {label}\nrate_bps = {rate}\ndelay_ms = {delay:?}\nmtu = 1500\nqueue = \"droptail\"\nqueue_packets = {queue}\nseed = {seed}\nerror = {err}\nerror_reverse = {{ model = \"perfect\" }}\n\n[link]\nmtu = 1500\n\n[[link.service]]\nname = \"tcp\"\nscheme = \"raw\"\n",
+        label = link.label(),
+        rate = link.rate_bps,
+        delay = link.rtt_ms / 2.0,
+        seed = rep + 1,
+        err = link.loss.toml(),
+        queue = QUEUE_PACKETS,
+    )
+}
+
+/// A number at `path` (dotted keys) of a JSON document.
+fn num(doc: &serde_json::Value, path: &str) -> Option<f64> {
+    path.split('.')
+        .try_fold(doc, |v, k| match k.parse::<usize>() {
+            Ok(i) => v.get(i),
+            Err(_) => v.get(k),
+        })?
+        .as_f64()
+}
+
+/// A `TcpExt` counter of a `/proc/net/netstat` text.
+pub fn netstat(text: &str, name: &str) -> Option<f64> {
+    let mut lines = text.lines();
+    while let Some(head) = lines.next() {
+        let values = lines.next()?;
+        if !head.starts_with("TcpExt:") {
+            continue;
+        }
+        let i = head.split_whitespace().position(|k| k == name)?;
+        return values.split_whitespace().nth(i)?.parse().ok();
+    }
+    None
+}
+
+/// A row from iperf3's JSON document (`-J`) and the namespace's netstat after it.
+pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, f64, f64)> {
+    if let Some(e) = doc.get("error").and_then(|e| e.as_str()) {
+        bail!("iperf3: {e}");
+    }
+    let goodput = num(doc, "end.sum_received.bits_per_second")
+        .context("iperf3's document has no end.sum_received.bits_per_second")?;
+    let bytes = num(doc, "end.sum_sent.bytes").context("no end.sum_sent.bytes")?;
+    let retx = num(doc, "end.sum_sent.retransmits").context("no end.sum_sent.retransmits")?;
+    let mss = num(doc, "start.tcp_mss_default").unwrap_or(1448.0);
+    let rtt_us = num(doc, "end.streams.0.sender.mean_rtt").unwrap_or(f64::NAN);
+    let segments = (bytes / mss).ceil() + retx;
+    let timeouts = netstat(netstat_text, "TCPTimeouts").unwrap_or(f64::NAN);
+    Ok((goodput, retx / segments.max(1.0), timeouts, rtt_us / 1000.0))
+}
+
+/// Every real transfer of `o`, one after the other, in (link, control, repetition) order.
+pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -> Result<Vec<Row>> {
+    std::fs::create_dir_all(&o.work).with_context(|| format!("creating {}", o.work.display()))?;
+    let mut rows = Vec::new();
+    progress.phase(
+        (o.links.len() * o.ccs.len()) as u64 * o.reps as u64,
+        "real transfers",
+    );
+    for (li, link) in o.links.iter().enumerate() {
+        for &cc in &o.ccs {
+            for rep in 0..o.reps {
+                let r = transfer(o, exe, li, link, cc, rep).with_context(|| {
+                    format!(
+                        "the kernel's TCP over {} with {}, repetition {rep}",
+                        link.label(),
+                        cc.name()
+                    )
+                })?;
+                rows.push(r);
+                progress.tick();
+            }
+        }
+    }
+    progress.done();
+    Ok(rows)
+}
+
+fn transfer(o: &Options, exe: &Path, li: usize, link: &Link, cc: Cc, rep: u32) -> Result<Row> {
+    let stem = o.work.join(format!("link{li}-{}-rep{rep}", cc.name()));
+    let lf = stem.with_extension("toml");
+    std::fs::write(&lf, link_file(link, rep))
+        .with_context(|| format!("writing {}", lf.display()))?;
+    let (json, ns) = (stem.with_extension("json"), stem.with_extension("netstat"));
+    let left = format!(
+        "sleep 0.5; iperf3 -c $MSLINK_RIGHT -t {secs} -C {cc} -J > {json}; cat /proc/net/netstat > {ns}",
+        secs = o.seconds,
+        cc = cc.name(),
+        json = json.display(),
+        ns = ns.display()
+    );
+    emulate(exe, Some(&lf), &left, Some("iperf3 -s -1"))?;
+    let text =
+        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("iperf3's document {}", json.display()))?;
+    let nstext = std::fs::read_to_string(&ns).unwrap_or_default();
+    let (goodput_bps, retrans_rate, timeouts, rtt_mean_ms) = row_of(&doc, &nstext)?;
+    Ok(Row {
+        link: li,
+        cc,
+        side: Side::Real,
+        rep,
+        goodput_bps,
+        retrans_rate,
+        timeouts,
+        rtt_mean_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_iperf3_document_and_netstat_make_a_row() {
+        let doc: serde_json::Value = serde_json::json!({
+            "start": {"tcp_mss_default": 1448},
+            "end": {
+                "sum_sent": {"bytes": 14480000.0, "retransmits": 100},
+                "sum_received": {"bits_per_second": 5.6e6},
+                "streams": [{"sender": {"mean_rtt": 25000}}]
+            }
+        });
+        let ns = "TcpExt: SyncookiesSent TCPTimeouts X\nTcpExt: 0 3 9\nIpExt: A\nIpExt: 1\n";
+        let (g, r, t, rtt) = row_of(&doc, ns).unwrap();
+        assert_eq!((g, t, rtt), (5.6e6, 3.0, 25.0));
+        assert!((r - 100.0 / 10_100.0).abs() < 1e-12);
+        let err = row_of(&serde_json::json!({"error": "unable to connect"}), "").unwrap_err();
+        assert!(err.to_string().contains("unable to connect"));
+    }
+
+    #[test]
+    fn the_link_file_is_one_the_emulator_reads() {
+        let f = link_file(
+            &Link {
+                rate_bps: 1e6,
+                rtt_ms: 200.0,
+                loss: super::super::Loss::Independent(0.005),
+            },
+            2,
+        );
+        let t: toml::Table = toml::from_str(&f).unwrap();
+        assert_eq!(t["delay_ms"].as_float(), Some(100.0));
+        assert_eq!(t["seed"].as_integer(), Some(3));
+        assert_eq!(t["error"]["loss"].as_float(), Some(0.005));
+        assert_eq!(t["error_reverse"]["model"].as_str(), Some("perfect"));
+        assert_eq!(
+            t["queue_packets"].as_integer(),
+            Some(mslink_link::service::raw::RawConfig::default().queue_limit as i64)
+        );
+    }
+}

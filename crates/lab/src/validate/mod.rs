@@ -1,0 +1,308 @@
+//! The simulator's TCP against the kernel's on the same link: `mslink validate`.
+//!
+//! Contract. A [`Grid`] is a list of [`Link`]s (rate, round-trip time, loss of data frames) and
+//! congestion controls ([`Cc`]). For every link and control, [`run`] makes `reps` transfers of
+//! `seconds` each two ways: in the simulator, with the Linux-like sender of
+//! `scenarios/tcp/linux_like.toml` over one wireless segment of that link (a Raw service, data
+//! frames lost by the error model, ACKs not), repetition `r` with the simulator's seed `r`; and
+//! for real, with iperf3 between two network namespaces joined by `mslink emulate` configured with
+//! the same link (the kernel's TCP with its own settings, recorded from inside the namespace).
+//! What the simulator is given to match the kernel is [`matched`]'s list; every run's numbers
+//! go to [`Row`]s in (link, control, side, repetition) order and [`report`] turns them into a
+//! table of goodput and retransmission rate side by side, with the sim/real ratio and its 95%
+//! interval (delta method, `mslink_stats::ratio`).
+//!
+//! The real side needs root, iperf3 and the `mslink` executable it is given; the simulated side
+//! runs in this process on `jobs` threads and is deterministic. Nothing here prints: progress
+//! and notes go through [`crate::reproduce::Progress`].
+
+mod kernel;
+mod report;
+mod sim;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+pub use kernel::KernelSettings;
+pub use report::{report, Summary};
+
+/// Loss of data frames on the link (ACKs cross a perfect channel, as in the ns-3 benchmark and
+/// `linux_like.toml`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Loss {
+    /// Independent frame loss with this probability (0 for none).
+    Independent(f64),
+    /// Gilbert-Elliott bursts with this average loss and mean burst length in frames
+    /// (docs/traces.md).
+    Bursty {
+        /// Long-run share of frames lost.
+        loss: f64,
+        /// Mean run of lost frames.
+        burst_frames: f64,
+    },
+}
+
+impl Loss {
+    /// The error model as an inline TOML table, the same for the simulator and the emulator.
+    pub fn toml(&self) -> String {
+        match *self {
+            Loss::Independent(0.0) => "{ model = \"perfect\" }".into(),
+            Loss::Independent(p) => format!("{{ model = \"independent\", loss = {p} }}"),
+            Loss::Bursty { loss, burst_frames } => format!(
+                "{{ model = \"gilbert_elliott\", loss = {loss}, burst_frames = {burst_frames} }}"
+            ),
+        }
+    }
+    /// A short label: `0`, `1%`, `2% bursts of 4`.
+    pub fn label(&self) -> String {
+        match *self {
+            Loss::Independent(0.0) => "0".into(),
+            Loss::Independent(p) => format!("{}%", p * 100.0),
+            Loss::Bursty { loss, burst_frames } => {
+                format!("{}% bursts of {burst_frames}", loss * 100.0)
+            }
+        }
+    }
+}
+
+/// One link of the grid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Link {
+    /// Bit rate of each direction, bit/s.
+    pub rate_bps: f64,
+    /// Round-trip propagation time, ms (one way is half of it).
+    pub rtt_ms: f64,
+    /// Loss of data frames.
+    pub loss: Loss,
+}
+
+impl Link {
+    /// `10 Mbit/s, 20 ms, 1%`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} Mbit/s, {} ms, {}",
+            self.rate_bps / 1e6,
+            self.rtt_ms,
+            self.loss.label()
+        )
+    }
+}
+
+/// A congestion control both sides run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cc {
+    /// RFC 5681 AIMD (Linux's `reno`).
+    Reno,
+    /// RFC 9438 CUBIC (Linux's default, `cubic`).
+    Cubic,
+}
+
+impl Cc {
+    /// The name both the simulator's `congestion_control` and iperf3's `-C` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cc::Reno => "reno",
+            Cc::Cubic => "cubic",
+        }
+    }
+    /// Parses `reno` or `cubic`.
+    pub fn parse(s: &str) -> Result<Cc> {
+        match s {
+            "reno" => Ok(Cc::Reno),
+            "cubic" => Ok(Cc::Cubic),
+            _ => bail!("unknown congestion control {s:?}: expected reno or cubic"),
+        }
+    }
+}
+
+/// The links to compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grid {
+    /// One held-out link (10 Mbit/s, 20 ms, 1%): what `./dev test` runs.
+    Quick,
+    /// Rates 1, 10, 100 Mbit/s x RTT 10, 50, 200 ms x loss 0, 0.5%, 2% independent and 2% in
+    /// bursts of 4 frames (36 links).
+    Full,
+}
+
+impl Grid {
+    /// The grid's links, in the order they run and are reported.
+    pub fn links(self) -> Vec<Link> {
+        match self {
+            Grid::Quick => vec![Link {
+                rate_bps: 10e6,
+                rtt_ms: 20.0,
+                loss: Loss::Independent(0.01),
+            }],
+            Grid::Full => {
+                let losses = [
+                    Loss::Independent(0.0),
+                    Loss::Independent(0.005),
+                    Loss::Independent(0.02),
+                    Loss::Bursty {
+                        loss: 0.02,
+                        burst_frames: 4.0,
+                    },
+                ];
+                let mut out = Vec::new();
+                for rate_bps in [1e6, 10e6, 100e6] {
+                    for rtt_ms in [10.0, 50.0, 200.0] {
+                        for loss in losses {
+                            out.push(Link {
+                                rate_bps,
+                                rtt_ms,
+                                loss,
+                            });
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The links.
+    pub links: Vec<Link>,
+    /// The congestion controls.
+    pub ccs: Vec<Cc>,
+    /// Transfers per link, control and side.
+    pub reps: u32,
+    /// Length of each transfer, seconds.
+    pub seconds: f64,
+    /// Threads for the simulated side.
+    pub jobs: usize,
+    /// The `mslink` executable that runs `mslink emulate` (None: the simulated side only).
+    pub exe: Option<PathBuf>,
+    /// Folder for the real side's iperf3 documents and link files.
+    pub work: PathBuf,
+}
+
+/// Which side a row comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    /// `mslink_sim`, Linux-like settings.
+    Sim,
+    /// The kernel's TCP through `mslink emulate`.
+    Real,
+}
+
+impl Side {
+    /// `sim` or `real`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Sim => "sim",
+            Side::Real => "real",
+        }
+    }
+}
+
+/// One transfer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Index into [`Options::links`].
+    pub link: usize,
+    /// Congestion control.
+    pub cc: Cc,
+    /// Simulated or real.
+    pub side: Side,
+    /// Repetition (the simulator's seed).
+    pub rep: u32,
+    /// Bytes delivered to the receiving application per second, bit/s.
+    pub goodput_bps: f64,
+    /// Retransmitted segments over segments sent.
+    pub retrans_rate: f64,
+    /// Retransmission timeouts (the simulator's count; the kernel's is not in iperf3's
+    /// document: NaN).
+    pub timeouts: f64,
+    /// The sender's mean smoothed RTT, ms (iperf3's `mean_rtt`; NaN for the simulator, which
+    /// does not report RTT samples yet).
+    pub rtt_mean_ms: f64,
+}
+
+/// What the simulator is given to match the kernel, and how: printed above the table.
+pub fn matched() -> &'static [(&'static str, &'static str)] {
+    &[
+        (
+            "sender",
+            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it (cubic_flavour = \"linux\"), timestamps, handshake, IW 10, min RTO 200 ms, 1 ms timers, MSS 1448",
+        ),
+        (
+            "receiver",
+            "delayed ACKs every second segment or after 40 ms (TCP_DELACK_MIN); Linux's quick-ACK mode at the start is not modelled",
+        ),
+        (
+            "buffers",
+            "both set to half of the kernel's tcp_rmem maximum (the window Linux can advertise from it at tcp_adv_win_scale 1); Linux autotunes up to it, the simulator starts there",
+        ),
+        (
+            "link",
+            "the same rate, one-way delay (RTT/2) and error model, one Raw service, 1500-byte MTU, frames lost in the data direction only, 1000 packets of drop-tail queue in front of the air (the Raw service's queue in the simulator, the emulator's queue_packets)",
+        ),
+        (
+            "not matched",
+            "HyStart (Linux's CUBIC exits slow start on delay; the simulator's does not), pacing (off for CUBIC and Reno without fq), TSO/GSO bursts, RTT-adaptive delayed ACKs",
+        ),
+    ]
+}
+
+/// Runs every transfer of `o`: the simulated side first (all links, in parallel), then the
+/// real side one transfer at a time. Returns the rows and the kernel settings seen.
+pub fn run(
+    o: &Options,
+    progress: &dyn crate::reproduce::Progress,
+) -> Result<(Vec<Row>, Option<KernelSettings>)> {
+    if o.reps == 0 || o.seconds <= 0.0 {
+        bail!("validate needs at least one repetition and a positive length");
+    }
+    let settings = match &o.exe {
+        Some(exe) => Some(kernel::settings(exe, &o.work)?),
+        None => None,
+    };
+    let buffer = settings
+        .as_ref()
+        .map_or(kernel::DEFAULT_WINDOW_BUFFER, |s| s.window_buffer_bytes());
+    let mut rows = sim::run(o, buffer, progress)?;
+    if let Some(exe) = &o.exe {
+        rows.extend(kernel::run(o, exe, progress)?);
+    }
+    rows.sort_by(|a, b| {
+        (a.link, a.cc, a.side, a.rep)
+            .partial_cmp(&(b.link, b.cc, b.side, b.rep))
+            .expect("keys are ordered")
+    });
+    Ok((rows, settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_full_grid_has_every_rate_rtt_and_loss_once() {
+        let links = Grid::Full.links();
+        assert_eq!(links.len(), 36);
+        for (i, a) in links.iter().enumerate() {
+            assert!(!links[i + 1..].contains(a), "{a:?} twice");
+        }
+        assert_eq!(Grid::Quick.links()[0].label(), "10 Mbit/s, 20 ms, 1%");
+    }
+
+    #[test]
+    fn loss_models_are_the_simulators_and_the_emulators_tables() {
+        assert_eq!(Loss::Independent(0.0).toml(), "{ model = \"perfect\" }");
+        let b = Loss::Bursty {
+            loss: 0.02,
+            burst_frames: 4.0,
+        };
+        let t: toml::Table = toml::from_str(&format!("e = {}", b.toml())).unwrap();
+        let e: Result<mslink_channel::ErrorModelConfig, _> = t["e"].clone().try_into();
+        assert!(e.is_ok(), "{e:?}");
+        assert_eq!(b.label(), "2% bursts of 4");
+        assert!(Cc::parse("bbr").is_err());
+    }
+}

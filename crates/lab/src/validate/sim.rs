@@ -1,0 +1,120 @@
+//! The simulated side of `mslink validate`: the Linux-like sender of
+//! `scenarios/tcp/linux_like.toml` over each link of the grid.
+//!
+//! Contract. [`scenario`] is that file with the link's rate, one-way delay (half the RTT) and
+//! data-frame error model, the control, the length and the buffers set by overrides, so the
+//! file stays the one description of a Linux-like sender; the transfer is longer than the link
+//! can carry in the run, so the run's end stops it. [`run`] makes every (link, control,
+//! repetition) on `jobs` threads; the rows come back in that order whatever `jobs` is.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use mslink_sim::Scenario;
+
+use super::{Cc, Link, Options, Row, Side};
+use crate::TraceFiles;
+
+/// `scenarios/tcp/linux_like.toml`, built in so the verb runs from any folder.
+const LINUX_LIKE: &str = include_str!("../../../../scenarios/tcp/linux_like.toml");
+
+/// The Linux-like transfer over `link` with `cc`, `seconds` long, with both socket buffers
+/// `buffer` bytes.
+pub fn scenario(link: &Link, cc: Cc, seconds: f64, buffer: u64) -> Result<Scenario> {
+    let size = (link.rate_bps * seconds / 8.0 * 2.0) as u64 + 10_000_000;
+    let sets: Vec<(String, String)> = [
+        ("sim.name", format!("\"validate-{}\"", cc.name())),
+        ("sim.duration_s", seconds.to_string()),
+        ("segment.0.rate_bps", link.rate_bps.to_string()),
+        ("segment.0.delay_ms", (link.rtt_ms / 2.0).to_string()),
+        ("segment.0.error", link.loss.toml()),
+        ("flow.0.size_bytes", size.to_string()),
+        (
+            "flow.0.tcp.congestion_control",
+            format!("\"{}\"", cc.name()),
+        ),
+        ("flow.0.tcp.recv_buffer_bytes", buffer.to_string()),
+        ("flow.0.tcp.send_buffer_bytes", buffer.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    Scenario::parse(LINUX_LIKE)
+        .and_then(|s| s.with_overrides(&sets))
+        .with_context(|| format!("the Linux-like scenario over {}", link.label()))
+}
+
+/// Every simulated transfer of `o`, in (link, control, repetition) order.
+pub fn run(
+    o: &Options,
+    buffer: u64,
+    progress: &dyn crate::reproduce::Progress,
+) -> Result<Vec<Row>> {
+    let mut jobs = Vec::new();
+    for (li, link) in o.links.iter().enumerate() {
+        for &cc in &o.ccs {
+            let sc = scenario(link, cc, o.seconds, buffer)?;
+            for rep in 0..o.reps {
+                jobs.push((li, cc, sc.clone(), rep));
+            }
+        }
+    }
+    let traces = TraceFiles::new(PathBuf::new());
+    progress.phase(jobs.len() as u64, "simulated transfers");
+    let out = crate::parallel::parallel_ordered(jobs.len(), o.jobs, &|| progress.tick(), |i| {
+        let (li, cc, sc, rep) = &jobs[i];
+        let mut t = &traces;
+        let r = mslink_sim::run_with(sc, *rep, &mut t, None)?;
+        let f = r.flows.first().context("the scenario's flow")?;
+        Ok::<_, anyhow::Error>(Row {
+            link: *li,
+            cc: *cc,
+            side: Side::Sim,
+            rep: *rep,
+            goodput_bps: f.throughput_bps,
+            retrans_rate: f.retransmits as f64 / (f.sent as f64).max(1.0),
+            timeouts: f.timeouts as f64,
+            rtt_mean_ms: f64::NAN,
+        })
+    });
+    progress.done();
+    out.into_iter()
+        .zip(&jobs)
+        .map(|(r, (li, cc, _, rep))| {
+            r.with_context(|| {
+                format!(
+                    "simulating {} with {}, repetition {rep}",
+                    o.links[*li].label(),
+                    cc.name()
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::Loss;
+
+    #[test]
+    fn the_scenario_is_linux_like_with_the_links_values() {
+        let link = Link {
+            rate_bps: 10e6,
+            rtt_ms: 20.0,
+            loss: Loss::Independent(0.01),
+        };
+        let sc = scenario(&link, Cc::Reno, 5.0, 1 << 20).unwrap();
+        let t = toml::to_string(&sc).unwrap();
+        for want in [
+            "rate_bps = 10000000",
+            "delay_ms = 10",
+            "congestion_control = \"reno\"",
+            "byte_counting = true",
+            "recv_buffer_bytes = 1048576",
+            "duration_s = 5",
+        ] {
+            assert!(t.contains(want), "{want} not in\n{t}");
+        }
+    }
+}
