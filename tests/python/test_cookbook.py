@@ -246,13 +246,17 @@ def run_tunnel_end(cli: str, config: Path, cwd: Path) -> subprocess.CompletedPro
 
 
 def test_tunnel_configs_pass_the_tunnels_own_checks(cli: str, tmp_path: Path) -> None:
-    # The key the configurations name, relative to the directory the tunnel runs in.
+    # The configurations, copied with the key they name beside them (a relative key file is
+    # read from the configuration's folder), run from another directory.
     key = subprocess.run([cli, "tunnel", "genpsk"], capture_output=True, text=True, check=True)
-    (tmp_path / "examples" / "tunnel").mkdir(parents=True)
-    (tmp_path / "examples" / "tunnel" / "psk").write_text(key.stdout)
+    (tmp_path / "psk").write_text(key.stdout)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     past_the_checks = ("binding UDP 192.168.50.", "creating TUN device mslink-")
     for end in ("a", "b"):
-        p = run_tunnel_end(cli, TUNNEL / f"{end}.toml", tmp_path)
+        config = tmp_path / f"{end}.toml"
+        config.write_text((TUNNEL / f"{end}.toml").read_text())
+        p = run_tunnel_end(cli, config, elsewhere)
         assert p.returncode != 0
         assert any(s in p.stderr for s in past_the_checks), p.stderr
 
