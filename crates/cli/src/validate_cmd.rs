@@ -88,7 +88,7 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         a.out.display()
     );
     let machine = mslink_lab::provenance::machine();
-    let (sums, _) = validate::report(
+    let written = validate::report(
         &a.out,
         &o.links,
         &rows,
@@ -97,7 +97,8 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         &machine,
     )?;
     if a.json {
-        let doc: Vec<serde_json::Value> = sums
+        let doc: Vec<serde_json::Value> = written
+            .summaries
             .iter()
             .map(|s| {
                 serde_json::json!({
@@ -113,8 +114,11 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
             .collect();
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        let md = std::fs::read_to_string(a.out.join("report.md"))?;
-        let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        let table: Vec<&str> = written
+            .markdown
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .collect();
         println!("{}", table.join("\n"));
     }
     Ok(())

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 pub use kernel::KernelSettings;
-pub use report::{report, Summary};
+pub use report::{report, Summary, Written};
 
 /// Loss of data frames on the link (ACKs cross a perfect channel, as in the ns-3 benchmark and
 /// `linux_like.toml`).

@@ -91,8 +91,18 @@ fn pm(e: &Estimate, scale: f64, digits: usize) -> String {
     }
 }
 
+/// What [`report`] wrote.
+pub struct Written {
+    /// One per (link, control), in grid order.
+    pub summaries: Vec<Summary>,
+    /// The text of report.md, for a caller that prints it.
+    pub markdown: String,
+    /// The files written.
+    pub files: Vec<PathBuf>,
+}
+
 /// Writes runs.csv, report.md and the goodput figure into `dir`; `command` is the command
-/// line that produced them, `machine` the CPU line. Returns the summaries and the files.
+/// line that produced them, `machine` the CPU line.
 pub fn report(
     dir: &Path,
     links: &[Link],
@@ -100,7 +110,7 @@ pub fn report(
     settings: Option<&KernelSettings>,
     command: &str,
     machine: &str,
-) -> Result<(Vec<Summary>, Vec<PathBuf>)> {
+) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
     let mut csv = String::from(
@@ -197,7 +207,7 @@ pub fn report(
         counts[2]
     );
     let p = dir.join("report.md");
-    std::fs::write(&p, md).with_context(|| format!("writing {}", p.display()))?;
+    std::fs::write(&p, &md).with_context(|| format!("writing {}", p.display()))?;
     files.push(p);
 
     let mut lines = Vec::new();
@@ -232,7 +242,11 @@ pub fn report(
         scatter: true,
     };
     files.extend(mslink_plot::chart::save(dir, "goodput", &chart).context("drawing goodput")?);
-    Ok((sums, files))
+    Ok(Written {
+        summaries: sums,
+        markdown: md,
+        files,
+    })
 }
 
 #[cfg(test)]
@@ -283,7 +297,8 @@ mod tests {
             row(Side::Real, 0, 5.6e6),
             row(Side::Real, 1, 5.62e6),
         ];
-        let (s, files) = report(&dir, &links, &rows, None, "mslink validate", "test").unwrap();
+        let w = report(&dir, &links, &rows, None, "mslink validate", "test").unwrap();
+        let (s, files) = (w.summaries, w.files);
         assert_eq!(s.len(), 1);
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(

@@ -50,27 +50,29 @@ pub fn run(
     buffer: u64,
     progress: &dyn crate::reproduce::Progress,
 ) -> Result<Vec<Row>> {
+    // One scenario per (link, control); a job names it by index.
+    let mut scenarios = Vec::new();
     let mut jobs = Vec::new();
     for (li, link) in o.links.iter().enumerate() {
         for &cc in &o.ccs {
-            let sc = scenario(link, cc, o.seconds, buffer)?;
+            scenarios.push(scenario(link, cc, o.seconds, buffer)?);
             for rep in 0..o.reps {
-                jobs.push((li, cc, sc.clone(), rep));
+                jobs.push((li, cc, scenarios.len() - 1, rep));
             }
         }
     }
     let traces = TraceFiles::new(PathBuf::new());
     progress.phase(jobs.len() as u64, "simulated transfers");
     let out = crate::parallel::parallel_ordered(jobs.len(), o.jobs, &|| progress.tick(), |i| {
-        let (li, cc, sc, rep) = &jobs[i];
+        let (li, cc, sc, rep) = jobs[i];
         let mut t = &traces;
-        let r = mslink_sim::run_with(sc, *rep, &mut t, None)?;
+        let r = mslink_sim::run_with(&scenarios[sc], rep, &mut t, None)?;
         let f = r.flows.first().context("the scenario's flow")?;
         Ok::<_, anyhow::Error>(Row {
-            link: *li,
-            cc: *cc,
+            link: li,
+            cc,
             side: Side::Sim,
-            rep: *rep,
+            rep,
             goodput_bps: f.throughput_bps,
             retrans_rate: f.retransmits as f64 / (f.sent as f64).max(1.0),
             timeouts: f.timeouts as f64,
