@@ -48,7 +48,7 @@ enum Command {
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// The simulator's TCP against the kernel's on the same links (iperf3 through `mslink
     /// emulate`): goodput, retransmissions and their ratio (docs/validation.md). Needs root,
-    /// except with --sim-only.
+    /// except with --sim-only or --reuse-real.
     Validate(validate_cmd::ValidateArgs),
     /// Generate, inspect and convert per-frame error traces (docs/traces.md).
     Trace(trace_cmd::TraceArgs),

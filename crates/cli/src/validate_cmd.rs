@@ -12,7 +12,7 @@ use mslink_lab::validate::{self, Cc, Grid, Options};
 /// Options of `mslink validate`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # the table of docs/validation.md (36 links, 46 minutes on a 2-core machine):\n  #   mslink validate --grid full --reps 3 --seconds 10 --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss. OUT/report.md has goodput,\nretransmissions and timeouts side by side with the sim/real ratio and its 95% interval;\nOUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
+    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # after a change to the simulator, against the kernel runs already in docs/validation/real/:\n  #   mslink validate --grid full --reps 3 --seconds 10 --reuse-real --out docs/validation\n  # the table of docs/validation.md (36 links, 46 minutes on a 2-core machine):\n  #   mslink validate --grid full --reps 3 --seconds 10 --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss. OUT/report.md has goodput,\nretransmissions and timeouts side by side with the sim/real ratio and its 95% interval;\nOUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
 )]
 pub struct ValidateArgs {
     /// Folder for report.md, runs.csv, goodput.{png,svg} and the real side's files (real/).
@@ -37,6 +37,11 @@ pub struct ValidateArgs {
     /// Only the simulated side (no root, no iperf3).
     #[arg(long)]
     pub sim_only: bool,
+    /// The real side from an earlier run's files in OUT/real/ (same grid, --cc, --reps and
+    /// --seconds) instead of measuring it again: re-checks the simulator after a change, no
+    /// root needed.
+    #[arg(long, conflicts_with = "sim_only")]
+    pub reuse_real: bool,
     /// No progress bar or notes.
     #[arg(short, long)]
     pub quiet: bool,
@@ -69,22 +74,24 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         jobs: a
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        exe: if a.sim_only {
+        exe: if a.sim_only || a.reuse_real {
             None
         } else {
             Some(crate::convention::mslink_exe()?)
         },
         work: a.out.join("real"),
+        reuse_real: a.reuse_real,
     };
     let progress = crate::convention::Bar::new(a.quiet);
     let (rows, settings) = validate::run(&o, &progress)?;
     let command = format!(
-        "mslink validate --grid {} --cc {} --reps {} --seconds {}{} --out {}",
+        "mslink validate --grid {} --cc {} --reps {} --seconds {}{}{} --out {}",
         a.grid,
         a.cc.join(","),
         a.reps,
         a.seconds,
         if a.sim_only { " --sim-only" } else { "" },
+        if a.reuse_real { " --reuse-real" } else { "" },
         a.out.display()
     );
     let machine = mslink_lab::provenance::machine();

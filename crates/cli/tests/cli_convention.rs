@@ -345,7 +345,7 @@ fn needs_root(verb: &str, line: &str) -> bool {
     verb == "emulate"
         || line.contains("--netns")
         || is_daemon(verb, line)
-        || verb == "validate" && !line.contains("--sim-only")
+        || verb == "validate" && !line.contains("--sim-only") && !line.contains("--reuse-real")
 }
 
 fn is_daemon(verb: &str, line: &str) -> bool {

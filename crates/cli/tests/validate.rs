@@ -55,6 +55,28 @@ fn the_simulator_and_the_kernel_run_the_same_link_and_are_reported_side_by_side(
     );
     assert!(out.join("goodput.svg").is_file());
 
+    // The real side again from its files (`--reuse-real`): the same real rows, nothing
+    // measured; a run of another length is refused, naming the file.
+    let reuse = |secs: &str| {
+        mslink()
+            .args(["validate", "--grid", "quick", "--cc", "reno", "--reps", "2"])
+            .args(["--seconds", secs, "--reuse-real", "-q", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let o = reuse("3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(csv_rows(&again, "real"), csv_rows(&csv, "real"));
+    let o = reuse("4");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("link0-reno-rep0.json") && err.contains("not 4 s"),
+        "{err}"
+    );
+
     // The simulated side alone, on one thread and on two: the same rows.
     let sim_rows = |jobs: &str, dir: &str| {
         let o = mslink()

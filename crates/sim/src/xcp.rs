@@ -459,6 +459,9 @@ mod tests {
             mss: 1000,
             rtt: None,
             xcp_feedback: fb,
+            ca_rtt: None,
+            una: 0,
+            snd_max: 0,
         };
         w.on_ack(&ack(Some(500)));
         assert_eq!(w.cwnd(), 2500);

@@ -12,7 +12,7 @@
 //! emulated namespace, where the transfers run (per-namespace sysctls start at the kernel's
 //! defaults, not the host's values).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -89,6 +89,12 @@ pub fn settings(exe: &Path, work: &Path) -> Result<KernelSettings> {
         keys = SYSCTLS.join(" ")
     );
     emulate(exe, None, &script, None).context("reading the kernel's TCP settings")?;
+    settings_in(work)
+}
+
+/// The kernel settings an earlier run recorded in `work/sysctl.txt`.
+pub fn settings_in(work: &Path) -> Result<KernelSettings> {
+    let file = work.join("sysctl.txt");
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let mut lines = text.lines();
@@ -155,7 +161,10 @@ pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, 
     }
     let goodput = num(doc, "end.sum_received.bits_per_second")
         .context("iperf3's document has no end.sum_received.bits_per_second")?;
-    let bytes = num(doc, "end.sum_sent.bytes").context("no end.sum_sent.bytes")?;
+    // Segments on the wire: what arrived plus what was sent again. iperf3's sent bytes are
+    // what the application wrote, the unsent socket buffer included: at low goodput that is
+    // several times what crossed the link and hides the retransmissions.
+    let bytes = num(doc, "end.sum_received.bytes").context("no end.sum_received.bytes")?;
     let retx = num(doc, "end.sum_sent.retransmits").context("no end.sum_sent.retransmits")?;
     let mss = num(doc, "start.tcp_mss_default").unwrap_or(1448.0);
     let rtt_us = num(doc, "end.streams.0.sender.mean_rtt").unwrap_or(f64::NAN);
@@ -191,25 +200,61 @@ pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -
     Ok(rows)
 }
 
-fn transfer(o: &Options, exe: &Path, li: usize, link: &Link, cc: Cc, rep: u32) -> Result<Row> {
-    let stem = o.work.join(format!("link{li}-{}-rep{rep}", cc.name()));
-    let lf = stem.with_extension("toml");
-    std::fs::write(&lf, link_file(link, rep))
-        .with_context(|| format!("writing {}", lf.display()))?;
-    let (json, ns) = (stem.with_extension("json"), stem.with_extension("netstat"));
-    let left = format!(
-        "sleep 0.5; iperf3 -c $MSLINK_RIGHT -t {secs} -C {cc} -J > {json}; cat /proc/net/netstat > {ns}",
-        secs = o.seconds,
-        cc = cc.name(),
-        json = json.display(),
-        ns = ns.display()
-    );
-    emulate(exe, Some(&lf), &left, Some("iperf3 -s -1"))?;
+/// The real side of `o` from the files an earlier run left in `o.work` (`--reuse-real`):
+/// every transfer's link file must be the one `o` would write, and its iperf3 document must
+/// be `o.seconds` long, so the rows are the same measurements a new run of `o` would repeat.
+pub fn reuse(o: &Options) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (li, link) in o.links.iter().enumerate() {
+        for &cc in &o.ccs {
+            for rep in 0..o.reps {
+                let stem = stem(o, li, cc, rep);
+                let lf = stem.with_extension("toml");
+                let had = std::fs::read_to_string(&lf).with_context(|| {
+                    format!(
+                        "reading {} (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
+                        lf.display()
+                    )
+                })?;
+                if had != link_file(link, rep) {
+                    bail!(
+                        "{} describes another link than {} (repetition {rep}): the earlier run had another grid; run without --reuse-real",
+                        lf.display(),
+                        link.label()
+                    );
+                }
+                let row = row_from_files(&stem, li, cc, rep)?;
+                let json = stem.with_extension("json");
+                let doc = read_doc(&json)?;
+                let secs = num(&doc, "start.test_start.duration").unwrap_or(f64::NAN);
+                if secs != o.seconds {
+                    bail!(
+                        "{} is a {secs} s transfer, not {} s: give the earlier run's --seconds",
+                        json.display(),
+                        o.seconds
+                    );
+                }
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn stem(o: &Options, li: usize, cc: Cc, rep: u32) -> PathBuf {
+    o.work.join(format!("link{li}-{}-rep{rep}", cc.name()))
+}
+
+fn read_doc(json: &Path) -> Result<serde_json::Value> {
     let text =
-        std::fs::read_to_string(&json).with_context(|| format!("reading {}", json.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("iperf3's document {}", json.display()))?;
-    let nstext = std::fs::read_to_string(&ns).unwrap_or_default();
+        std::fs::read_to_string(json).with_context(|| format!("reading {}", json.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("iperf3's document {}", json.display()))
+}
+
+/// The row of one transfer from its iperf3 document and netstat snapshot.
+fn row_from_files(stem: &Path, li: usize, cc: Cc, rep: u32) -> Result<Row> {
+    let doc = read_doc(&stem.with_extension("json"))?;
+    let nstext = std::fs::read_to_string(stem.with_extension("netstat")).unwrap_or_default();
     let (goodput_bps, retrans_rate, timeouts, rtt_mean_ms) = row_of(&doc, &nstext)?;
     Ok(Row {
         link: li,
@@ -223,6 +268,23 @@ fn transfer(o: &Options, exe: &Path, li: usize, link: &Link, cc: Cc, rep: u32) -
     })
 }
 
+fn transfer(o: &Options, exe: &Path, li: usize, link: &Link, cc: Cc, rep: u32) -> Result<Row> {
+    let stem = stem(o, li, cc, rep);
+    let lf = stem.with_extension("toml");
+    std::fs::write(&lf, link_file(link, rep))
+        .with_context(|| format!("writing {}", lf.display()))?;
+    let (json, ns) = (stem.with_extension("json"), stem.with_extension("netstat"));
+    let left = format!(
+        "sleep 0.5; iperf3 -c $MSLINK_RIGHT -t {secs} -C {cc} -J > {json}; cat /proc/net/netstat > {ns}",
+        secs = o.seconds,
+        cc = cc.name(),
+        json = json.display(),
+        ns = ns.display()
+    );
+    emulate(exe, Some(&lf), &left, Some("iperf3 -s -1"))?;
+    row_from_files(&stem, li, cc, rep)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,8 +294,8 @@ mod tests {
         let doc: serde_json::Value = serde_json::json!({
             "start": {"tcp_mss_default": 1448},
             "end": {
-                "sum_sent": {"bytes": 14480000.0, "retransmits": 100},
-                "sum_received": {"bits_per_second": 5.6e6},
+                "sum_sent": {"bytes": 29000000.0, "retransmits": 100},
+                "sum_received": {"bytes": 14480000.0, "bits_per_second": 5.6e6},
                 "streams": [{"sender": {"mean_rtt": 25000}}]
             }
         });

@@ -180,6 +180,9 @@ pub struct Options {
     pub exe: Option<PathBuf>,
     /// Folder for the real side's iperf3 documents and link files.
     pub work: PathBuf,
+    /// Take the real side from an earlier run's files in `work` instead of measuring it
+    /// (`exe` is then unused): re-checks the simulator after a change, without root.
+    pub reuse_real: bool,
 }
 
 /// Which side a row comes from.
@@ -229,7 +232,7 @@ pub fn matched() -> &'static [(&'static str, &'static str)] {
     &[
         (
             "sender",
-            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it (cubic_flavour = \"linux\"), timestamps, handshake, IW 10, min RTO 200 ms, 1 ms timers, MSS 1448",
+            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it with its HyStart slow-start exit (cubic_flavour = \"linux\"), the kernel's retransmission timer (rto_flavour = \"linux\": SRTT + max(4 mdev, 200 ms), an RTT sample from every ACK, restarted when the first unacknowledged segment is retransmitted), timestamps, handshake, IW 10, 1 ms timers, MSS 1448",
         ),
         (
             "receiver",
@@ -245,7 +248,7 @@ pub fn matched() -> &'static [(&'static str, &'static str)] {
         ),
         (
             "not matched",
-            "HyStart (Linux's CUBIC exits slow start on delay; the simulator's does not), pacing (off for CUBIC and Reno without fq), TSO/GSO bursts, RTT-adaptive delayed ACKs",
+            "receive-buffer autotuning (the kernel's window grows with what the application reads; the simulator's is the maximum from the start, so Reno, which has no HyStart, fills a slow link's queue deeper in slow start), pacing (off for CUBIC and Reno without fq), TSO/GSO bursts, RTT-adaptive delayed ACKs, DSACK and F-RTO undo of spurious reductions",
         ),
     ]
 }
@@ -260,6 +263,7 @@ pub fn run(
         bail!("validate needs at least one repetition and a positive length");
     }
     let settings = match &o.exe {
+        _ if o.reuse_real => Some(kernel::settings_in(&o.work)?),
         Some(exe) => Some(kernel::settings(exe, &o.work)?),
         None => None,
     };
@@ -267,7 +271,9 @@ pub fn run(
         .as_ref()
         .map_or(kernel::DEFAULT_WINDOW_BUFFER, |s| s.window_buffer_bytes());
     let mut rows = sim::run(o, buffer, progress)?;
-    if let Some(exe) = &o.exe {
+    if o.reuse_real {
+        rows.extend(kernel::reuse(o)?);
+    } else if let Some(exe) = &o.exe {
         rows.extend(kernel::run(o, exe, progress)?);
     }
     rows.sort_by(|a, b| {

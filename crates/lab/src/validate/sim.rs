@@ -119,4 +119,33 @@ mod tests {
             assert!(t.contains(want), "{want} not in\n{t}");
         }
     }
+
+    /// HyStart (cubic_flavour = "linux"): with no loss at 10 Mbit/s and 200 ms, slow start
+    /// ends on the growing delay before the 1000-packet queue overflows, as the kernel's
+    /// CUBIC does (0 retransmissions in docs/validation.md); RFC 9438's slow start, without
+    /// HyStart++ here, runs into the overflow.
+    #[test]
+    fn linux_cubic_leaves_slow_start_before_the_queue_overflows() {
+        let link = Link {
+            rate_bps: 10e6,
+            rtt_ms: 200.0,
+            loss: Loss::Independent(0.0),
+        };
+        let retransmits = |flavour: &str| {
+            let sc = scenario(&link, Cc::Cubic, 10.0, 3 << 20)
+                .unwrap()
+                .with_overrides(&[(
+                    "flow.0.tcp.cubic_flavour".to_string(),
+                    format!("\"{flavour}\""),
+                )])
+                .unwrap();
+            let mut t = &TraceFiles::new(PathBuf::new());
+            let r = mslink_sim::run_with(&sc, 0, &mut t, None).unwrap();
+            (r.flows[0].retransmits, r.flows[0].throughput_bps)
+        };
+        let (linux, goodput) = retransmits("linux");
+        assert_eq!(linux, 0);
+        assert!(goodput > 8e6, "{goodput}");
+        assert!(retransmits("rfc9438").0 > 100);
+    }
 }

@@ -25,6 +25,14 @@ pub struct AckInfo {
     pub mss: u64,
     /// An RTT sample taken from this ACK, if any (Karn's rule applied).
     pub rtt: Option<Duration>,
+    /// The RTT of the most recently sent segment this ACK delivered, if it was never
+    /// retransmitted (Linux's per-ACK `ca_rtt`; from RACK's transmit times, so only with
+    /// RACK on, else the Karn sample).
+    pub ca_rtt: Option<Duration>,
+    /// The cumulative ACK after this one.
+    pub una: u64,
+    /// One past the highest byte sent.
+    pub snd_max: u64,
     /// The XCP feedback the receiver echoed on this ACK, bytes (XCP flows only).
     pub xcp_feedback: Option<i32>,
 }
@@ -165,6 +173,9 @@ mod tests {
             mss: 1000,
             rtt: None,
             xcp_feedback: None,
+            ca_rtt: None,
+            una: 0,
+            snd_max: 0,
         }
     }
 

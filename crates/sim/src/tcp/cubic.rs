@@ -3,7 +3,8 @@
 //! Contract. [`Cubic`] is a byte-counting window controller, a drop-in replacement for
 //! [`super::cc::Aimd`]: loss recovery (Reno, NewReno, SACK) stays the sender's and only the
 //! window's growth and its reduction differ. Below ssthresh it slow-starts as RFC 5681 §3.1
-//! (eq. 2, cwnd += min(N, SMSS) per ACK, or min(N, 2 SMSS) with [`Counting::Bytes`]; HyStart++, RFC 9406, is not implemented). At or above
+//! (eq. 2, cwnd += min(N, SMSS) per ACK, or min(N, 2 SMSS) with [`Counting::Bytes`]; HyStart++, RFC 9406, is not implemented:
+//! Linux does not run it). At or above
 //! ssthresh every ACK moves the window towards `W_cubic(t + RTT)` (RFC 9438 §4.2, clamped to
 //! [cwnd, 1.5 cwnd]) unless the Reno-friendly estimate `W_est` (§4.3) is larger. A loss sets
 //! `ssthresh = max(beta_cubic * cwnd, 2 SMSS)` (§4.6 with cwnd, as Linux does: see
@@ -22,6 +23,9 @@
 //! approaches `max(W_cubic(t + RTT), W_est)` by (target - cwnd) / cwnd per acknowledged segment
 //! (`cnt = cwnd / (target - cwnd)`, at least 2), and before the first loss it grows by at least
 //! 1/20 per segment (`cnt <= 20`); at or above the target, 1/(100 cwnd) (`cnt = 100 cwnd`).
+//! Its slow start ends early with HyStart ([`super::hystart`]), on the per-ACK RTT samples
+//! `AckInfo::ca_rtt`, whose minimum is then also the RTT of `W_cubic(t + RTT)` (Linux's
+//! `delay_min`, fed by every ACK).
 //!
 //! Application-limited ACKs (RFC 9438 §5.8): when the flight before an ACK was more than one
 //! SMSS below the window (the receiver's window or the send buffer bound it), the window does
@@ -31,6 +35,7 @@
 use mslink_link::{Duration, Instant};
 
 use super::cc::{AckInfo, CongestionControl, Counting};
+use super::hystart::HyStart;
 use super::CubicFlavour;
 
 /// RFC 9438 §5.1: C = 0.4 (segments / s^3).
@@ -81,6 +86,8 @@ pub struct Cubic {
     /// A timeout has set ssthresh and no new data has been acknowledged since: a further
     /// timeout (backoff) keeps that ssthresh, as Linux's `tcp_enter_loss` does.
     rto_episode: bool,
+    /// Linux's slow-start exit (flavour `Linux` only).
+    hystart: HyStart,
 }
 
 impl Cubic {
@@ -98,6 +105,7 @@ impl Cubic {
             epoch: None,
             min_rtt: None,
             rto_episode: false,
+            hystart: HyStart::default(),
         }
     }
 
@@ -249,8 +257,19 @@ impl CongestionControl for Cubic {
     }
     fn on_ack(&mut self, a: &AckInfo) {
         self.rto_episode = false;
-        if let Some(r) = a.rtt {
+        let linux = self.flavour == CubicFlavour::Linux;
+        let sample = if linux { a.ca_rtt.or(a.rtt) } else { a.rtt };
+        if let Some(r) = sample {
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        }
+        if let (true, Some(r), Some(m)) = (linux, sample, self.min_rtt) {
+            // HyStart judges every ACK of a slow start, window-limited or not (Linux's
+            // `pkts_acked` runs before `cong_avoid`).
+            let cwnd = self.cwnd / self.mss;
+            if self.cwnd < self.ssthresh && self.hystart.on_ack(a.now, a.una, a.snd_max, cwnd, r, m)
+            {
+                self.ssthresh = self.cwnd;
+            }
         }
         // RFC 9438 §5.8: no growth while the window is not what limits the sender, and that
         // time does not count in t.
@@ -292,6 +311,7 @@ impl CongestionControl for Cubic {
         self.acc = 0.0;
         self.cwnd = mss;
         self.rto_episode = true;
+        self.hystart.restart();
     }
     fn set_cwnd(&mut self, cwnd: u64) {
         self.cwnd = cwnd;

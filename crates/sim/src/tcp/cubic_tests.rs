@@ -19,6 +19,9 @@ fn ack(now: f64, flight: u64, rtt: f64) -> AckInfo {
         mss: MSS,
         rtt: Some(Duration::from_secs_f64(rtt)),
         xcp_feedback: None,
+        ca_rtt: None,
+        una: 0,
+        snd_max: 0,
     }
 }
 

@@ -175,6 +175,7 @@ impl Sender {
             data_ack.ack = self.total;
         }
         if self.conn.ts
+            && !self.linux_rtt_sampling()
             && a.flags & ACK != 0
             && ((data_ack.ack > una && data_ack.ack <= self.snd_max) || fin_newly_acked)
         {

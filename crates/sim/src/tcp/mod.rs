@@ -30,12 +30,14 @@
 
 pub mod cc;
 pub mod cubic;
+pub mod hystart;
 pub mod prr;
 pub mod rack;
 pub mod receiver;
 /// The RFC 6298 estimator lives in the link crate (one implementation for TCP and the link's
 /// ARQ services).
 pub use mslink_link::rto;
+pub use mslink_link::rto::RtoFlavour;
 pub mod sack;
 pub mod segment;
 pub mod sender;
@@ -163,6 +165,13 @@ pub struct TcpConfig {
     pub max_rto_s: f64,
     /// RTO before the first RTT sample, seconds (RFC 6298 (2.1): 1 s).
     pub initial_rto_s: f64,
+    /// Which retransmission timer: `"rfc6298"` (the default: `max(min_rto, SRTT + 4
+    /// RTTVAR)`, the timer restarted by new ACKs only) or `"linux"`, as the kernel runs it:
+    /// `SRTT + max(4 mdev, min_rto)` with the deviation tracked per round trip
+    /// (`tcp_rtt_estimator`), and the timer restarted whenever the first unacknowledged
+    /// segment is retransmitted (`tcp_xmit_retransmit_queue`), so a repair gets a whole RTO to
+    /// come back (docs/validation.md).
+    pub rto_flavour: RtoFlavour,
     /// Send socket buffer, bytes: bounds the data in flight.
     pub send_buffer_bytes: u64,
     /// Receive socket buffer, bytes: the advertised window.
@@ -207,6 +216,7 @@ impl Default for TcpConfig {
             min_rto_s: 1.0,
             max_rto_s: 64.0,
             initial_rto_s: 1.0,
+            rto_flavour: RtoFlavour::Rfc6298,
             send_buffer_bytes: 65_536,
             recv_buffer_bytes: 65_536,
             delayed_ack: false,

@@ -33,6 +33,18 @@ struct SegTx {
     retransmitted: bool,
 }
 
+/// The RTT samples one ACK gives, from the send times of the never-retransmitted segments
+/// it delivers (cumulatively or by SACK), as Linux takes them (`tcp_clean_rtx_queue`,
+/// `tcp_sacktag_write_queue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckRtts {
+    /// The most recently sent segment's: what the congestion control sees (`ca_rtt_us`).
+    pub newest: Duration,
+    /// The earliest sent segment's: what the retransmission timer sees (`seq_rtt_us`,
+    /// else `sack_rtt_us`).
+    pub oldest: Duration,
+}
+
 /// The RACK state of one sender.
 #[derive(Clone, Debug)]
 pub struct Rack {
@@ -53,6 +65,9 @@ pub struct Rack {
     reordering_seen: bool,
     /// An RTT sample arrived since the last loss probe (§7.3 condition 2).
     rtt_since_probe: bool,
+    /// The smallest and largest RTT of the never-retransmitted segments delivered since the
+    /// last [`Rack::take_ack_rtts`].
+    ack_rtts: Option<AckRtts>,
 }
 
 impl Rack {
@@ -69,7 +84,14 @@ impl Rack {
             fack: 0,
             reordering_seen: false,
             rtt_since_probe: true,
+            ack_rtts: None,
         }
+    }
+
+    /// The RTTs of the never-retransmitted segments delivered since the last call (one
+    /// ACK's worth when called once per ACK), if there were any.
+    pub fn take_ack_rtts(&mut self) -> Option<AckRtts> {
+        self.ack_rtts.take()
     }
 
     /// `RACK.min_RTT`.
@@ -139,6 +161,18 @@ impl Rack {
             return;
         };
         let rtt = now.saturating_since(s.xmit_ts);
+        if !s.retransmitted {
+            self.ack_rtts = Some(match self.ack_rtts {
+                None => AckRtts {
+                    newest: rtt,
+                    oldest: rtt,
+                },
+                Some(a) => AckRtts {
+                    newest: a.newest.min(rtt),
+                    oldest: a.oldest.max(rtt),
+                },
+            });
+        }
         // Step 3 (RACK_detect_reordering): delivered below the highest delivered, never
         // retransmitted, so it was reordered, not lost.
         if end > self.fack {

@@ -25,8 +25,8 @@ use mslink_link::{Duration, Instant};
 use super::cc::{AckInfo, Aimd, CongestionControl, Counting};
 use super::cubic::Cubic;
 use super::prr::Prr;
-use super::rack::{Rack, Tlp};
-use super::rto::RtoEstimator;
+use super::rack::{AckRtts, Rack, Tlp};
+use super::rto::{RtoEstimator, RtoFlavour};
 use super::sack::Scoreboard;
 use super::segment::{Segment, ACK, PSH};
 use super::{TcpConfig, Variant, WindowGrowth};
@@ -102,6 +102,11 @@ pub struct Sender {
     rwnd: u64,
     cc: Box<dyn CongestionControl>,
     rto: RtoEstimator,
+    /// Linux's timer: retransmitting the first unacknowledged segment restarts it, and with
+    /// RACK every ACK gives an RTT sample (`linux_rtt_sample`).
+    linux_timer: bool,
+    /// The RTTs of the segments the ACK being processed delivered (RACK only).
+    ack_rtts: Option<AckRtts>,
     deadline: Option<Instant>,
     /// Karn's rule: (end of the timed segment, its send time).
     timed: Option<(u64, Instant)>,
@@ -176,7 +181,10 @@ impl Sender {
                 s(cfg.min_rto_s),
                 s(cfg.max_rto_s),
                 s(cfg.initial_rto_s),
-            ),
+            )
+            .flavour(cfg.rto_flavour),
+            linux_timer: cfg.rto_flavour == RtoFlavour::Linux,
+            ack_rtts: None,
             deadline: None,
             timed: None,
             dupacks: 0,
@@ -278,6 +286,10 @@ impl Sender {
             }
             delivered = self.sack_delivered(now, a.ack, &blocks[..a.sack_blocks().len()]);
         }
+        self.ack_rtts = self.rack.as_mut().and_then(|r| r.take_ack_rtts());
+        if self.linux_rtt_sampling() {
+            self.linux_rtt_sample(now, a);
+        }
         let (prior_una, prior_dupacks) = (self.snd_una, self.dupacks);
         let mut dup = false;
         if a.ack > self.snd_una {
@@ -306,8 +318,10 @@ impl Sender {
         if let Some((end, t)) = self.timed {
             if ack >= end {
                 let r = now.saturating_since(t);
-                self.rto.sample(r);
-                self.stats.rtt_samples += 1;
+                if !self.linux_rtt_sampling() {
+                    self.rto.sample(r);
+                    self.stats.rtt_samples += 1;
+                }
                 self.timed = None;
                 rtt = Some(r);
             }
@@ -360,12 +374,19 @@ impl Sender {
                 Variant::Sack => {}
             }
         } else {
+            let ca_rtt = match self.rack {
+                Some(_) => self.ack_rtts.map(|r| r.newest),
+                None => rtt,
+            };
             self.cc.on_ack(&AckInfo {
                 now,
                 acked,
                 flight,
                 mss: self.mss,
                 rtt,
+                ca_rtt,
+                una: ack,
+                snd_max: self.snd_max,
                 xcp_feedback,
             });
         }
@@ -559,6 +580,9 @@ impl Sender {
             self.stats.retransmits += 1;
             // Karn: a retransmission spoils the measurement in progress.
             self.timed = None;
+            if self.linux_timer && seq == self.snd_una {
+                self.deadline = Some(now + self.rto.rto());
+            }
         } else if self.timed.is_none() {
             self.timed = Some((end, now));
         }

@@ -89,6 +89,28 @@ impl Sender {
         self.tlp.fast_rtx = self.rack.is_some();
     }
 
+    /// Whether RTT samples are taken as Linux takes them (`rto_flavour = "linux"` with RACK):
+    /// from every ACK, not from one timed segment per round trip.
+    pub(super) fn linux_rtt_sampling(&self) -> bool {
+        self.linux_timer && self.rack.is_some()
+    }
+
+    /// Linux's `tcp_ack_update_rtt`: the sample is the RTT of the earliest sent
+    /// never-retransmitted segment this ACK delivered, cumulatively or by SACK (so the timer
+    /// follows a growing queue through a recovery, when the cumulative ACK stands still);
+    /// failing that, an ACK of new data gives the RFC 7323 echo.
+    pub(super) fn linux_rtt_sample(&mut self, now: Instant, a: &Segment) {
+        let echo =
+            a.ts.filter(|_| a.ack > self.snd_una)
+                .map(|t| super::super::timestamps::rtt(now, t.ecr));
+        let Some(r) = self.ack_rtts.map(|r| r.oldest).or(echo) else {
+            return;
+        };
+        let una = a.ack.max(self.snd_una);
+        self.rto.sample_in_round(r, una, self.snd_max);
+        self.stats.rtt_samples += 1;
+    }
+
     /// Whether PRR decides what may be sent now.
     pub(super) fn prr_governs(&self) -> bool {
         self.in_recovery && self.prr.is_some()

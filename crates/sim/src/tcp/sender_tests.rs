@@ -27,8 +27,11 @@ struct Net {
     q: Vec<(Instant, bool, Segment)>,
     /// Starting bytes whose first transmission is lost.
     lose_once: BTreeSet<u64>,
-    /// Every data segment sent: (time, seq).
+    /// Starting bytes whose first two transmissions are lost.
+    lose_twice: BTreeSet<u64>,
+    /// Every data segment sent: (time, seq), and the sender's next timer just after it.
     sent: Vec<(Instant, u64)>,
+    timer_after: Vec<Option<Instant>>,
     max_flight: u64,
     done_at: Option<Instant>,
 }
@@ -42,7 +45,9 @@ impl Net {
             one_way: Duration::from_millis(50),
             q: Vec::new(),
             lose_once: lose.iter().map(|k| k * MSS).collect(),
+            lose_twice: BTreeSet::new(),
             sent: Vec::new(),
+            timer_after: Vec::new(),
             max_flight: 0,
             done_at: None,
         }
@@ -57,7 +62,13 @@ impl Net {
     fn drain(&mut self) {
         while let Some(seg) = self.s.poll_transmit(self.now) {
             self.sent.push((self.now, seg.seq));
-            if !self.lose_once.remove(&seg.seq) {
+            self.timer_after.push(self.s.poll_timeout());
+            let lost = if self.lose_twice.remove(&seg.seq) {
+                self.lose_once.insert(seg.seq)
+            } else {
+                self.lose_once.remove(&seg.seq)
+            };
+            if !lost {
                 self.push(self.now + self.one_way, true, seg);
             }
         }
@@ -335,6 +346,51 @@ fn rto_backs_off_and_karn_skips_retransmitted_samples() {
     n.run_until(Instant::from_millis(7000 + 201));
     assert_eq!(n.s.stats().rtt_samples, 1);
     assert_eq!(n.s.rto().rto(), Duration::from_secs(1));
+}
+
+/// Linux's timer (`rto_flavour = "linux"`): at 200 ms RTT with a 200 ms minimum the RTO is
+/// about SRTT + 200 ms, not RFC 6298's max(200 ms, SRTT + 4 RTTVAR) = 201 ms, and it restarts
+/// when the first unacknowledged segment is retransmitted, so the repair has a whole RTO to
+/// come back. RFC 6298's timer still runs from the last cumulative ACK before the repair:
+/// here it would expire 1 ms after the repair's ACK could return, and behind any queue
+/// before it. Segment 2000's (late enough for RTTVAR to have settled) first two transmissions are lost; RACK finds both losses with Linux's timer; RFC 6298's expires first.
+#[test]
+fn linux_timer_restarts_when_the_first_unacknowledged_segment_is_resent() {
+    for flavour in [RtoFlavour::Rfc6298, RtoFlavour::Linux] {
+        let c = TcpConfig {
+            prr: true,
+            min_rto_s: 0.2,
+            granularity_s: 0.001,
+            rto_flavour: flavour,
+            ..rack_cfg(10)
+        };
+        let mut n = Net::new(&c, 3000 * MSS, &[]);
+        n.one_way = Duration::from_millis(100);
+        n.lose_twice.insert(2000 * MSS);
+        n.run_until(Instant::from_secs(30));
+        assert!(n.s.is_done());
+        let st = n.s.stats().clone();
+        if flavour == RtoFlavour::Rfc6298 {
+            // The timer from the last cumulative ACK expires before RACK sees the second loss.
+            assert!(st.timeouts >= 1, "{st:?}");
+            continue;
+        }
+        assert_eq!(st.timeouts, 0, "{st:?}");
+        let copies: Vec<usize> = (0..n.sent.len())
+            .filter(|&i| n.sent[i].1 == 2000 * MSS)
+            .collect();
+        assert_eq!(copies.len(), 3, "{st:?}");
+        for &i in &copies[1..] {
+            let (t, timer) = (n.sent[i].0, n.timer_after[i].unwrap());
+            let left = timer.saturating_since(t).as_secs_f64();
+            assert!(left > 0.39, "{left} s left after a repair");
+        }
+        let rto = n.s.rto().rto().as_secs_f64();
+        assert!(
+            (0.39..0.45).contains(&rto),
+            "RTO {rto} s: SRTT + 200 ms and a little"
+        );
+    }
 }
 
 #[test]
