@@ -146,7 +146,7 @@ impl Digest {
         if self.left_out > 0 {
             let _ = writeln!(
                 out,
-                "  ... and {} more (point, flow) pairs: see stats.csv",
+                "  ... and {} more (point, flow) pairs: see flows.csv",
                 self.left_out
             );
         }

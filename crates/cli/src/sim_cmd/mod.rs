@@ -16,23 +16,33 @@ use mslink_sim::{overrides, RunResult, Scenario};
 use crate::TraceFiles;
 
 mod digest;
+mod journal;
 mod output;
 mod parquet_out;
 mod resources;
 mod stats_table;
 
 pub use resources::mem_available;
+pub use stats_table::StatsMode;
 
 /// Options of `mslink sim`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-pq --format parquet\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --json > estimate.json\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops (with --json, as one JSON\ndocument).\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput) (with --format parquet: flows.parquet, timeseries.parquet),\nsummary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots). See docs/simulator.md."
+    after_help = "Examples:\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-30 --reps 30 --jobs 2\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-s7 --set sim.seed=7 --set segment.1.error.mean_bytes=65536\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7 --json -q > summary.json\n  mslink sim scenarios/004/fig7_cbr_one_wlan.toml --out results/fig7-pq --format parquet\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --set flow.0.count=50000\n  mslink sim scenarios/bench/cbr_1000_flows.toml --estimate --json > estimate.json\n  mslink sim scenarios/bench/cbr_1000_flows.toml --out results/many --stats summary\n  # after a kill, a timeout or a reboot: make only the runs that are missing\n  #   mslink sim --resume results/fig7-30\n\nBefore running, mslink sim estimates the flows, events, memory and time of the runs; it\nrefuses runs that need more memory than is available (MemAvailable) and warns about runs\nthat take over an hour. --estimate prints the estimate and stops (with --json, as one JSON\ndocument).\n\nResults: flows.csv (one row per flow, sweep point and repetition), timeseries.csv\n(moving-window throughput) (with --format parquet: flows.parquet, timeseries.parquet),\nsummary.json (per flow, segment, link service counters, events),\ntiming.json (wall time), plots/*.png and *.svg (unless --no-plots), stats.csv (each flow's\nmetrics over the repetitions; --stats). Each run is committed as it finishes; progress.json\nsays whether every file is written. See docs/simulator.md."
 )]
+#[derive(Clone)]
 pub struct SimArgs {
     /// The scenario file (TOML).
-    pub scenario: PathBuf,
+    #[arg(required_unless_present = "resume")]
+    pub scenario: Option<PathBuf>,
+    /// Finish the runs an interrupted `mslink sim` left in this folder (killed, timed out,
+    /// machine restarted): what was committed is kept, only the missing runs are made, and
+    /// the files come out byte-identical to an uninterrupted invocation's. The scenario and
+    /// options are read from FOLDER/progress.json.
+    #[arg(long, value_name = "FOLDER", conflicts_with_all = ["scenario", "out", "sets", "reps", "estimate", "pcap", "no_plots", "force", "stats", "format"])]
+    pub resume: Option<PathBuf>,
     /// Folder for the results (created if missing).
-    #[arg(long, required_unless_present = "estimate")]
+    #[arg(long, required_unless_present_any = ["estimate", "resume"])]
     pub out: Option<PathBuf>,
     /// Runs in parallel (default: the number of CPUs).
     #[arg(long)]
@@ -67,6 +77,11 @@ pub struct SimArgs {
     /// timeseries.parquet: the same columns and values, typed).
     #[arg(long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
+    /// What stats.csv holds: `flows` (each flow's metrics over the repetitions, one row per
+    /// point, flow and metric), `summary` (one row per point and metric, over the mean of all
+    /// flows: for runs of many flows) or `none` (no stats.csv).
+    #[arg(long, value_enum, default_value_t = StatsMode::Flows)]
+    pub stats: StatsMode,
     /// Do not draw OUT/plots/*.png and *.svg (throughput against time; with a sweep, each
     /// metric against the first numeric sweep key, or against the frame loss measured in the
     /// runs when the sweep sets error models).
@@ -75,7 +90,10 @@ pub struct SimArgs {
 }
 
 /// Format of flows and timeseries (`--format`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(
+    clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Format {
     /// flows.csv, timeseries.csv.
     Csv,
@@ -168,12 +186,58 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Runs `mslink sim`.
-pub fn run(args: &SimArgs) -> Result<()> {
-    let path = &args.scenario;
+/// Metrics per flow in stats.csv.
+const SUMMARISED_METRICS: usize = mslink_sim::world::SUMMARISED.len();
+/// Above this many stats.csv rows, a note points at `--stats summary`.
+const STATS_ROWS_NOTE: usize = 1_000_000;
+
+/// The options and scenario of an invocation: as given, or, with `--resume`, as the interrupted
+/// one recorded them.
+struct Given {
+    args: SimArgs,
+    text: String,
+    /// Overrides, `--reps` included as `sim.reps`.
+    sets: Vec<(String, String)>,
+    /// The folder trace files are read relative to.
+    dir: PathBuf,
+    resume: Option<journal::Progress>,
+}
+
+fn given(args: &SimArgs) -> Result<Given> {
+    if let Some(out) = &args.resume {
+        let p = journal::Progress::read(out)?;
+        if p.state == "complete" {
+            bail!(
+                "{} holds a complete run ({} runs): nothing to resume",
+                out.display(),
+                p.runs_total
+            );
+        }
+        let args = SimArgs {
+            scenario: Some(p.scenario_file.clone()),
+            out: Some(out.clone()),
+            sets: Vec::new(),
+            reps: None,
+            format: p.format,
+            stats: p.stats,
+            pcap: p.pcap,
+            no_plots: p.no_plots,
+            ..args.clone()
+        };
+        return Ok(Given {
+            args,
+            text: p.scenario_text.clone(),
+            sets: p.overrides.clone(),
+            dir: p.scenario_dir.clone(),
+            resume: Some(p),
+        });
+    }
+    let path = args
+        .scenario
+        .as_deref()
+        .context("a scenario file is needed (or --resume FOLDER)")?;
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading scenario {}", path.display()))?;
-    let base = Scenario::parse(&text).with_context(|| format!("scenario {}", path.display()))?;
     let mut sets = parse_sets(&args.sets)?;
     if let Some(r) = args.reps {
         if r == 0 {
@@ -181,6 +245,25 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
         sets.push(("sim.reps".into(), r.to_string()));
     }
+    let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = std::path::absolute(&parent).unwrap_or(parent);
+    Ok(Given {
+        args: args.clone(),
+        text,
+        sets,
+        dir,
+        resume: None,
+    })
+}
+
+/// Runs `mslink sim`.
+pub fn run(args: &SimArgs) -> Result<()> {
+    let g = given(args)?;
+    let args = &g.args;
+    let path = args.scenario.as_deref().context("the scenario file")?;
+    let text = &g.text;
+    let base = Scenario::parse(text).with_context(|| format!("scenario {}", path.display()))?;
+    let sets = g.sets.clone();
     let base = if sets.is_empty() {
         base
     } else {
@@ -219,13 +302,23 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
         scenarios.push(sc);
     }
+    let stats_rows: usize = scenarios
+        .iter()
+        .map(|sc| sc.flows.iter().map(|f| f.count).sum::<usize>() * SUMMARISED_METRICS)
+        .sum();
+    if args.stats == StatsMode::Flows && stats_rows > STATS_ROWS_NOTE {
+        notes.insert(format!(
+            "stats.csv will hold {stats_rows} rows (one per point, flow and metric); --stats summary writes {} (the mean of all flows), --stats none no file",
+            scenarios.len() * SUMMARISED_METRICS
+        ));
+    }
     if !args.quiet {
         // Once per distinct note, whichever sweep points share it.
         for n in &notes {
             eprintln!("mslink: note: scenario {}: {n}", path.display());
         }
     }
-    let traces = TraceFiles::new(path.parent().map(Path::to_path_buf).unwrap_or_default());
+    let traces = TraceFiles::new(g.dir.clone());
     let threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -250,8 +343,12 @@ pub fn run(args: &SimArgs) -> Result<()> {
         })
         .collect();
     crate::convention::out_dir(out, "--out")?;
-    let removed = output::clear_previous(out)?;
-    if !removed.is_empty() && !args.quiet {
+    let replay = out.join("summary.json.part.resume");
+    if g.resume.is_some() {
+        keep_committed(out, &replay)?;
+    }
+    let removed = output::clear_previous(out, g.resume.is_some())?;
+    if !removed.is_empty() && !args.quiet && g.resume.is_none() {
         eprintln!(
             "mslink: note: replacing the results of an earlier run in {}: {}",
             out.display(),
@@ -278,24 +375,80 @@ pub fn run(args: &SimArgs) -> Result<()> {
         "seed": base.sim.seed,
         "reps": base.sim.reps,
     });
+    let mut progress = journal::Progress {
+        state: "running".into(),
+        note: format!(
+            "runs are committed one at a time (flows.csv and timeseries.csv rows, summary.json.part); if no process {} is running, this invocation was interrupted: `mslink sim --resume {}` makes only the runs that are missing",
+            std::process::id(),
+            out.display()
+        ),
+        pid: std::process::id(),
+        runs_total: jobs.len(),
+        scenario_file: path.to_path_buf(),
+        scenario_dir: g.dir.clone(),
+        scenario_text: text.clone(),
+        overrides: sets.clone(),
+        format: args.format,
+        stats: args.stats,
+        pcap: args.pcap,
+        no_plots: args.no_plots,
+        mslink_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    progress.write(out)?;
     // Each run is written as it finishes (in job order) and dropped: a sweep's memory does
     // not grow with its runs.
     let mut writer = output::ResultWriter::new(args, out, &base.sim.name, &keys, &points)?;
-    let bar = crate::convention::bar(jobs.len() as u64, "runs", args.quiet);
+    // With --resume: the runs the interrupted invocation committed, written again as they were.
+    let mut done = 0;
+    if g.resume.is_some() && replay.is_file() {
+        done = journal::read_committed(&replay, |c| {
+            let i = done;
+            let Some(job) = jobs
+                .get(i)
+                .filter(|j| j.point == c.point && j.rep == c.run.rep)
+            else {
+                bail!(
+                    "{}: committed run {i} (point {}, repetition {}) is not this scenario's run {i}; run the scenario again without --resume",
+                    replay.display(),
+                    c.point,
+                    c.run.rep
+                );
+            };
+            writer.replay(job, &c)?;
+            done += 1;
+            Ok(())
+        })?;
+        if !args.quiet {
+            eprintln!(
+                "mslink: note: resuming {}: {done} of {} runs were committed; making the other {}",
+                out.display(),
+                jobs.len(),
+                jobs.len() - done
+            );
+        }
+    }
+    let rest = &jobs[done..];
+    let bar = crate::convention::bar(rest.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
     parallel_in_order(
-        jobs.len(),
+        rest.len(),
         threads,
         &|| bar.inc(1),
-        |i| run_job(&jobs[i], &traces, pcap_dir.as_deref()),
+        |i| run_job(&rest[i], &traces, pcap_dir.as_deref()),
         |i, r| {
-            let r = r.with_context(|| format!("run {} (rep {})", i, jobs[i].rep))?;
-            writer.push(&jobs[i], r)
+            let r = r.with_context(|| format!("run {} (rep {})", done + i, rest[i].rep))?;
+            writer.push(&rest[i], r)
         },
     )?;
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     writer.finish(&provenance, wall)?;
+    if replay.is_file() {
+        std::fs::remove_file(&replay).with_context(|| format!("removing {}", replay.display()))?;
+    }
+    progress.state = "complete".into();
+    progress.note = "every run is written".into();
+    progress.write(out)?;
     if args.json {
         // summary.json is streamed to its file; copy it rather than hold a second copy.
         let path = out.join("summary.json");
@@ -306,6 +459,20 @@ pub fn run(args: &SimArgs) -> Result<()> {
         std::io::Write::flush(&mut stdout).context("writing to standard output")?;
     }
     Ok(())
+}
+
+/// Before a resume: the interrupted invocation's part file becomes `replay`, the list of runs
+/// to write again. If an earlier resume was itself interrupted, both exist; the new part file
+/// begins with a copy of the old one's runs, so the longer of the two holds the most.
+fn keep_committed(out: &Path, replay: &Path) -> Result<()> {
+    let part = out.join("summary.json.part");
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    match (len(&part), len(replay)) {
+        (Some(a), Some(b)) if a <= b => std::fs::remove_file(&part),
+        (Some(_), _) => std::fs::rename(&part, replay),
+        (None, _) => Ok(()),
+    }
+    .with_context(|| format!("keeping the committed runs of {}", part.display()))
 }
 
 fn describe(point: &[(String, String)]) -> String {

@@ -23,7 +23,7 @@ use mslink_sim::labels::Label;
 use mslink_sim::RunResult;
 
 use super::parquet_out::{Kind, Table, Val};
-use super::stats_table::StatsTable;
+use super::stats_table::{StatsMode, StatsTable};
 use super::{csv_field, Format, Job, SimArgs};
 
 /// Where a table's rows go.
@@ -42,7 +42,7 @@ pub(super) struct ResultWriter<'a> {
     labels: Vec<Vec<Label>>,
     flows: TableOut,
     series: TableOut,
-    stats: StatsTable<BufWriter<File>>,
+    stats: Option<StatsTable<BufWriter<File>>>,
     summary_part: BufWriter<File>,
     part_path: PathBuf,
     plots: Option<mslink_plot::sim::SimPlots<'a>>,
@@ -99,8 +99,18 @@ impl<'a> ResultWriter<'a> {
                 )),
             ),
         };
-        let stats =
-            StatsTable::new(create(out, "stats.csv")?, name, keys).context("writing stats.csv")?;
+        let stats = match args.stats {
+            StatsMode::None => None,
+            mode => Some(
+                StatsTable::new(
+                    create(out, "stats.csv")?,
+                    name,
+                    keys,
+                    mode == StatsMode::Summary,
+                )
+                .context("writing stats.csv")?,
+            ),
+        };
         let part_path = out.join("summary.json.part");
         let summary_part = create(out, "summary.json.part")?;
         Ok(ResultWriter {
@@ -121,37 +131,62 @@ impl<'a> ResultWriter<'a> {
         })
     }
 
-    /// Writes run `r` of `job` (jobs come in job order) and lets it go.
+    /// Writes run `r` of `job` (jobs come in job order), commits it (`journal.rs`) and lets
+    /// it go.
     pub(super) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<()> {
+        let entry = summary_entry(job, &self.points[job.point], &mut r)
+            .with_context(|| format!("writing {}", self.part_path.display()))?;
+        self.add(job, &r, &entry)
+    }
+
+    /// Writes again a run an interrupted invocation committed (`journal.rs`): its summary
+    /// entry as it was, its rows from what was read back.
+    pub(super) fn replay(&mut self, job: &Job, c: &super::journal::Committed) -> Result<()> {
+        self.add(job, &c.run, c.text.as_bytes())
+    }
+
+    /// Everything but the summary entry's rendering, shared by `push` and `replay`.
+    fn add(&mut self, job: &Job, r: &RunResult, entry: &[u8]) -> Result<()> {
         let labels = &self.labels[job.point];
         match &mut self.flows {
-            TableOut::Csv(w) => flows_csv_run(w, self.name, job.point, labels, &r),
-            TableOut::Parquet(t) => flows_parquet_run(t, self.name, job.point, labels, &r),
+            TableOut::Csv(w) => flows_csv_run(w, self.name, job.point, labels, r),
+            TableOut::Parquet(t) => flows_parquet_run(t, self.name, job.point, labels, r),
         }
         .context("writing the flows table")?;
         match &mut self.series {
-            TableOut::Csv(w) => series_csv_run(w, self.name, job.point, &r),
-            TableOut::Parquet(t) => series_parquet_run(t, self.name, job.point, &r),
+            TableOut::Csv(w) => series_csv_run(w, self.name, job.point, r),
+            TableOut::Parquet(t) => series_parquet_run(t, self.name, job.point, r),
         }
         .context("writing the time series table")?;
-        self.stats
-            .push(job.point, labels, &r)
-            .context("writing stats.csv")?;
-        write_summary_run(
-            &mut self.summary_part,
-            self.runs == 0,
-            job,
-            &self.points[job.point],
-            &mut r,
-        )
-        .with_context(|| format!("writing {}", self.part_path.display()))?;
-        if let Some(p) = &mut self.plots {
-            p.add(job.point, &r);
+        if let Some(st) = &mut self.stats {
+            st.push(job.point, labels, r).context("writing stats.csv")?;
         }
-        self.digest.push(job.point, job.scenario, &r);
+        self.summary_part
+            .write_all(if self.runs == 0 { b"\n" } else { b",\n" })
+            .and_then(|()| self.summary_part.write_all(entry))
+            .with_context(|| format!("writing {}", self.part_path.display()))?;
+        if let Some(p) = &mut self.plots {
+            p.add(job.point, r);
+        }
+        self.digest.push(job.point, job.scenario, r);
         self.runs += 1;
         self.events += r.events;
-        Ok(())
+        self.commit()
+    }
+
+    /// Flushes what one run wrote, so a kill after this leaves it readable: the CSV tables'
+    /// rows and the summary entry (a Parquet table is readable only once finished; the entry
+    /// is what `--resume` reads).
+    fn commit(&mut self) -> Result<()> {
+        for t in [&mut self.flows, &mut self.series] {
+            if let TableOut::Csv(w) = t {
+                w.flush()
+                    .with_context(|| format!("writing {}", self.out.display()))?;
+            }
+        }
+        self.summary_part
+            .flush()
+            .with_context(|| format!("writing {}", self.part_path.display()))
     }
 
     /// Completes every file: the tables, stats.csv, summary.json (with `provenance`),
@@ -183,7 +218,9 @@ impl<'a> ResultWriter<'a> {
             }
             .with_context(|| format!("writing {what} in {}", out.display()))?;
         }
-        stats.finish().context("writing stats.csv")?;
+        if let Some(st) = stats {
+            st.finish().context("writing stats.csv")?;
+        }
         summary_part
             .into_inner()
             .map_err(|e| e.into_error())
@@ -232,9 +269,16 @@ impl<'a> ResultWriter<'a> {
 }
 
 /// The files an earlier `mslink sim` left in `out` (and only those), removed so that results
-/// of two runs never mix; returns what was removed, for the note that says so.
-pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
+/// of two runs never mix; returns what was removed, for the note that says so. `resuming`
+/// keeps the pcaps of the committed runs (and the runs to replay, which are not in the list).
+pub(super) fn clear_previous(out: &Path, resuming: bool) -> Result<Vec<String>> {
     let mut removed = Vec::new();
+    if !resuming {
+        let p = out.join("summary.json.part.resume");
+        if p.is_file() {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
     for f in [
         "flows.csv",
         "flows.parquet",
@@ -244,6 +288,7 @@ pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
         "summary.json",
         "summary.json.part",
         "timing.json",
+        "progress.json",
     ] {
         let p = out.join(f);
         if p.is_file() {
@@ -251,7 +296,12 @@ pub(super) fn clear_previous(out: &Path) -> Result<Vec<String>> {
             removed.push(f.to_string());
         }
     }
-    for (sub, exts) in [("plots", &["png", "svg"][..]), ("pcap", &["pcap"][..])] {
+    let subs: &[(&str, &[&str])] = if resuming {
+        &[("plots", &["png", "svg"])]
+    } else {
+        &[("plots", &["png", "svg"]), ("pcap", &["pcap"])]
+    };
+    for &(sub, exts) in subs {
         let d = out.join(sub);
         let Ok(entries) = std::fs::read_dir(&d) else {
             continue;
@@ -500,22 +550,16 @@ fn pretty_at(v: &serde_json::Value, depth: usize) -> Result<String> {
 }
 
 /// One entry of summary.json's `runs`, laid out as the pretty printer lays out the sorted-key
-/// document (see the module contract), preceded by the separator (`first`: none). The run's
+/// document (see the module contract), from its line `    {` to its line `    }`. The run's
 /// flows and series are taken out and put back while it is written (hence `&mut`).
-fn write_summary_run(
-    w: &mut impl Write,
-    first: bool,
-    job: &Job,
-    point: &[(String, String)],
-    r: &mut RunResult,
-) -> Result<()> {
-    w.write_all(if first { b"\n" } else { b",\n" })?;
+fn summary_entry(job: &Job, point: &[(String, String)], r: &mut RunResult) -> Result<Vec<u8>> {
+    let mut w = Vec::new();
     write!(
         w,
         "    {{\n      \"point\": {},\n      \"run\": ",
         job.point
     )?;
-    write_run(w, r, 6)?;
+    write_run(&mut w, r, 6)?;
     let sweep: serde_json::Map<String, serde_json::Value> = point
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
@@ -525,7 +569,7 @@ fn write_summary_run(
         ",\n      \"sweep\": {}\n    }}",
         pretty_at(&serde_json::Value::Object(sweep), 6)?
     )?;
-    Ok(())
+    Ok(w)
 }
 
 /// One run as a pretty object at `depth`: every key from its `Value` but the series, which is

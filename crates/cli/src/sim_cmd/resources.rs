@@ -52,7 +52,11 @@ pub(super) fn check(
     }
     let est = estimate(scenarios, threads, &sizes);
     let available = mem_available();
-    let name = args.scenario.display();
+    let name = args
+        .scenario
+        .as_deref()
+        .unwrap_or(std::path::Path::new(""))
+        .display();
     if args.estimate && args.json {
         println!("{}", estimate_json(&name.to_string(), &est, available)?);
     } else if args.estimate {

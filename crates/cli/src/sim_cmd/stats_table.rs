@@ -7,7 +7,10 @@
 //! ones `mslink reproduce` judges with and the plots draw): `ci95_low`/`ci95_high` are empty
 //! when a point ran once (no interval from one observation). A flow missing from some
 //! repetitions is summarised over those it appears in (`n` says how many). The sweep columns
-//! hold the readable labels flows.csv has.
+//! hold the readable labels flows.csv has. With `--stats summary` ([`StatsMode::Summary`]) a
+//! point has one row per metric instead, flow `*`: each repetition contributes the mean of the
+//! metric over that run's flows, so the interval is over repetitions of the all-flows mean
+//! (a million flows give 11 rows per point, not 11 million).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -18,6 +21,23 @@ use mslink_sim::world::SUMMARISED;
 use mslink_sim::RunResult;
 
 use super::csv_field;
+
+/// What stats.csv holds (`--stats`).
+#[derive(
+    clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum StatsMode {
+    /// No stats.csv.
+    None,
+    /// One row per sweep point, flow and metric.
+    Flows,
+    /// One row per sweep point and metric, over the mean of all flows (flow `*`).
+    Summary,
+}
+
+/// The flow name of `--stats summary` rows.
+pub(super) const ALL_FLOWS: &str = "*";
 
 /// stats.csv being written: the rows of each sweep point go out when the runs move on to the
 /// next point (jobs come point by point, each point's repetitions together), so what is held
@@ -30,11 +50,14 @@ pub(super) struct StatsTable<W: Write> {
     point: Option<(usize, String)>,
     flows: Vec<(String, Vec<[f64; SUMMARISED.len()]>)>,
     index: HashMap<String, usize>,
+    /// Rows per flow, or the all-flows mean (`Summary`).
+    summary: bool,
 }
 
 impl<W: Write> StatsTable<W> {
-    /// Starts stats.csv of scenario `name` with sweep `keys` on `w`.
-    pub(super) fn new(mut w: W, name: &str, keys: &[String]) -> Result<Self> {
+    /// Starts stats.csv of scenario `name` with sweep `keys` on `w`; `summary`: one row per
+    /// point and metric, over the mean of all flows.
+    pub(super) fn new(mut w: W, name: &str, keys: &[String], summary: bool) -> Result<Self> {
         w.write_all(b"scenario,point,")?;
         for k in keys {
             write!(w, "{},", csv_field(k))?;
@@ -46,6 +69,7 @@ impl<W: Write> StatsTable<W> {
             point: None,
             flows: Vec::new(),
             index: HashMap::new(),
+            summary,
         })
     }
 
@@ -60,6 +84,18 @@ impl<W: Write> StatsTable<W> {
                 .map(|v| format!("{},", csv_field(&v.text())))
                 .collect();
             self.point = Some((point, sweep));
+        }
+        if self.summary {
+            if r.flows.is_empty() {
+                return Ok(());
+            }
+            let n = r.flows.len() as f64;
+            let mean = SUMMARISED.map(|(_, of)| r.flows.iter().map(of).sum::<f64>() / n);
+            match self.flows.first_mut() {
+                Some(all) => all.1.push(mean),
+                None => self.flows.push((ALL_FLOWS.to_string(), vec![mean])),
+            }
+            return Ok(());
         }
         for f in &r.flows {
             let values = SUMMARISED.map(|(_, of)| of(f));
@@ -139,7 +175,7 @@ mod tests {
         ];
         let labels = [vec![Label::Number(1.0)], vec![Label::Text("SR".into())]];
         let mut out = Vec::new();
-        let mut t = StatsTable::new(&mut out, "s", &["k".into()]).unwrap();
+        let mut t = StatsTable::new(&mut out, "s", &["k".into()], false).unwrap();
         for (point, r) in &results {
             t.push(*point, &labels[*point], r).unwrap();
         }
@@ -162,5 +198,25 @@ mod tests {
         // Point 1 ran once: no interval.
         let once = rows[1 + 2 * SUMMARISED.len()];
         assert!(once.ends_with("1,SR,a,throughput_bps,1,5,0,,"), "{once}");
+    }
+
+    #[test]
+    fn summary_rows_are_over_repetitions_of_the_all_flows_mean() {
+        // Two runs of one point: all-flows means 5.5 and 6.5.
+        let results = [
+            run(0, &[("a", 1.0), ("b", 10.0)]),
+            run(1, &[("a", 3.0), ("b", 10.0)]),
+        ];
+        let mut out = Vec::new();
+        let mut t = StatsTable::new(&mut out, "s", &[], true).unwrap();
+        for r in &results {
+            t.push(0, &[], r).unwrap();
+        }
+        t.finish().unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 1 + SUMMARISED.len());
+        let first: Vec<&str> = rows[1].split(',').collect();
+        assert_eq!(&first[..6], ["s", "0", "*", "throughput_bps", "2", "6"]);
     }
 }

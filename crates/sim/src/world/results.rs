@@ -12,7 +12,7 @@ use crate::packet::{self, Stamp};
 use crate::scenario::{AppKind, SegmentKind};
 
 /// Results of one flow in one run.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FlowResult {
     /// Flow name.
     pub flow: String,
@@ -128,7 +128,7 @@ pub struct SegmentResult {
 }
 
 /// One point of the moving-window throughput of a flow.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TimePoint {
     /// End of the window, seconds.
     pub time_s: f64,
