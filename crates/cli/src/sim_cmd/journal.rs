@@ -55,6 +55,9 @@ pub(super) struct Progress {
     pub no_plots: bool,
     /// The mslink that wrote the runs: another version could give other results.
     pub mslink_version: String,
+    /// `--store`, if given.
+    #[serde(default)]
+    pub store: Option<PathBuf>,
 }
 
 impl Progress {
@@ -135,6 +138,40 @@ struct DirectionView {
     refused: u64,
 }
 
+impl RunView {
+    /// The run the writer is given: these parts, the rest empty.
+    fn into_run(self) -> RunResult {
+        RunResult {
+            rep: self.rep,
+            seed: self.seed,
+            events: self.events,
+            simulated_s: self.simulated_s,
+            flows: self.flows,
+            timeseries: self.timeseries,
+            segments: self
+                .segments
+                .into_iter()
+                .map(|s| {
+                    let [a, b] = s.directions;
+                    SegmentResult {
+                        segment: s.segment,
+                        kind: s.kind,
+                        directions: [a.into(), b.into()],
+                        ends: Vec::new(),
+                    }
+                })
+                .collect(),
+            hosts: Vec::new(),
+        }
+    }
+}
+
+/// What the writer needs of a run rendered as summary.json's `run` object (`store.rs`).
+pub(super) fn run_from_text(text: &str) -> Result<RunResult> {
+    let v: RunView = serde_json::from_str(text).context("a stored run does not read back")?;
+    Ok(v.into_run())
+}
+
 impl From<DirectionView> for DirectionResult {
     fn from(d: DirectionView) -> Self {
         DirectionResult {
@@ -182,29 +219,7 @@ pub(super) fn read_committed(
         inside = false;
         let e: Entry = serde_json::from_str(&text)
             .with_context(|| format!("{}: run {n} does not read back as a run", path.display()))?;
-        let r = e.run;
-        let run = RunResult {
-            rep: r.rep,
-            seed: r.seed,
-            events: r.events,
-            simulated_s: r.simulated_s,
-            flows: r.flows,
-            timeseries: r.timeseries,
-            segments: r
-                .segments
-                .into_iter()
-                .map(|s| {
-                    let [a, b] = s.directions;
-                    SegmentResult {
-                        segment: s.segment,
-                        kind: s.kind,
-                        directions: [a.into(), b.into()],
-                        ends: Vec::new(),
-                    }
-                })
-                .collect(),
-            hosts: Vec::new(),
-        };
+        let run = e.run.into_run();
         each(Committed {
             point: e.point,
             text: std::mem::take(&mut text),

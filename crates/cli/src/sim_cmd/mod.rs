@@ -21,6 +21,7 @@ mod output;
 mod parquet_out;
 mod resources;
 mod stats_table;
+mod store;
 
 pub use resources::mem_available;
 pub use stats_table::StatsMode;
@@ -39,7 +40,7 @@ pub struct SimArgs {
     /// machine restarted): what was committed is kept, only the missing runs are made, and
     /// the files come out byte-identical to an uninterrupted invocation's. The scenario and
     /// options are read from FOLDER/progress.json.
-    #[arg(long, value_name = "FOLDER", conflicts_with_all = ["scenario", "out", "sets", "reps", "estimate", "pcap", "no_plots", "force", "stats", "format"])]
+    #[arg(long, value_name = "FOLDER", conflicts_with_all = ["scenario", "out", "sets", "reps", "estimate", "pcap", "no_plots", "force", "stats", "format", "store"])]
     pub resume: Option<PathBuf>,
     /// Folder for the results (created if missing).
     #[arg(long, required_unless_present_any = ["estimate", "resume"])]
@@ -77,6 +78,12 @@ pub struct SimArgs {
     /// timeseries.parquet: the same columns and values, typed).
     #[arg(long, value_enum, default_value_t = Format::Csv)]
     pub format: Format,
+    /// A result store: runs already made (by any earlier invocation with the same point
+    /// scenario, repetition, trace files and mslink version) are taken from DIR instead of
+    /// being made again, and new ones are kept there; the files come out byte-identical
+    /// either way (docs/simulator.md, "Result store").
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
     /// What stats.csv holds: `flows` (each flow's metrics over the repetitions, one row per
     /// point, flow and metric), `summary` (one row per point and metric, over the mean of all
     /// flows: for runs of many flows) or `none` (no stats.csv).
@@ -166,6 +173,12 @@ fn run_job(job: &Job, traces: &TraceFiles, pcap_dir: Option<&Path>) -> Result<Ru
     Ok(r)
 }
 
+/// A run made now, or taken from the store (its rendered run object).
+enum Made {
+    Ran(RunResult),
+    Stored(String),
+}
+
 struct Job<'a> {
     point: usize,
     rep: u32,
@@ -220,6 +233,7 @@ fn given(args: &SimArgs) -> Result<Given> {
             reps: None,
             format: p.format,
             stats: p.stats,
+            store: p.store.clone(),
             pcap: p.pcap,
             no_plots: p.no_plots,
             ..args.clone()
@@ -393,6 +407,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
         pcap: args.pcap,
         no_plots: args.no_plots,
         mslink_version: env!("CARGO_PKG_VERSION").into(),
+        store: args.store.clone(),
     };
     progress.write(out)?;
     // Each run is written as it finishes (in job order) and dropped: a sweep's memory does
@@ -428,18 +443,57 @@ pub fn run(args: &SimArgs) -> Result<()> {
         }
     }
     let rest = &jobs[done..];
+    // With --store: each remaining run's key, and the runs taken from the store.
+    let mut store = args.store.as_deref().map(store::Store::open).transpose()?;
+    let keys: Vec<String> = match store.as_mut() {
+        Some(st) => rest
+            .iter()
+            .map(|j| st.key(j.scenario, j.rep, &traces))
+            .collect::<Result<_>>()?,
+        None => Vec::new(),
+    };
+    let reused = std::sync::atomic::AtomicUsize::new(0);
     let bar = crate::convention::bar(rest.len() as u64, "runs", args.quiet);
     let started = std::time::Instant::now();
     parallel_in_order(
         rest.len(),
         threads,
         &|| bar.inc(1),
-        |i| run_job(&rest[i], &traces, pcap_dir.as_deref()),
+        |i| {
+            if let Some(st) = &store {
+                match st.get(&keys[i]) {
+                    Ok(Some(run)) => return Ok(Made::Stored(run)),
+                    Ok(None) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            run_job(&rest[i], &traces, pcap_dir.as_deref()).map(Made::Ran)
+        },
         |i, r| {
             let r = r.with_context(|| format!("run {} (rep {})", done + i, rest[i].rep))?;
-            writer.push(&rest[i], r)
+            match r {
+                Made::Stored(run) => {
+                    reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    writer.push_stored(&rest[i], &run)
+                }
+                Made::Ran(r) => {
+                    let run = writer.push(&rest[i], r)?;
+                    match &store {
+                        Some(st) => st.put(&keys[i], &run),
+                        None => Ok(()),
+                    }
+                }
+            }
         },
     )?;
+    if let (Some(dir), false) = (&args.store, args.quiet) {
+        eprintln!(
+            "mslink: note: {} of {} runs came from the store {}",
+            reused.into_inner(),
+            rest.len(),
+            dir.display()
+        );
+    }
     bar.finish_and_clear();
     let wall = started.elapsed().as_secs_f64();
     writer.finish(&provenance, wall)?;

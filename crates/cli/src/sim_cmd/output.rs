@@ -132,10 +132,19 @@ impl<'a> ResultWriter<'a> {
     }
 
     /// Writes run `r` of `job` (jobs come in job order), commits it (`journal.rs`) and lets
-    /// it go.
-    pub(super) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<()> {
-        let entry = summary_entry(job, &self.points[job.point], &mut r)
-            .with_context(|| format!("writing {}", self.part_path.display()))?;
+    /// it go; returns the run as its summary entry renders it (what `store.rs` keeps).
+    pub(super) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<Vec<u8>> {
+        let run =
+            run_text(&mut r).with_context(|| format!("writing {}", self.part_path.display()))?;
+        let entry = summary_entry(job.point, &self.points[job.point], &run)?;
+        self.add(job, &r, &entry)?;
+        Ok(run)
+    }
+
+    /// Writes a run kept in the result store (`store.rs`): `run` as [`Self::push`] returned it.
+    pub(super) fn push_stored(&mut self, job: &Job, run: &str) -> Result<()> {
+        let r = super::journal::run_from_text(run)?;
+        let entry = summary_entry(job.point, &self.points[job.point], run.as_bytes())?;
         self.add(job, &r, &entry)
     }
 
@@ -549,18 +558,23 @@ fn pretty_at(v: &serde_json::Value, depth: usize) -> Result<String> {
     Ok(text.replace('\n', &format!("\n{:depth$}", "")))
 }
 
-/// One entry of summary.json's `runs`, laid out as the pretty printer lays out the sorted-key
-/// document (see the module contract), from its line `    {` to its line `    }`. The run's
-/// flows and series are taken out and put back while it is written (hence `&mut`).
-fn summary_entry(job: &Job, point: &[(String, String)], r: &mut RunResult) -> Result<Vec<u8>> {
+/// A run as summary.json renders it inside an entry: a pretty object six spaces deep (see
+/// the module contract). The run's flows and series are taken out and put back while it is
+/// written (hence `&mut`).
+fn run_text(r: &mut RunResult) -> Result<Vec<u8>> {
     let mut w = Vec::new();
-    write!(
-        w,
-        "    {{\n      \"point\": {},\n      \"run\": ",
-        job.point
-    )?;
     write_run(&mut w, r, 6)?;
-    let sweep: serde_json::Map<String, serde_json::Value> = point
+    Ok(w)
+}
+
+/// One entry of summary.json's `runs`, laid out as the pretty printer lays out the sorted-key
+/// document, from its line `    {` to its line `    }`: sweep point `point` with values
+/// `sweep`, and the rendered `run`.
+fn summary_entry(point: usize, sweep: &[(String, String)], run: &[u8]) -> Result<Vec<u8>> {
+    let mut w = Vec::new();
+    write!(w, "    {{\n      \"point\": {point},\n      \"run\": ")?;
+    w.extend_from_slice(run);
+    let sweep: serde_json::Map<String, serde_json::Value> = sweep
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
         .collect();
