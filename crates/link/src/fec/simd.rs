@@ -201,7 +201,45 @@ pub(crate) struct RowTable {
     /// Bytes between rows in `bytes`.
     stride: usize,
     rows: usize,
-    bytes: Box<[u8]>,
+    bytes: Aligned,
+}
+
+/// Bytes whose first one sits on a 64-byte boundary, so that no 32- or 64-byte row of a
+/// [`RowTable`] straddles a cache line: such a load costs two, and with the 16-byte alignment
+/// the allocator gives, every other row did. Aligning made RS(255,223) encoding 23% faster
+/// with AVX-512 GFNI and 35% faster with AVX2 shuffles (docs/PERFORMANCE.md). Cloning
+/// re-aligns the copy.
+#[derive(Debug)]
+struct Aligned {
+    buf: Box<[u8]>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(bytes: &[u8]) -> Aligned {
+        let mut buf = vec![0u8; bytes.len() + 63].into_boxed_slice();
+        // `align_offset` is exact at run time for bytes; fall back to 0 if it ever were not.
+        let start = Some(buf.as_ptr().align_offset(64))
+            .filter(|&s| s < 64)
+            .unwrap_or(0);
+        buf[start..start + bytes.len()].copy_from_slice(bytes);
+        Aligned {
+            buf,
+            start,
+            len: bytes.len(),
+        }
+    }
+
+    fn get(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl Clone for Aligned {
+    fn clone(&self) -> Aligned {
+        Aligned::new(self.get())
+    }
 }
 
 impl RowTable {
@@ -221,9 +259,9 @@ impl RowTable {
                 t.extend(chunk.iter().map(|&x| x & 15));
                 t.extend(chunk.iter().map(|&x| x >> 4));
             }
-            t.into()
+            Aligned::new(&t)
         } else {
-            plain.into()
+            Aligned::new(plain)
         };
         RowTable {
             simd,
@@ -241,7 +279,7 @@ impl RowTable {
     /// all exist (caller bugs).
     pub(crate) fn row_sum(&self, coefs: &[u8], first: usize, out: &mut [u8]) {
         assert!(out.len() == self.width && first + coefs.len() <= self.rows);
-        let rows = &self.bytes[first * self.stride..];
+        let rows = &self.bytes.get()[first * self.stride..];
         match self.simd.0 {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2Shuffle | Isa::Ssse3Shuffle => {
