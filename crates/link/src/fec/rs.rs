@@ -24,7 +24,8 @@
 //! a word that fails this check pays for syndromes, Berlekamp-Massey, Chien search and
 //! Forney's formula. There are two implementations, with identical results on every input:
 //!
-//! * SIMD ([`RsCodec::new`] on x86-64 with SSSE3 or better, see `fec/simd.rs`). The parity is
+//! * SIMD ([`RsCodec::new`] on x86-64 with SSSE3 or better and on aarch64, see
+//!   `fec/simd.rs`). The parity is
 //!   linear in the message: `parity = sum_i m_i * P_i`, `P_i = x^(nsym + k - 1 - i) mod g(x)`,
 //!   with the rows `P_i` precomputed per code (`(255 - nsym) * 32 * ceil(nsym / 32)` bytes,
 //!   twice that for the shuffle kernels, which store them split into nibbles). Each message
@@ -34,7 +35,7 @@
 //!   (locator coefficients scaling rows of `alpha^(-i e)` for all positions `e` at once, even
 //!   and odd terms apart) and Forney's `Omega` use the same kernel; Berlekamp-Massey stays
 //!   scalar. The kernel is the best the CPU has ([`RsKernel`]: GFNI, else AVX2 shuffles, else
-//!   SSSE3 shuffles); [`RsCodec::with_kernel`] forces one, so that tests and benchmarks can
+//!   SSSE3 shuffles; NEON `tbl` lookups on aarch64); [`RsCodec::with_kernel`] forces one, so that tests and benchmarks can
 //!   run every path on one host.
 //! * Scalar ([`RsCodec::new_scalar`], and any other CPU): a table-driven LFSR whose register is
 //!   a few `u64` words. For `nsym <= 32` it consumes eight message bytes per step ("slicing by
@@ -110,6 +111,8 @@ pub enum RsKernel {
     Avx2Shuffle,
     /// x86-64 with SSSE3: split-table multiplication with `pshufb` on 16-byte registers.
     Ssse3Shuffle,
+    /// aarch64 with NEON: split-table multiplication with `tbl` on 16-byte registers.
+    NeonShuffle,
     /// The portable table-driven LFSR and log-domain decoder: any CPU
     /// ([`RsCodec::new_scalar`]).
     Scalar,
@@ -117,11 +120,12 @@ pub enum RsKernel {
 
 impl RsKernel {
     /// Every kernel, fastest first: the order [`RsCodec::new`] tries them in.
-    pub const ALL: [RsKernel; 5] = [
+    pub const ALL: [RsKernel; 6] = [
         RsKernel::Avx512Gfni,
         RsKernel::Avx2Gfni,
         RsKernel::Avx2Shuffle,
         RsKernel::Ssse3Shuffle,
+        RsKernel::NeonShuffle,
         RsKernel::Scalar,
     ];
 
@@ -132,6 +136,7 @@ impl RsKernel {
             RsKernel::Avx2Gfni => "avx2-gfni",
             RsKernel::Avx2Shuffle => "avx2-shuffle",
             RsKernel::Ssse3Shuffle => "ssse3-shuffle",
+            RsKernel::NeonShuffle => "neon-shuffle",
             RsKernel::Scalar => "scalar",
         }
     }
@@ -398,7 +403,7 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
     /// It uses the fastest kernel this CPU has (the first available in [`RsKernel::ALL`]:
-    /// GFNI, then AVX2, then SSSE3 on x86-64, else the portable one); all give the same
+    /// GFNI, then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one); all give the same
     /// results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
         let mut c = Self::new_scalar(nsym)?;

@@ -1,8 +1,9 @@
 //! The one place in this crate with `unsafe` code: GF(2^8) "scaled row sum" kernels in SIMD,
 //! used by the Reed-Solomon codec for encoding, the clean-codeword check, syndromes, the Chien
 //! search and Forney's `Omega`. This file holds the dispatch ([`Simd`], [`RowTable`]), the
-//! safety argument and the GFNI kernel; `simd_x86_shuffle.rs` (a child module) holds the
-//! `pshufb` kernels for x86-64 CPUs without GFNI.
+//! safety argument and the GFNI kernel; its child modules hold the split-table kernels,
+//! `simd_x86_shuffle.rs` (`pshufb`, for x86-64 CPUs without GFNI) and `simd_aarch64_neon.rs`
+//! (`tbl`, for aarch64).
 //!
 //! What it computes. [`Simd::row_sum`] returns `out[j] = XOR_r coefs[r] * rows[r][j]` for
 //! `j < out.len()`: each coefficient scales one row of a caller's table (all products in the
@@ -34,15 +35,18 @@
 //!   ^ c * (x & 0xf0)`, two 16-entry lookups done by `pshufb` on every byte of a vector
 //!   (Plank, Greenan and Miller, FAST 2013; ISA-L). [`NIBBLE`] holds the 32 bytes of tables of
 //!   every `c` (8 KiB); a [`RowTable`] for these kernels stores its rows pre-split into nibbles.
+//! * Split tables on aarch64 (`NeonShuffle`; `simd_aarch64_neon.rs`): the same with NEON's
+//!   `vqtbl1q_u8` on 16-byte vectors, plain rows only.
 //!
 //! CPU features, checked at run time by [`Simd::with_kernel`] (and so by [`Simd::detect`]),
 //! the only ways to get a [`Simd`] value: AVX2 and GFNI (plus AVX-512F for the paired kernel),
-//! AVX2, or SSSE3. On other architectures no kernel exists, and the codec uses its scalar
-//! kernels, as it does on x86-64 CPUs without SSSE3 or when asked to.
+//! AVX2, or SSSE3 on x86-64; NEON on aarch64. On other architectures no kernel exists, and
+//! the codec uses its scalar kernels, as it does on x86-64 CPUs without SSSE3 or when asked
+//! to.
 //!
 //! Safety argument. (1) The `#[target_feature]` functions are only called through a [`Simd`]
 //! value (directly, or held by a [`RowTable`]) whose private [`Isa`] names features that
-//! `is_x86_feature_detected!` confirmed on this CPU: `Isa` values are made only in
+//! `is_x86_feature_detected!` (or `is_aarch64_feature_detected!`) confirmed on this CPU: `Isa` values are made only in
 //! `Simd::with_kernel`, after that check, and each dispatch arm calls only kernels whose
 //! features its `Isa` implies. (2) Every load and store goes through a pointer into a slice
 //! whose length was checked (`assert!`, `chunks_exact`, or slicing) to cover all the bytes
@@ -61,7 +65,7 @@ use super::rs::RsKernel;
 pub(crate) const MAX_WIDTH: usize = 256;
 
 /// Which kernel runs, with the CPU features it needs; empty (so [`Simd`] cannot exist) off
-/// x86-64.
+/// x86-64 and aarch64.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Isa {
     /// AVX2, GFNI and AVX-512F: 32-byte rows go two to a 64-byte register.
@@ -76,6 +80,9 @@ enum Isa {
     /// SSSE3: split-table multiply with `pshufb` on 16-byte vectors.
     #[cfg(target_arch = "x86_64")]
     Ssse3Shuffle,
+    /// NEON: split-table multiply with `tbl` on 16-byte vectors.
+    #[cfg(target_arch = "aarch64")]
+    NeonShuffle,
 }
 
 /// Proof that a SIMD kernel can run on this CPU (see the module docs).
@@ -97,10 +104,30 @@ fn isa_for(kernel: RsKernel) -> Option<Isa> {
     }
 }
 
-/// No SIMD kernel off x86-64.
-#[cfg(not(target_arch = "x86_64"))]
+/// The [`Isa`] of `kernel` if this CPU has its features.
+#[cfg(target_arch = "aarch64")]
+fn isa_for(kernel: RsKernel) -> Option<Isa> {
+    match kernel {
+        RsKernel::NeonShuffle if std::arch::is_aarch64_feature_detected!("neon") => {
+            Some(Isa::NeonShuffle)
+        }
+        _ => None,
+    }
+}
+
+/// No SIMD kernel off x86-64 and aarch64.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn isa_for(_kernel: RsKernel) -> Option<Isa> {
     None
+}
+
+/// Checks that `n` rows of `len` bytes, `stride` apart, lie inside `rows`: the one check that
+/// covers every load of a split-table kernel, which then reads row `r < n` at
+/// `rows.as_ptr() + r * stride` (a bounds check per row would cost as much as a row's lookups).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+fn rows_fit(rows: &[u8], n: usize, stride: usize, len: usize) -> bool {
+    n == 0 || (stride >= len && rows.len() >= (n - 1) * stride + len)
 }
 
 /// Calls `$m::$f::<K>($args)` for the const `K` equal to `$n`, one of the listed values (the
@@ -136,6 +163,8 @@ impl Simd {
             Isa::Avx2Shuffle => RsKernel::Avx2Shuffle,
             #[cfg(target_arch = "x86_64")]
             Isa::Ssse3Shuffle => RsKernel::Ssse3Shuffle,
+            #[cfg(target_arch = "aarch64")]
+            Isa::NeonShuffle => RsKernel::NeonShuffle,
         }
     }
 
@@ -182,6 +211,19 @@ impl Simd {
                     unsafe {
                         by_const!(o.len() / 16; 2, 4, 6, 8;
                             x86_shuffle::row_sum_ssse3(coefs, rows, stride, o))
+                    }
+                }
+            }
+            #[cfg(target_arch = "aarch64")]
+            Isa::NeonShuffle => {
+                // Blocks of at most eight 16-byte vectors, as for SSSE3.
+                for (b, o) in out.chunks_mut(128).enumerate() {
+                    let rows = rows.get(128 * b..).unwrap_or_default();
+                    // SAFETY: `with_kernel` makes `NeonShuffle` only after detecting NEON;
+                    // the kernel checks that its rows lie inside `rows`.
+                    unsafe {
+                        by_const!(o.len() / 16; 2, 4, 6, 8;
+                            neon::row_sum_neon(coefs, rows, stride, o))
                     }
                 }
             }
@@ -368,7 +410,10 @@ const fn build_nibbles() -> NibbleTables {
 }
 
 /// The tables of the split-table kernels (see [`NibbleTables`]).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 static NIBBLE: NibbleTables = build_nibbles();
 
 /// The 8x8 bit matrix of "multiply by `c`" in the layout `gf2p8affineqb` reads: output bit
@@ -419,6 +464,10 @@ static MUL_MATRIX: [u64; 256] = build_matrices();
 #[cfg(target_arch = "x86_64")]
 #[path = "simd_x86_shuffle.rs"]
 mod x86_shuffle;
+
+#[cfg(target_arch = "aarch64")]
+#[path = "simd_aarch64_neon.rs"]
+mod neon;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {

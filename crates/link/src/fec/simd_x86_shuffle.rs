@@ -28,7 +28,7 @@
 //! the only chain between rows is one XOR per pair.
 #![allow(unsafe_code)]
 
-use super::NIBBLE;
+use super::{rows_fit, NIBBLE};
 use core::arch::x86_64::{
     __m128i, __m256i, _mm256_and_si256, _mm256_broadcastsi128_si256, _mm256_castsi256_si128,
     _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_set1_epi8, _mm256_setzero_si256,
@@ -36,14 +36,6 @@ use core::arch::x86_64::{
     _mm_loadu_si128, _mm_set1_epi8, _mm_setzero_si128, _mm_shuffle_epi8, _mm_srli_epi16,
     _mm_storeu_si128, _mm_xor_si128,
 };
-
-/// Checks that `n` rows of `len` bytes, `stride` apart, lie inside `rows`: the one check
-/// that covers every load of a kernel, which then reads row `r < n` at
-/// `rows.as_ptr() + r * stride` (a bounds check per row would cost as much as a row's lookups).
-#[inline(always)]
-fn rows_fit(rows: &[u8], n: usize, stride: usize, len: usize) -> bool {
-    n == 0 || (stride >= len && rows.len() >= (n - 1) * stride + len)
-}
 
 // ---------------------------------------------------------------------------------------------
 // AVX2
