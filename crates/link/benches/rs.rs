@@ -4,7 +4,8 @@
 //! Every case runs once per kernel this CPU has, in the same process, on the same codewords
 //! ([`RsCodec::with_kernel`], labelled by [`RsKernel::name`]): `scalar` (the portable kernels),
 //! `ssse3-shuffle` and `avx2-shuffle` (split tables and `pshufb`, the paths of CPUs without
-//! GFNI), `avx2-gfni` and `avx512-gfni`; rows for kernels the CPU lacks are missing. The
+//! GFNI), `avx2-gfni` and `avx512-gfni` on x86-64, `neon-shuffle` on aarch64; rows for
+//! kernels the CPU lacks are missing. The
 //! shuffle rows measured on a GFNI host stand for AVX2-only (or SSSE3-only) hosts: the codec
 //! there runs the same code. Pick one with criterion's filter, e.g. `-- 'RS\(255,223\)/encode'`.
 //! Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
