@@ -46,16 +46,17 @@
 //!
 //! Safety argument. (1) The `#[target_feature]` functions are only called through a [`Simd`]
 //! value (directly, or held by a [`RowTable`]) whose private [`Isa`] names features that
-//! `is_x86_feature_detected!` (or `is_aarch64_feature_detected!`) confirmed on this CPU: `Isa` values are made only in
-//! `Simd::with_kernel`, after that check, and each dispatch arm calls only kernels whose
-//! features its `Isa` implies. (2) Every load and store goes through a pointer into a slice
-//! whose length was checked (`assert!`, `chunks_exact`, or slicing) to cover all the bytes
-//! touched: for the GFNI kernels `out` is `32 * W` bytes and each row is a `chunks_exact(stride)`
-//! chunk with `stride >= 32 * W` (for the paired kernel, 128-byte chunks of four rows and
-//! 32-byte chunks of the rest); the shuffle kernels assert that `out` has the bytes they
-//! store and that the rows they read lie inside `rows`, then slice each row to the bytes
-//! read. Table lookups ([`NIBBLE`], [`MUL_MATRIX`]) index 256-entry arrays with a `u8`.
-//! Unaligned load and store instructions are used, so no alignment is assumed.
+//! `is_x86_feature_detected!` (or `is_aarch64_feature_detected!`) confirmed on this CPU:
+//! `Isa` values are made only in `Simd::with_kernel`, after that check, and each dispatch arm
+//! calls only kernels whose features its `Isa` implies. (2) Every load and store goes through
+//! a pointer into a slice whose length was checked (`assert!`, `chunks_exact`, or slicing) to
+//! cover all the bytes touched: for the GFNI kernels `out` is `32 * W` bytes and each row is a
+//! `chunks_exact(stride)` chunk with `stride >= 32 * W` (for the paired kernel, 128-byte
+//! chunks of four rows and 32-byte chunks of the rest); the split-table kernels assert that
+//! `out` has the bytes they store and (`rows_fit`) that all `n` rows of the bytes they read,
+//! `stride` apart, lie inside `rows`, then read row `r < n` at `rows.as_ptr() + r * stride`.
+//! Table lookups ([`NIBBLE`], [`MUL_MATRIX`]) index 256-entry arrays with a `u8`. Unaligned
+//! load and store instructions are used, so no alignment is assumed.
 #![allow(unsafe_code)]
 
 use super::gf256;
