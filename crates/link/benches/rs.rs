@@ -1,14 +1,19 @@
 //! Reed-Solomon codec throughput (003 §4 codes; targets in the engine issue, item 3).
 //!
 //! Run: `cargo bench -p mslink-link --bench rs -- --warm-up-time 1 --measurement-time 3`.
-//! Every case runs twice in the same process: `scalar` ([`RsCodec::new_scalar`], the portable
-//! kernels) and `simd` ([`RsCodec::new`] on a CPU with AVX2 and GFNI; the row is missing
-//! elsewhere). Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
+//! Every case runs once per kernel this CPU has, in the same process, on the same codewords
+//! ([`RsCodec::with_kernel`], labelled by [`RsKernel::name`]): `scalar` (the portable kernels),
+//! `ssse3-shuffle` and `avx2-shuffle` (split tables and `pshufb`, the paths of CPUs without
+//! GFNI), `avx2-gfni` and `avx512-gfni` on x86-64, `neon-shuffle` on aarch64; rows for
+//! kernels the CPU lacks are missing. The
+//! shuffle rows measured on a GFNI host stand for AVX2-only (or SSSE3-only) hosts: the codec
+//! there runs the same code. Pick one with criterion's filter, e.g. `-- 'RS\(255,223\)/encode'`.
+//! Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
 //! `encode`, codeword bytes (n) for the `decode_*` cases. Multiply a decode figure by k/n for
 //! message bytes.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use mslink_link::fec::RsCodec;
+use mslink_link::fec::{RsCodec, RsKernel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -48,17 +53,12 @@ fn bench_rs(cr: &mut Criterion) {
         (255, 198),
     ] {
         let k = n - nsym;
-        // The same codewords and error patterns go through both paths in the same run.
-        let simd = RsCodec::new(nsym).unwrap();
-        let paths: Vec<(&str, RsCodec)> = if simd.uses_simd() {
-            vec![
-                ("scalar", RsCodec::new_scalar(nsym).unwrap()),
-                ("simd", simd),
-            ]
-        } else {
-            eprintln!("no SIMD kernel on this CPU (needs AVX2 and GFNI): scalar rows only");
-            vec![("scalar", simd)]
-        };
+        // The same codewords and error patterns go through every path in the same run, the
+        // scalar one first.
+        let paths: Vec<(&str, RsCodec)> = RsKernel::available()
+            .rev()
+            .map(|k| (k.name(), RsCodec::with_kernel(nsym, k).unwrap()))
+            .collect();
         let c = &paths[0].1;
         let label = format!("RS({n},{k})");
         let mut g = cr.benchmark_group(label.clone());

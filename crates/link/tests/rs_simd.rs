@@ -1,10 +1,11 @@
-//! The SIMD Reed-Solomon path against the scalar one (the oracle): for random codes, messages,
-//! error and erasure patterns, up to and beyond the code's power, `RsCodec::new` (SIMD where
-//! the CPU has AVX2 and GFNI) and `RsCodec::new_scalar` must give the same parity, the same
-//! verdicts and leave the same bytes. On a CPU without the SIMD kernel both sides are scalar
-//! and the tests still pass, which the first test makes visible.
+//! The SIMD Reed-Solomon paths against the scalar one (the oracle): for random codes, messages,
+//! error and erasure patterns, up to and beyond the code's power, every kernel this CPU can
+//! run (`RsCodec::with_kernel`: GFNI, AVX2 and SSSE3 shuffles; an AVX-512 GFNI host runs them
+//! all) and `RsCodec::new_scalar` must give the same parity, the same verdicts and leave the
+//! same bytes. On a CPU without SIMD kernels only the scalar side is left and the tests still
+//! pass, which the first test makes visible.
 
-use mslink_link::fec::RsCodec;
+use mslink_link::fec::{RsCodec, RsError, RsKernel};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -34,16 +35,61 @@ fn inject(rng: &mut ChaCha8Rng, cw: &mut [u8], count: usize) -> Vec<usize> {
     hit
 }
 
+/// The SIMD kernels this CPU can run, each as a codec for `nsym`.
+fn simd_codecs(nsym: usize) -> Vec<RsCodec> {
+    RsKernel::available()
+        .filter(|&k| k != RsKernel::Scalar)
+        .map(|k| RsCodec::with_kernel(nsym, k).unwrap())
+        .collect()
+}
+
 #[test]
-fn reports_which_path_runs() {
+fn reports_which_paths_run() {
     let c = RsCodec::new(32).unwrap();
-    eprintln!("RsCodec::new uses SIMD: {}", c.uses_simd());
-    assert!(!RsCodec::new_scalar(32).unwrap().uses_simd());
+    let available: Vec<RsKernel> = RsKernel::available().collect();
+    eprintln!(
+        "RsCodec::new runs {:?}; available: {available:?}",
+        c.kernel()
+    );
+    assert_eq!(Some(&c.kernel()), available.first());
+    assert_eq!(available.last(), Some(&RsKernel::Scalar));
+    assert_eq!(c.uses_simd(), c.kernel() != RsKernel::Scalar);
+    let scalar = RsCodec::new_scalar(32).unwrap();
+    assert!(!scalar.uses_simd());
+    assert_eq!(scalar.kernel(), RsKernel::Scalar);
+    for k in RsKernel::ALL {
+        match RsCodec::with_kernel(32, k) {
+            Ok(c) => {
+                assert!(k.is_available());
+                assert_eq!(c.kernel(), k);
+            }
+            Err(e) => {
+                assert!(!k.is_available());
+                assert_eq!(e, RsError::KernelUnavailable(k));
+            }
+        }
+    }
+    assert_eq!(
+        RsCodec::with_kernel(0, RsKernel::Scalar).unwrap_err(),
+        RsError::BadParity(0)
+    );
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("gfni") {
-        assert!(
-            c.uses_simd(),
-            "the CPU has AVX2 and GFNI but the codec is scalar"
+    {
+        let has = |f: &str| match f {
+            "avx2" => std::is_x86_feature_detected!("avx2"),
+            "gfni" => std::is_x86_feature_detected!("gfni"),
+            "avx512f" => std::is_x86_feature_detected!("avx512f"),
+            _ => std::is_x86_feature_detected!("ssse3"),
+        };
+        assert_eq!(RsKernel::Ssse3Shuffle.is_available(), has("ssse3"));
+        assert_eq!(RsKernel::Avx2Shuffle.is_available(), has("avx2"));
+        assert_eq!(
+            RsKernel::Avx2Gfni.is_available(),
+            has("avx2") && has("gfni")
+        );
+        assert_eq!(
+            RsKernel::Avx512Gfni.is_available(),
+            has("avx2") && has("gfni") && has("avx512f")
         );
     }
 }
@@ -54,18 +100,24 @@ proptest! {
     #[test]
     fn encode_matches_scalar(nsym in nsym_strategy(), len in 0usize..=254, seed in any::<u64>()) {
         let k = len.min(255 - nsym);
-        let (fast, slow) = (RsCodec::new(nsym).unwrap(), RsCodec::new_scalar(nsym).unwrap());
+        let slow = RsCodec::new_scalar(nsym).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let msg: Vec<u8> = (0..k).map(|_| rng.gen()).collect();
-        let (mut p1, mut p2) = (vec![0u8; nsym], vec![0u8; nsym]);
-        fast.encode(&msg, &mut p1).unwrap();
+        let mut p2 = vec![0u8; nsym];
         slow.encode(&msg, &mut p2).unwrap();
-        prop_assert_eq!(&p1, &p2);
-        let mut cw = msg.clone();
-        cw.resize(k + nsym, 0x5a);
-        fast.encode_in_place(&mut cw).unwrap();
-        prop_assert_eq!(&cw[k..], &p2[..]);
-        prop_assert!(fast.is_codeword(&cw).unwrap());
+        for fast in simd_codecs(nsym) {
+            let mut p1 = vec![0u8; nsym];
+            fast.encode(&msg, &mut p1).unwrap();
+            prop_assert_eq!(&p1, &p2, "{:?}", fast.kernel());
+            let mut cw = msg.clone();
+            cw.resize(k + nsym, 0x5a);
+            fast.encode_in_place(&mut cw).unwrap();
+            prop_assert_eq!(&cw[k..], &p2[..]);
+            prop_assert!(fast.is_codeword(&cw).unwrap());
+            // One flipped byte is never a codeword (minimum distance nsym + 1).
+            cw[rng.gen_range(0..k + nsym)] ^= rng.gen_range(1..=255u8);
+            prop_assert!(!fast.is_codeword(&cw).unwrap());
+        }
     }
 
     #[test]
@@ -78,7 +130,7 @@ proptest! {
         erase in 0.0f64..=1.0,
     ) {
         let n = (nsym + extra).min(255);
-        let (fast, slow) = (RsCodec::new(nsym).unwrap(), RsCodec::new_scalar(nsym).unwrap());
+        let slow = RsCodec::new_scalar(nsym).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut cw: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
         slow.encode_in_place(&mut cw).unwrap();
@@ -87,21 +139,26 @@ proptest! {
         // Declare a share of the hit positions as erasures (at most nsym of them).
         let erasures: Vec<usize> =
             hit.iter().copied().take(((hit.len() as f64 * erase) as usize).min(nsym)).collect();
-        let mut w1 = cw.clone();
         let mut w2 = cw.clone();
-        let r1 = fast.decode_with_erasures(&mut w1, &erasures);
         let r2 = slow.decode_with_erasures(&mut w2, &erasures);
-        prop_assert_eq!(r1, r2);
-        prop_assert_eq!(&w1, &w2);
-        prop_assert_eq!(fast.is_codeword(&cw).unwrap(), slow.is_codeword(&cw).unwrap());
+        for fast in simd_codecs(nsym) {
+            let mut w1 = cw.clone();
+            let r1 = fast.decode_with_erasures(&mut w1, &erasures);
+            prop_assert_eq!(r1, r2, "{:?}", fast.kernel());
+            prop_assert_eq!(&w1, &w2);
+            prop_assert_eq!(fast.is_codeword(&cw).unwrap(), slow.is_codeword(&cw).unwrap());
+        }
     }
 
     #[test]
     fn arbitrary_words_decode_alike(nsym in nsym_strategy(), bytes in proptest::collection::vec(any::<u8>(), 0..=256)) {
-        let (fast, slow) = (RsCodec::new(nsym).unwrap(), RsCodec::new_scalar(nsym).unwrap());
-        let mut w1 = bytes.clone();
-        let mut w2 = bytes;
-        prop_assert_eq!(fast.decode(&mut w1), slow.decode(&mut w2));
-        prop_assert_eq!(w1, w2);
+        let slow = RsCodec::new_scalar(nsym).unwrap();
+        let mut w2 = bytes.clone();
+        let r2 = slow.decode(&mut w2);
+        for fast in simd_codecs(nsym) {
+            let mut w1 = bytes.clone();
+            prop_assert_eq!(fast.decode(&mut w1), r2, "{:?}", fast.kernel());
+            prop_assert_eq!(&w1, &w2);
+        }
     }
 }

@@ -12,4 +12,4 @@ pub mod rs;
 mod simd;
 pub mod xor;
 
-pub use rs::{RsCodec, RsError};
+pub use rs::{RsCodec, RsError, RsKernel};

@@ -24,14 +24,19 @@
 //! a word that fails this check pays for syndromes, Berlekamp-Massey, Chien search and
 //! Forney's formula. There are two implementations, with identical results on every input:
 //!
-//! * SIMD ([`RsCodec::new`] on x86-64 with AVX2 and GFNI, see `fec/simd.rs`). The parity is
+//! * SIMD ([`RsCodec::new`] on x86-64 with SSSE3 or better and on aarch64, see
+//!   `fec/simd.rs`). The parity is
 //!   linear in the message: `parity = sum_i m_i * P_i`, `P_i = x^(nsym + k - 1 - i) mod g(x)`,
-//!   with the rows `P_i` precomputed per code (`(255 - nsym) * 32 * ceil(nsym / 32)` bytes).
-//!   Each message byte scales its row with one `gf2p8affineqb` and the rows are XORed, so no
-//!   step waits for the previous byte (an LFSR would). Syndromes (residue bytes scaling rows
-//!   of powers of alpha), the Chien search (locator coefficients scaling rows of
-//!   `alpha^(-i e)` for all positions `e` at once, even and odd terms apart) and Forney's
-//!   `Omega` use the same kernel; Berlekamp-Massey stays scalar.
+//!   with the rows `P_i` precomputed per code (`(255 - nsym) * 32 * ceil(nsym / 32)` bytes,
+//!   twice that for the shuffle kernels, which store them split into nibbles). Each message
+//!   byte scales its row (one `gf2p8affineqb` with GFNI; two `pshufb` lookups per 16 or 32
+//!   bytes without) and the rows are XORed, so no step waits for the previous byte (an LFSR
+//!   would). Syndromes (residue bytes scaling rows of powers of alpha), the Chien search
+//!   (locator coefficients scaling rows of `alpha^(-i e)` for all positions `e` at once, even
+//!   and odd terms apart) and Forney's `Omega` use the same kernel; Berlekamp-Massey stays
+//!   scalar. The kernel is the best the CPU has ([`RsKernel`]: GFNI, else AVX2 shuffles, else
+//!   SSSE3 shuffles; NEON `tbl` lookups on aarch64); [`RsCodec::with_kernel`] forces one, so that tests and benchmarks can
+//!   run every path on one host.
 //! * Scalar ([`RsCodec::new_scalar`], and any other CPU): a table-driven LFSR whose register is
 //!   a few `u64` words. For `nsym <= 32` it consumes eight message bytes per step ("slicing by
 //!   8", as CRC implementations do): eight independent lookups in tables of `g(x)`-multiples,
@@ -46,7 +51,7 @@ use super::decode::{
     syndromes_from_residue, syndromes_simd, LogPoly,
 };
 use super::gf256::{self, EXP};
-use super::simd::{Simd, MAX_WIDTH};
+use super::simd::{RowTable, Simd, MAX_WIDTH};
 
 /// The largest codeword length (symbols) in GF(2^8).
 pub const MAX_N: usize = 255;
@@ -83,6 +88,69 @@ pub enum RsError {
     /// The word has more errors than the code can correct (detected, buffer unchanged).
     #[error("too many symbol errors to correct")]
     TooManyErrors,
+    /// [`RsCodec::with_kernel`] asked for a kernel this CPU (or architecture) cannot run.
+    #[error("the {} Reed-Solomon kernel needs CPU features this host lacks", .0.name())]
+    KernelUnavailable(RsKernel),
+}
+
+/// The implementations of the codec's GF(2^8) arithmetic, for choosing one explicitly with
+/// [`RsCodec::with_kernel`] (tests and benchmarks compare them on one host) and for asking
+/// which one a codec runs ([`RsCodec::kernel`]). All give identical results on every input;
+/// they differ only in speed and in the CPU features they need. [`RsCodec::new`] picks the
+/// first available in [`RsKernel::ALL`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RsKernel {
+    /// x86-64 with AVX-512F, AVX2 and GFNI: `gf2p8affineqb` on 64-byte registers for codes
+    /// with up to 32 parity bytes, otherwise as [`RsKernel::Avx2Gfni`].
+    Avx512Gfni,
+    /// x86-64 with AVX2 and GFNI: `gf2p8affineqb` on 32-byte registers.
+    Avx2Gfni,
+    /// x86-64 with AVX2: split-table multiplication with `vpshufb` on 32-byte registers (the
+    /// path of AVX2 hosts without GFNI).
+    Avx2Shuffle,
+    /// x86-64 with SSSE3: split-table multiplication with `pshufb` on 16-byte registers.
+    Ssse3Shuffle,
+    /// aarch64 with NEON: split-table multiplication with `tbl` on 16-byte registers.
+    NeonShuffle,
+    /// The portable table-driven LFSR and log-domain decoder: any CPU
+    /// ([`RsCodec::new_scalar`]).
+    Scalar,
+}
+
+impl RsKernel {
+    /// Every kernel, fastest first: the order [`RsCodec::new`] tries them in.
+    pub const ALL: [RsKernel; 6] = [
+        RsKernel::Avx512Gfni,
+        RsKernel::Avx2Gfni,
+        RsKernel::Avx2Shuffle,
+        RsKernel::Ssse3Shuffle,
+        RsKernel::NeonShuffle,
+        RsKernel::Scalar,
+    ];
+
+    /// A short lower-case name (`"avx2-shuffle"`), as benchmarks label their rows.
+    pub fn name(self) -> &'static str {
+        match self {
+            RsKernel::Avx512Gfni => "avx512-gfni",
+            RsKernel::Avx2Gfni => "avx2-gfni",
+            RsKernel::Avx2Shuffle => "avx2-shuffle",
+            RsKernel::Ssse3Shuffle => "ssse3-shuffle",
+            RsKernel::NeonShuffle => "neon-shuffle",
+            RsKernel::Scalar => "scalar",
+        }
+    }
+
+    /// True if this CPU can run the kernel (checked at run time; [`RsKernel::Scalar`] always).
+    pub fn is_available(self) -> bool {
+        self == RsKernel::Scalar || Simd::with_kernel(self).is_some()
+    }
+
+    /// The kernels this CPU can run, fastest first (always ending with
+    /// [`RsKernel::Scalar`]).
+    pub fn available() -> impl DoubleEndedIterator<Item = RsKernel> {
+        RsKernel::ALL.into_iter().filter(|k| k.is_available())
+    }
 }
 
 /// Slicing-by-8 tables for a register of `NW` words. For step position `b` (0..8) the table
@@ -119,16 +187,15 @@ const MAX_WORDS: usize = MAX_NSYM.div_ceil(8);
 type Reg = [u64; MAX_WORDS];
 
 /// The tables of the SIMD path: the parity of each message position, as rows for
-/// [`Simd::row_sum`].
+/// [`RowTable::row_sum`].
 #[derive(Clone)]
 struct SimdTables {
     isa: Simd,
-    /// Row length and kernel width: `nsym` rounded up to a multiple of 32.
-    width: usize,
     /// Row `q` (`q < 255 - nsym`) holds `x^(254 - q) mod g(x)` (`nsym` bytes, highest degree
-    /// first, zero padded to `width`): the parity of a 1 at byte `q` of a full-length message.
-    /// A `k`-byte message starts at row `255 - nsym - k`.
-    rows: Box<[u8]>,
+    /// first, zero padded to `nsym` rounded up to a multiple of 32, the kernel width): the
+    /// parity of a 1 at byte `q` of a full-length message. A `k`-byte message starts at row
+    /// `255 - nsym - k`. Laid out for `isa` (see [`RowTable`]).
+    rows: RowTable,
 }
 
 /// Forney's formula needs `Omega` and `Lambda'` at each root: all positions at once on the
@@ -335,11 +402,27 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
-    /// It uses the SIMD kernels when this CPU has them (x86-64 with AVX2 and GFNI), else the
-    /// portable ones; both give the same results on every input.
+    /// It uses the fastest kernel this CPU has (the first available in [`RsKernel::ALL`]:
+    /// GFNI, then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one); all give the same
+    /// results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
         let mut c = Self::new_scalar(nsym)?;
         c.simd = Simd::detect().map(|isa| c.simd_tables(isa));
+        Ok(c)
+    }
+
+    /// A codec that runs `kernel`, whatever better one the CPU has: for tests and benchmarks
+    /// that compare the paths on one host. `RsKernel::Scalar` is [`RsCodec::new_scalar`].
+    ///
+    /// # Errors
+    /// [`RsError::BadParity`] as for [`RsCodec::new`]; [`RsError::KernelUnavailable`] if this
+    /// CPU lacks the kernel's features ([`RsKernel::is_available`]).
+    pub fn with_kernel(nsym: usize, kernel: RsKernel) -> Result<Self, RsError> {
+        let mut c = Self::new_scalar(nsym)?;
+        if kernel != RsKernel::Scalar {
+            let isa = Simd::with_kernel(kernel).ok_or(RsError::KernelUnavailable(kernel))?;
+            c.simd = Some(c.simd_tables(isa));
+        }
         Ok(c)
     }
 
@@ -388,7 +471,7 @@ impl RsCodec {
         let nsym = self.nsym;
         let width = nsym.div_ceil(32) * 32;
         let rows_n = MAX_N - nsym;
-        let mut rows = vec![0u8; rows_n * width].into_boxed_slice();
+        let mut rows = vec![0u8; rows_n * width];
         // x^nsym mod g(x) = g's lower coefficients (g is monic; minus is plus).
         let mut r = [0u8; MAX_NSYM];
         r[..nsym].copy_from_slice(&self.gen[1..]);
@@ -401,12 +484,22 @@ impl RsCodec {
                 r[j] = next ^ gf256::mul(top, self.gen[j + 1]);
             }
         }
-        SimdTables { isa, width, rows }
+        SimdTables {
+            isa,
+            rows: RowTable::new(isa, &rows, width),
+        }
     }
 
-    /// True if this codec runs the SIMD kernels (see [`RsCodec::new`]).
+    /// True if this codec runs a SIMD kernel (see [`RsCodec::new`]).
     pub fn uses_simd(&self) -> bool {
         self.simd.is_some()
+    }
+
+    /// The kernel this codec runs.
+    pub fn kernel(&self) -> RsKernel {
+        self.simd
+            .as_ref()
+            .map_or(RsKernel::Scalar, |s| s.isa.kernel())
     }
 
     /// Parity symbols per codeword (`n - k`).
@@ -434,12 +527,8 @@ impl RsCodec {
         match &self.simd {
             Some(s) => {
                 let first = MAX_N - self.nsym - msg.len();
-                s.isa.row_sum(
-                    msg,
-                    &s.rows[first * s.width..],
-                    s.width,
-                    &mut out[..s.width],
-                );
+                let width = self.nsym.div_ceil(32) * 32;
+                s.rows.row_sum(msg, first, &mut out[..width]);
             }
             None => unpack(&self.remainder(msg), &mut out[..self.nsym]),
         }
