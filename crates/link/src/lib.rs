@@ -8,7 +8,8 @@
 //! Map: [`time`] (our own instants), [`budget`] (scheduler shares and delay bounds), [`wire`] (frame formats), [`service`] (recovery schemes),
 //! [`sched`] (frame schedulers), [`classifier`], [`sar`] (segmentation), [`link`] (the
 //! multi-service link), [`config`], [`hop`] (an in-memory driver), [`timer`] (timer tables).
-// Unsafe code is denied everywhere except fec/simd.rs, which allows it for its SIMD kernel.
+// Unsafe code is denied everywhere except fec/simd.rs and its two children (simd_x86_shuffle.rs,
+// simd_aarch64_neon.rs), which allow it for their SIMD kernels.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
