@@ -12,7 +12,10 @@
 //! (a `Value` sorts its keys): each run is turned into a `Value` without its flows and series,
 //! which are written item by item in the same layout (as one `Value` tree, a run of 1,000
 //! flows for 400 s peaked at 749 MB); the runs go to the part file, and at the end the total
-//! of events, which sorts first, is written and the part copied after it.
+//! of events, which sorts first, is written and the part copied after it. Each run is
+//! committed when it is added (the CSV tables and the part file flushed), so a kill leaves
+//! every finished run readable; `journal.rs` reads the part file back for `--resume`, and
+//! `store.rs` keeps each run's rendered object for `--store`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
