@@ -158,6 +158,7 @@ struct ClientOpts {
     #[arg(long, value_enum, default_values = ["shm", "tcp"])]
     backend: Vec<BackendArg>,
     /// Transport of the sockets and io_uring backends (shm ignores it); may be given twice.
+    /// Without it each backend runs over the transport its name says (`udp` is UDP).
     #[arg(long, value_enum)]
     transport: Vec<TransportArg>,
     /// io_uring: send with SEND_ZC/SENDMSG_ZC (zero copy) instead of plain SEND (client and,

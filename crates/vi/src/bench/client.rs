@@ -60,12 +60,32 @@ pub enum Target {
     },
 }
 
+/// The backends `o` measures, each once: every backend over every transport given, or, with
+/// none given, each as named (`udp` stays UDP: issue 34 found it mapped to TCP).
+pub fn backends_of(o: &ClientConfig) -> Vec<BenchBackend> {
+    let mut backends: Vec<BenchBackend> = Vec::new();
+    for &b in &o.backends {
+        let each: Vec<BenchBackend> = if o.transports.is_empty() {
+            vec![b]
+        } else {
+            o.transports.iter().map(|&t| b.over(t)).collect()
+        };
+        for b in each {
+            if !backends.contains(&b) {
+                backends.push(b);
+            }
+        }
+    }
+    backends
+}
+
 /// What a client run measures.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
     /// Backends to measure (each over every transport).
     pub backends: Vec<BenchBackend>,
-    /// Transports of the sockets and io_uring backends (none: TCP).
+    /// Transports of the sockets and io_uring backends: each of them is measured over every
+    /// one given (`udp` over TCP is `tcp`); none: each over the transport its name says.
     pub transports: Vec<Transport>,
     /// io_uring: SEND_ZC (else plain SEND), client and local server.
     pub zc: bool,
@@ -130,20 +150,7 @@ pub fn run_client_with(
     };
     let max = sizes.iter().copied().max().unwrap_or(1).max(64);
     let mut rep = Report::default();
-    // Every backend over every requested transport, each once.
-    let transports = if o.transports.is_empty() {
-        vec![Transport::Tcp]
-    } else {
-        o.transports.clone()
-    };
-    let mut backends: Vec<BenchBackend> = Vec::new();
-    for &b in &o.backends {
-        for &t in &transports {
-            if !backends.contains(&b.over(t)) {
-                backends.push(b.over(t));
-            }
-        }
-    }
+    let backends = backends_of(&o);
     let mut ns = match target {
         Target::Local { netns: true, .. } => Some(netns::NetnsPair::create()?),
         _ => None,
@@ -720,5 +727,25 @@ mod tests {
         );
         control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false).unwrap();
         t.join().unwrap().unwrap();
+    }
+
+    /// Issue 34: `--backend udp` (and `udp-batch`, `uring-udp`) measured TCP, because every
+    /// backend was mapped over the default transport. Without `--transport` each backend is
+    /// measured as named; with it, over every transport given.
+    #[test]
+    fn each_backend_is_measured_over_the_transport_it_names() {
+        use BenchBackend::*;
+        let all = [
+            Shm, Tcp, TcpBatch, Udp, UdpBatch, UringTcp, UringUdp, Sock, Floor,
+        ];
+        for b in all {
+            assert_eq!(backends_of(&config(b, 1, false)), vec![b], "{}", b.name());
+        }
+        let mut o = config(Udp, 1, false);
+        o.backends = vec![Udp, Shm, UringTcp];
+        o.transports = vec![Transport::Tcp, Transport::Udp];
+        assert_eq!(backends_of(&o), vec![Tcp, Udp, Shm, UringTcp, UringUdp]);
+        o.transports = vec![Transport::Udp];
+        assert_eq!(backends_of(&o), vec![Udp, Shm, UringUdp]);
     }
 }
