@@ -260,7 +260,7 @@ pub fn run_client_with(
         let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
         for _ in 0..reps {
             for (k, &s) in sizes.iter().enumerate() {
-                let run = raw_socket_pingpong(s, o.iters, o.warmup)
+                let run = raw_socket_pingpong(s, o.iters, o.warmup, o.cpus.map(|c| c.0))
                     .context(|| format!("raw socket ping-pong {s} B"))?;
                 runs[k].push(run);
                 step();
@@ -444,13 +444,22 @@ fn pingpong(
     })
 }
 
-/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread; CPU
-/// of each thread (RUSAGE_THREAD).
-fn raw_socket_pingpong(size: usize, iters: usize, warmup: usize) -> Result<PingRun, BenchError> {
+/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread (on
+/// `server_cpu` when given, as `--cpu` places the VI backends' server); CPU of each thread
+/// (RUSAGE_THREAD).
+fn raw_socket_pingpong(
+    size: usize,
+    iters: usize,
+    warmup: usize,
+    server_cpu: Option<usize>,
+) -> Result<PingRun, BenchError> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let at = l.local_addr()?;
     let total = iters + warmup;
     let echo = std::thread::spawn(move || -> std::io::Result<((f64, f64), i64, f64)> {
+        if let Some(c) = server_cpu {
+            crate::pin_thread_to_cpu(c)?;
+        }
         let (mut s, _) = l.accept()?;
         s.set_nodelay(true)?;
         let mut buf = vec![0u8; size];
@@ -747,5 +756,22 @@ mod tests {
         assert_eq!(backends_of(&o), vec![Tcp, Udp, Shm, UringTcp, UringUdp]);
         o.transports = vec![Transport::Udp];
         assert_eq!(backends_of(&o), vec![Udp, Shm, UringUdp]);
+    }
+
+    /// Issue 34: with `--cpu SERVER,CLIENT` the plain-socket reference's echo thread stayed on
+    /// the client's CPU, so the `sock` row compared a same-CPU exchange with cross-CPU VI rows.
+    #[test]
+    fn the_socket_reference_echo_runs_on_the_server_cpu() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            eprintln!("one CPU: nothing to place apart");
+            return;
+        }
+        let run = std::thread::spawn(|| {
+            crate::pin_thread_to_cpu(1).unwrap();
+            raw_socket_pingpong(64, 20, 2, Some(0)).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(run.cpus, (1, 0));
     }
 }
