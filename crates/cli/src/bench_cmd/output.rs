@@ -45,7 +45,7 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
     );
     let w = if reps > 1 { 16 } else { 9 };
     println!(
-        "{:<9} {:<6} {:>8} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>8} {:>8} {:>8}",
+        "{:<9} {:<6} {:>8} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>8} {:>8} {:>8} {:>11}",
         "back",
         "mode",
         "size",
@@ -58,12 +58,13 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
         "srv cpu%",
         "cli/rtt",
         "srv/rtt",
-        "same cpu"
+        "same cpu",
+        "echoes ok"
     );
     for r in &rep.pingpong {
         let f = |k: &str, v: f64| pm(v, &r.ci95, k, 2);
         println!(
-            "{:<9} {:<6} {:>8} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>8.2} {:>8.2} {:>8}",
+            "{:<9} {:<6} {:>8} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>w$} {:>8.2} {:>8.2} {:>8} {:>11}",
             name(r.backend),
             mname(r.mode),
             r.size,
@@ -77,6 +78,11 @@ pub(super) fn report(rep: &Report, o: &ClientOpts) -> Result<()> {
             r.client_cpu_us_per_rtt,
             r.server_cpu_us_per_rtt,
             format!("{}/{}", r.same_cpu_runs, r.reps),
+            if r.echoes_checked == 0 {
+                "-".to_string()
+            } else {
+                format!("{}/{}", r.echoes_checked, r.echoes)
+            },
         );
     }
     // Each polling row against the floor of its size, when the floor ran (`--floor`).
@@ -254,7 +260,7 @@ const TPUT_KEYS: [&str; 11] = [
 fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let mut s = format!(
-        "backend,mode,path,size,iters,reps,same_cpu_runs,{}\n",
+        "backend,mode,path,size,iters,reps,same_cpu_runs,echoes,echoes_checked,{}\n",
         header_with_ci(&PING_KEYS)
     );
     for r in &rep.pingpong {
@@ -272,7 +278,7 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
         ];
         let pairs: Vec<(&str, f64)> = PING_KEYS.iter().copied().zip(v).collect();
         s += &format!(
-            "{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{}\n",
             name(r.backend),
             mname(r.mode),
             r.path,
@@ -280,6 +286,8 @@ fn write_csvs(rep: &Report, dir: &PathBuf) -> Result<()> {
             r.iters,
             r.reps,
             r.same_cpu_runs,
+            r.echoes,
+            r.echoes_checked,
             with_ci(&pairs, &r.ci95)
         );
     }

@@ -391,9 +391,15 @@ fn pingpong(
         true,
     )?;
     let mut rtts = Vec::with_capacity(iters);
+    // What each echo must be: a seeded pattern, its first bytes the round's number.
+    let mut want = vec![0u8; size];
+    pattern::fill(&mut want, seed_of(0, size), 0);
+    e.slot_mut(WINDOW)?[..size].copy_from_slice(&want);
     let cpu0 = process_cpu();
     let start = Instant::now();
     for i in 0..total {
+        stamp(&mut want, i);
+        stamp(&mut e.slot_mut(WINDOW)?[..size], i);
         let t0 = Instant::now();
         e.send(WINDOW, size, 0)?;
         let (mut sent, mut back) = (false, false);
@@ -406,6 +412,8 @@ fn pingpong(
                     if i >= warmup {
                         rtts.push(t0.elapsed().as_nanos() as u64);
                     }
+                    let got = e.slot_bytes(c.tag as usize, c.len)?;
+                    check_echo(got, &want, i)?;
                     e.post_recv(c.tag as usize)?;
                 }
             }
@@ -441,7 +449,32 @@ fn pingpong(
         server_cpu,
         server_seconds,
         cpus: (on, server_on),
+        echoes_checked: total as u64,
     })
+}
+
+/// Writes round `i`'s number into the first bytes of a ping-pong message (as many of its 8
+/// as fit), so an echo of another round differs.
+fn stamp(msg: &mut [u8], i: usize) {
+    let n = msg.len().min(8);
+    msg[..n].copy_from_slice(&(i as u64).to_le_bytes()[..n]);
+}
+
+/// Checks the echo of round `i` against what was sent: its length, then every byte.
+fn check_echo(got: &[u8], want: &[u8], i: usize) -> Result<(), BenchError> {
+    if got.len() != want.len() {
+        return Err(protocol(format!(
+            "ping-pong round {i}: the echo has {} bytes, {} were sent",
+            got.len(),
+            want.len()
+        )));
+    }
+    if let Some(at) = got.iter().zip(want).position(|(a, b)| a != b) {
+        return Err(protocol(format!(
+            "ping-pong round {i}: the echo differs from what was sent at byte {at}"
+        )));
+    }
+    Ok(())
 }
 
 /// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread (on
@@ -478,17 +511,21 @@ fn raw_socket_pingpong(
     let mut c = TcpStream::connect(at)?;
     c.set_nodelay(true)?;
     c.set_read_timeout(Some(TIMEOUT))?;
+    let mut want = vec![0u8; size];
+    pattern::fill(&mut want, seed_of(0, size), 0);
     let mut buf = vec![0u8; size];
     let mut rtts = Vec::with_capacity(iters);
     let cpu0 = thread_cpu();
     let start = Instant::now();
     for i in 0..total {
+        stamp(&mut want, i);
         let t0 = Instant::now();
-        c.write_all(&buf)?;
+        c.write_all(&want)?;
         c.read_exact(&mut buf)?;
         if i >= warmup {
             rtts.push(t0.elapsed().as_nanos() as u64);
         }
+        check_echo(&buf, &want, i)?;
     }
     let seconds = start.elapsed().as_secs_f64();
     let cpu1 = thread_cpu();
@@ -504,6 +541,7 @@ fn raw_socket_pingpong(
         server_cpu,
         server_seconds,
         cpus: (on, server_on),
+        echoes_checked: total as u64,
     })
 }
 
@@ -671,6 +709,8 @@ mod tests {
             assert!(p.ci95["p50_us"].is_finite(), "{:?}", p.ci95);
             // The server reported its CPU: an echo of 12 messages costs it something.
             assert!(p.server_cpu_us_per_rtt > 0.0, "{p:?}");
+            // Every echo, warm-up included, was checked: 2 runs of 10 + 2 round trips.
+            assert_eq!((p.echoes, p.echoes_checked), (24, 24), "{p:?}");
         }
         assert!(r
             .throughput
@@ -773,5 +813,27 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(run.cpus, (1, 0));
+        assert_eq!(run.echoes_checked, 22);
+    }
+
+    /// A wrong echo fails the ping-pong naming the round and the byte, whatever its kind.
+    #[test]
+    fn an_echo_that_differs_from_what_was_sent_fails_naming_where() {
+        let mut want = vec![7u8; 64];
+        stamp(&mut want, 3);
+        assert!(check_echo(&want, &want, 3).is_ok());
+        let short = check_echo(&want[..60], &want, 3).unwrap_err().to_string();
+        assert!(
+            short.contains("round 3") && short.contains("60 bytes"),
+            "{short}"
+        );
+        let mut stale = want.clone();
+        stamp(&mut stale, 2);
+        let e = check_echo(&stale, &want, 3).unwrap_err().to_string();
+        assert!(e.contains("round 3") && e.contains("byte 0"), "{e}");
+        let mut flipped = want.clone();
+        flipped[40] ^= 1;
+        let e = check_echo(&flipped, &want, 3).unwrap_err().to_string();
+        assert!(e.contains("byte 40"), "{e}");
     }
 }

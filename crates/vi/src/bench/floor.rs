@@ -105,6 +105,7 @@ pub fn floor_pingpong(
         server_cpu: (f64::NAN, f64::NAN),
         server_seconds: seconds,
         cpus: (s, c),
+        echoes_checked: 0,
     })
 }
 

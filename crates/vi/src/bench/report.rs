@@ -41,6 +41,9 @@ pub struct PingRun {
     pub server_seconds: f64,
     /// The CPU the client and the server ran on at the end of the exchange (sched_getcpu).
     pub cpus: (i64, i64),
+    /// Echoes whose length and every byte were checked against what was sent (all of them,
+    /// warm-up included; 0 where nothing is checked: the C floor).
+    pub echoes_checked: u64,
 }
 
 /// One ping-pong point: round-trip percentiles and CPU per side, means over `reps` runs of
@@ -86,6 +89,12 @@ pub struct PingRow {
     /// which on a VM without guest halt-polling is an inter-processor interrupt to a halted
     /// vCPU: the two give different round trips (docs/bench.md, "blocking round trip").
     pub same_cpu_runs: usize,
+    /// Round trips over all runs, warm-up included, and how many of their echoes were
+    /// checked, length and bytes, against what was sent (each message carries its round's
+    /// number, so a stale or duplicated echo differs too).
+    pub echoes: u64,
+    /// See `echoes`.
+    pub echoes_checked: u64,
     /// 95% interval half-widths of the figures above, by field name.
     pub ci95: Ci95,
     /// Every round trip of every run (ns), for `--log`.
@@ -285,6 +294,8 @@ impl PingRow {
             client_cpu_us_per_rtt: 0.0,
             server_cpu_us_per_rtt: 0.0,
             same_cpu_runs: runs.iter().filter(|r| r.cpus.0 == r.cpus.1).count(),
+            echoes: runs.iter().map(|r| r.round_trips as u64).sum(),
+            echoes_checked: runs.iter().map(|r| r.echoes_checked).sum(),
             ci95: Ci95::new(),
             runs: Vec::new(),
             hist: None,
@@ -647,6 +658,7 @@ mod tests {
             server_cpu: (1.0, 0.0),
             server_seconds: 2.0,
             cpus: (0, 1),
+            echoes_checked: 0,
         };
         let r = PingRow::from_runs(
             BenchBackend::Tcp,
