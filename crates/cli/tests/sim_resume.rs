@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{mslink, scratch};
+use common::{mslink, result_files as files, scratch};
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -27,23 +27,6 @@ fn committed(dir: &Path) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-/// Every result file of `dir` (relative name, bytes), timing.json and progress.json aside.
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for sub in ["", "plots"] {
-        let d = dir.join(sub);
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_file() && name != "timing.json" && name != "progress.json" {
-                out.push((format!("{sub}/{name}"), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn sim(args: &[&str], out: &Path) -> std::process::Command {

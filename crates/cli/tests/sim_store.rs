@@ -7,28 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use common::{mslink, scratch};
+use common::{mslink, result_files as files, scratch};
 
 const SCENARIO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../scenarios/004/fig7_cbr_one_wlan.toml"
 );
-
-/// Every result file of `dir` but timing.json and progress.json, with its bytes.
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    for sub in ["", "plots"] {
-        for e in std::fs::read_dir(dir.join(sub)).unwrap() {
-            let p = e.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if p.is_file() && name != "timing.json" && name != "progress.json" {
-                out.push((format!("{sub}/{name}"), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// Runs `mslink sim` on `scenario` into `out`; returns how many runs came from the store
 /// (its note) or None without one.

@@ -280,3 +280,21 @@ pub const SR: &[&str] = &[
     "--set",
     "link.service.0.nack_interval_ms=20",
 ];
+
+/// Every result file of an `mslink sim` folder (top level and plots/) with its bytes, in name
+/// order, but timing.json and progress.json (wall time and pid): what must be byte-identical
+/// between two invocations of the same runs.
+pub fn result_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for sub in ["", "plots"] {
+        for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_file() && name != "timing.json" && name != "progress.json" {
+                out.push((format!("{sub}/{name}"), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

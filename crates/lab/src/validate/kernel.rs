@@ -223,7 +223,6 @@ pub fn reuse(o: &Options) -> Result<Vec<Row>> {
                         link.label()
                     );
                 }
-                let row = row_from_files(&stem, li, cc, rep)?;
                 let json = stem.with_extension("json");
                 let doc = read_doc(&json)?;
                 let secs = num(&doc, "start.test_start.duration").unwrap_or(f64::NAN);
@@ -234,7 +233,7 @@ pub fn reuse(o: &Options) -> Result<Vec<Row>> {
                         o.seconds
                     );
                 }
-                rows.push(row);
+                rows.push(row_from_doc(&doc, &stem, li, cc, rep)?);
             }
         }
     }
@@ -253,9 +252,13 @@ fn read_doc(json: &Path) -> Result<serde_json::Value> {
 
 /// The row of one transfer from its iperf3 document and netstat snapshot.
 fn row_from_files(stem: &Path, li: usize, cc: Cc, rep: u32) -> Result<Row> {
-    let doc = read_doc(&stem.with_extension("json"))?;
+    row_from_doc(&read_doc(&stem.with_extension("json"))?, stem, li, cc, rep)
+}
+
+/// The row of one transfer from its iperf3 document `doc` and the netstat snapshot beside it.
+fn row_from_doc(doc: &serde_json::Value, stem: &Path, li: usize, cc: Cc, rep: u32) -> Result<Row> {
     let nstext = std::fs::read_to_string(stem.with_extension("netstat")).unwrap_or_default();
-    let (goodput_bps, retrans_rate, timeouts, rtt_mean_ms) = row_of(&doc, &nstext)?;
+    let (goodput_bps, retrans_rate, timeouts, rtt_mean_ms) = row_of(doc, &nstext)?;
     Ok(Row {
         link: li,
         cc,

@@ -115,33 +115,34 @@ pub fn poly_eval(p: &[u8], x: u8) -> u8 {
     y
 }
 
+/// `a * b` modulo [`PRIM`] by carry-less shift and add ("Russian peasant"), usable in const
+/// context: the SIMD kernels' compile-time tables, and the tests' independent check of the
+/// table-driven [`mul`].
+pub(crate) const fn shift_mul(mut a: u8, mut b: u8) -> u8 {
+    let mut p = 0u8;
+    while b != 0 {
+        if b & 1 != 0 {
+            p ^= a;
+        }
+        let carry = a & 0x80 != 0;
+        a <<= 1;
+        if carry {
+            a ^= (PRIM & 0xff) as u8;
+        }
+        b >>= 1;
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Carry-less "Russian peasant" multiplication modulo 0x11d: an independent check of the
-    /// table-driven `mul`.
-    fn slow_mul(mut a: u8, mut b: u8) -> u8 {
-        let mut p = 0u8;
-        while b != 0 {
-            if b & 1 != 0 {
-                p ^= a;
-            }
-            let carry = a & 0x80 != 0;
-            a <<= 1;
-            if carry {
-                a ^= (PRIM & 0xff) as u8;
-            }
-            b >>= 1;
-        }
-        p
-    }
 
     #[test]
     fn tables_agree_with_shift_and_add() {
         for a in 0..=255u8 {
             for b in 0..=255u8 {
-                assert_eq!(mul(a, b), slow_mul(a, b), "{a} * {b}");
+                assert_eq!(mul(a, b), shift_mul(a, b), "{a} * {b}");
             }
         }
     }

@@ -373,23 +373,6 @@ pub(crate) fn row_sum_scalar(coefs: &[u8], rows: &[u8], stride: usize, out: &mut
     }
 }
 
-/// `a * b` modulo [`gf256::PRIM`] by shift and add, for tables built at compile time.
-const fn const_mul(mut a: u8, mut b: u8) -> u8 {
-    let mut p = 0u8;
-    while b != 0 {
-        if b & 1 != 0 {
-            p ^= a;
-        }
-        let carry = a & 0x80 != 0;
-        a <<= 1;
-        if carry {
-            a ^= (gf256::PRIM & 0xff) as u8;
-        }
-        b >>= 1;
-    }
-    p
-}
-
 /// The split multiplication tables of every `c`, 64-byte aligned so no entry straddles a
 /// cache line: `0[c][v] = c * v` and `0[c][16 + v] = c * (v << 4)` for `v < 16`.
 #[repr(C, align(64))]
@@ -401,8 +384,8 @@ const fn build_nibbles() -> NibbleTables {
     while c < 256 {
         let mut v = 0;
         while v < 16 {
-            t[c][v] = const_mul(c as u8, v as u8);
-            t[c][16 + v] = const_mul(c as u8, (v as u8) << 4);
+            t[c][v] = gf256::shift_mul(c as u8, v as u8);
+            t[c][16 + v] = gf256::shift_mul(c as u8, (v as u8) << 4);
             v += 1;
         }
         c += 1;
