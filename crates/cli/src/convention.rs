@@ -6,7 +6,6 @@
 //! work starts, and its error names the option and the folder.
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Mutex;
 
 use mslink_lab::reproduce::Progress;
@@ -65,26 +64,12 @@ impl Progress for Bar {
             eprintln!("mslink: {line}");
         }
     }
-}
-
-/// Creates the `--out` folder `dir` (and its parents).
-pub fn out_dir(dir: &Path, option: &str) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| {
-        format!(
-            "creating the folder {} ({option}); give a folder you may write to",
-            dir.display()
-        )
-    })
-}
-
-/// Creates the folder a file given by `option` goes into, before any work starts, so a long job
-/// does not fail at its end.
-pub fn parent_dir(file: &Path, option: &str) -> Result<()> {
-    match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => out_dir(p, option),
-        _ => Ok(()),
+    fn warn(&self, line: &str) {
+        eprintln!("mslink: {line}");
     }
 }
+
+pub use mslink_lab::files::{out_dir, parent_dir};
 
 /// The mslink executable to start for a child run (`bench local`'s server, `reproduce`'s
 /// benchmark runs): `MSLINK_EXE` when set (under the Python package this process is the

@@ -26,7 +26,6 @@ mod validate_cmd;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use mslink_lab::{read_error_trace, read_period_trace, read_trace_file, TraceFiles};
-pub use sim_cmd::mem_available;
 
 /// mslink: a multi-service link layer for lossy links, and the lab around it.
 #[derive(Parser)]

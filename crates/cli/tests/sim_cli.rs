@@ -228,7 +228,7 @@ fn sim_text(name: &str, scenario: &str, args: &[&str]) -> (Option<i32>, String, 
 }
 
 fn mem_available_gib() -> Option<u64> {
-    mslink_cli::mem_available().map(|b| b >> 30)
+    mslink_lab::campaign::mem_available().map(|b| b >> 30)
 }
 
 /// Issue 16: `count = 5000000` allocated 4.3 GB in 6 s and aborted. Since issue 18 a flow

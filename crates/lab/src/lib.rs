@@ -5,12 +5,17 @@
 //! trace files a scenario names ([`TraceFiles`]), many simulation runs on a few threads with
 //! results in a fixed order ([`parallel`]), the provenance of results ([`provenance`]) and the
 //! claims ledger of the five papers ([`reproduce`]: runs, verdicts, counterfactuals, mutants,
-//! coverage, report) and the simulator's TCP against the kernel's ([`validate`]). It prints nothing: progress and notes go through the caller's
-//! [`reproduce::Progress`], errors come back with their context (file, claim, key).
+//! coverage, report), the simulator's TCP against the kernel's ([`validate`]) and a scenario's
+//! sweep points and repetitions run into a results folder ([`campaign`], `mslink sim`). It
+//! prints nothing: progress, notes and warnings go through the caller's
+//! [`progress::Progress`], errors come back with their context (file, claim, key).
 
 #![warn(missing_docs)]
 
+pub mod campaign;
+pub mod files;
 pub mod parallel;
+pub mod progress;
 pub mod provenance;
 pub mod reproduce;
 mod trace_files;

@@ -95,7 +95,7 @@ fn main() {
     }
     {
         // What `mslink sim` adds while writing summary.json today: the run as one
-        // `serde_json::Value` (crates/cli/src/sim_cmd/output.rs, `write_run`).
+        // `serde_json::Value` (crates/lab/src/campaign/output.rs, `write_run`).
         let n = 20_000;
         let text = kind("app = \"cbr\"\nrate_bps = 256\npacket_bytes = 160", n);
         let r = run(&scenario(&text), 0, &mut |_| {

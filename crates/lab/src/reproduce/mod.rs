@@ -72,27 +72,7 @@ pub struct Options {
     pub list: bool,
 }
 
-/// Where progress goes (a progress bar and notes in the CLI).
-pub trait Progress: Sync {
-    /// A phase of `len` steps of `what` starts.
-    fn phase(&self, len: u64, what: &str);
-    /// One step done.
-    fn tick(&self);
-    /// The phase is over.
-    fn done(&self);
-    /// A line for the user (unless quiet).
-    fn note(&self, line: &str);
-}
-
-/// No progress shown.
-pub struct Silent;
-
-impl Progress for Silent {
-    fn phase(&self, _: u64, _: &str) {}
-    fn tick(&self) {}
-    fn done(&self) {}
-    fn note(&self, _: &str) {}
-}
+pub use crate::progress::{Progress, Silent};
 
 /// What a run of `mslink reproduce` found.
 #[derive(Debug, Default)]

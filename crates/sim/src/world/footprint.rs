@@ -101,7 +101,7 @@ fn tcp_connection_bytes(f: &Flow) -> u64 {
     segments * (heap_block((mss + TCP_HEADERS) as usize) + 1 + block) + 2 * EVENT_BYTES
 }
 
-/// What `mslink sim` holds while it writes summary.json (crates/cli/src/sim_cmd/output.rs,
+/// What `mslink sim` holds while it writes summary.json (crates/lab/src/campaign/output.rs,
 /// `write_run`): the flows and the series are written one item at a time, so one flow's
 /// `serde_json::Value` (2,886 bytes requested with the delay percentiles and jitter, `cargo
 /// bench -p mslink-sim --bench flow_memory`; about 4.1 KiB with the allocator's rounding) and

@@ -27,11 +27,11 @@ use mslink_sim::world::{DirectionResult, FlowResult, SegmentResult, TimePoint};
 use mslink_sim::RunResult;
 
 /// The progress file in the results folder.
-pub(super) const FILE: &str = "progress.json";
+pub(crate) const FILE: &str = "progress.json";
 
 /// What an invocation was given, and how far it got.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(super) struct Progress {
+pub(crate) struct Progress {
     /// `running` while runs are being written, `complete` when every file is.
     pub state: String,
     /// What to do if the state says running and no `mslink sim` is writing here.
@@ -61,8 +61,33 @@ pub(super) struct Progress {
 }
 
 impl Progress {
+    /// The record of invocation `g` of scenario file `path`, `runs_total` runs, as it starts.
+    pub(crate) fn begin(g: &super::Given, path: &Path, runs_total: usize) -> Progress {
+        let args = &g.args;
+        Progress {
+            state: "running".into(),
+            note: format!(
+                "runs are committed one at a time (flows.csv and timeseries.csv rows, summary.json.part); if no process {} is running, this invocation was interrupted: `mslink sim --resume {}` makes only the runs that are missing",
+                std::process::id(),
+                args.out.as_deref().unwrap_or(Path::new(".")).display()
+            ),
+            pid: std::process::id(),
+            runs_total,
+            scenario_file: path.to_path_buf(),
+            scenario_dir: g.dir.clone(),
+            scenario_text: g.text.clone(),
+            overrides: g.sets.clone(),
+            format: args.format,
+            stats: args.stats,
+            pcap: args.pcap,
+            no_plots: args.no_plots,
+            mslink_version: env!("CARGO_PKG_VERSION").into(),
+            store: args.store.clone(),
+        }
+    }
+
     /// Reads `out/progress.json`.
-    pub(super) fn read(out: &Path) -> Result<Progress> {
+    pub(crate) fn read(out: &Path) -> Result<Progress> {
         let p = out.join(FILE);
         let text = std::fs::read_to_string(&p).with_context(|| {
             format!(
@@ -85,7 +110,7 @@ impl Progress {
 
     /// Writes `out/progress.json` (through a temporary file, so a kill never leaves half of
     /// it).
-    pub(super) fn write(&self, out: &Path) -> Result<()> {
+    pub(crate) fn write(&self, out: &Path) -> Result<()> {
         let p = out.join(FILE);
         let tmp = out.join("progress.json.tmp");
         std::fs::write(&tmp, serde_json::to_string_pretty(self)? + "\n")
@@ -96,7 +121,7 @@ impl Progress {
 
 /// One committed run: its entry's text (from `    {` to `    }`) and what the writer needs of
 /// it.
-pub(super) struct Committed {
+pub(crate) struct Committed {
     pub point: usize,
     pub text: String,
     pub run: RunResult,
@@ -167,7 +192,7 @@ impl RunView {
 }
 
 /// What the writer needs of a run rendered as summary.json's `run` object (`store.rs`).
-pub(super) fn run_from_text(text: &str) -> Result<RunResult> {
+pub(crate) fn run_from_text(text: &str) -> Result<RunResult> {
     let v: RunView = serde_json::from_str(text).context("a stored run does not read back")?;
     Ok(v.into_run())
 }
@@ -189,7 +214,7 @@ impl From<DirectionView> for DirectionResult {
 
 /// Calls `each` with every run committed in the part file `path`, in order; an entry the kill
 /// cut short ends the list. Returns how many there were.
-pub(super) fn read_committed(
+pub(crate) fn read_committed(
     path: &Path,
     mut each: impl FnMut(Committed) -> Result<()>,
 ) -> Result<usize> {

@@ -25,7 +25,7 @@ use mslink_sim::Scenario;
 use crate::TraceFiles;
 
 /// A result store folder.
-pub(super) struct Store {
+pub(crate) struct Store {
     dir: PathBuf,
     /// Each trace file's content hash, computed once per invocation.
     traces: BTreeMap<PathBuf, [u8; 32]>,
@@ -33,7 +33,7 @@ pub(super) struct Store {
 
 impl Store {
     /// Opens (creating) the store in `dir`.
-    pub(super) fn open(dir: &Path) -> Result<Store> {
+    pub(crate) fn open(dir: &Path) -> Result<Store> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(Store {
             dir: dir.to_path_buf(),
@@ -42,7 +42,7 @@ impl Store {
     }
 
     /// The key of repetition `rep` of the point scenario `sc`, whose trace files `traces` finds.
-    pub(super) fn key(&mut self, sc: &Scenario, rep: u32, traces: &TraceFiles) -> Result<String> {
+    pub(crate) fn key(&mut self, sc: &Scenario, rep: u32, traces: &TraceFiles) -> Result<String> {
         let mut bare = sc.clone();
         bare.sweep = toml::Table::new();
         bare.sim.reps = 1;
@@ -78,7 +78,7 @@ impl Store {
     }
 
     /// The stored run of `key`, if there is one.
-    pub(super) fn get(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn get(&self, key: &str) -> Result<Option<String>> {
         let p = self.path(key);
         match std::fs::read_to_string(&p) {
             Ok(t) => Ok(Some(t)),
@@ -88,7 +88,7 @@ impl Store {
     }
 
     /// Keeps `run` (the rendered run object) under `key`.
-    pub(super) fn put(&self, key: &str, run: &[u8]) -> Result<()> {
+    pub(crate) fn put(&self, key: &str, run: &[u8]) -> Result<()> {
         let p = self.path(key);
         let d = p.parent().context("a store path has a folder")?;
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;

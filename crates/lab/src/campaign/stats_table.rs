@@ -23,9 +23,8 @@ use mslink_sim::RunResult;
 use super::csv_field;
 
 /// What stats.csv holds (`--stats`).
-#[derive(
-    clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum StatsMode {
     /// No stats.csv.
@@ -37,12 +36,12 @@ pub enum StatsMode {
 }
 
 /// The flow name of `--stats summary` rows.
-pub(super) const ALL_FLOWS: &str = "*";
+pub(crate) const ALL_FLOWS: &str = "*";
 
 /// stats.csv being written: the rows of each sweep point go out when the runs move on to the
 /// next point (jobs come point by point, each point's repetitions together), so what is held
 /// is one point's metrics, whatever the number of points.
-pub(super) struct StatsTable<W: Write> {
+pub(crate) struct StatsTable<W: Write> {
     w: W,
     name: String,
     /// The point being gathered, its sweep columns, and its flows in first-seen order with
@@ -57,7 +56,7 @@ pub(super) struct StatsTable<W: Write> {
 impl<W: Write> StatsTable<W> {
     /// Starts stats.csv of scenario `name` with sweep `keys` on `w`; `summary`: one row per
     /// point and metric, over the mean of all flows.
-    pub(super) fn new(mut w: W, name: &str, keys: &[String], summary: bool) -> Result<Self> {
+    pub(crate) fn new(mut w: W, name: &str, keys: &[String], summary: bool) -> Result<Self> {
         w.write_all(b"scenario,point,")?;
         for k in keys {
             write!(w, "{},", csv_field(k))?;
@@ -74,7 +73,7 @@ impl<W: Write> StatsTable<W> {
     }
 
     /// Adds run `r` of `point` (sweep `labels`).
-    pub(super) fn push(&mut self, point: usize, labels: &[Label], r: &RunResult) -> Result<()> {
+    pub(crate) fn push(&mut self, point: usize, labels: &[Label], r: &RunResult) -> Result<()> {
         if self.point.as_ref().is_some_and(|(p, _)| *p != point) {
             self.flush()?;
         }
@@ -138,7 +137,7 @@ impl<W: Write> StatsTable<W> {
     }
 
     /// Writes the last point's rows and flushes.
-    pub(super) fn finish(mut self) -> Result<()> {
+    pub(crate) fn finish(mut self) -> Result<()> {
         self.flush()?;
         self.w.flush()?;
         Ok(())

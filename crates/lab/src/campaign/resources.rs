@@ -3,13 +3,14 @@
 //!
 //! Contract: [`check`] sizes the trace files the scenarios name and estimates the runs
 //! (flows, events, memory at the peak, wall time), and then
-//! * with `--estimate`, prints the estimate and the memory available on standard output and
+//! * with `--estimate`, returns the estimate and the memory available, for standard output, and
 //!   says to stop; with `--json` too, as one JSON document ([`estimate_json`]);
 //! * refuses runs whose memory estimate exceeds `MemAvailable` of /proc/meminfo, with an error
 //!   that carries the estimate and what to change, unless `--force`;
-//! * warns on standard error (even with `--quiet`) when the runs would take over an hour.
+//! * warns (the caller's [`Progress::warn`], shown even with `--quiet`) when the runs would
+//!   take over an hour.
 //!
-//! A run that fits and is short prints nothing here, so ordinary output is unchanged. Without
+//! A run that fits and is short says nothing here, so ordinary output is unchanged. Without
 //! /proc/meminfo (not Linux) memory is not checked. Memory limits of a cgroup are not read.
 
 use std::collections::BTreeMap;
@@ -18,28 +19,30 @@ use anyhow::{bail, Result};
 use mslink_sim::resources::{bytes, duration, estimate, Estimate, EVENTS_PER_SECOND};
 use mslink_sim::Scenario;
 
-use super::SimArgs;
+use super::SimOptions;
+use crate::progress::Progress;
 use crate::TraceFiles;
 
 /// Estimated wall time beyond which `mslink sim` warns.
 const WARN_AFTER_S: f64 = 3600.0;
 
 /// What to do after the check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Verdict {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
     /// Run.
     Run,
-    /// Stop here, successfully (`--estimate`).
-    Stop,
+    /// Stop here, successfully (`--estimate`), printing this.
+    Stop(String),
 }
 
 /// Estimates the runs of `scenarios` (one per sweep point), `threads` at once; see the module
 /// contract.
-pub(super) fn check(
-    args: &SimArgs,
+pub(crate) fn check(
+    args: &SimOptions,
     scenarios: &[Scenario],
     threads: usize,
     traces: &TraceFiles,
+    progress: &dyn Progress,
 ) -> Result<Verdict> {
     let mut sizes = BTreeMap::new();
     for sc in scenarios {
@@ -57,22 +60,23 @@ pub(super) fn check(
         .as_deref()
         .unwrap_or(std::path::Path::new(""))
         .display();
+    let mut printed = String::new();
     if args.estimate && args.json {
-        println!("{}", estimate_json(&name.to_string(), &est, available)?);
+        printed = estimate_json(&name.to_string(), &est, available)?;
     } else if args.estimate {
-        println!("{name}: {est}");
-        match available {
-            Some(a) if est.fits(a) => println!("  available {} (MemAvailable): fits", bytes(a)),
-            Some(a) => println!(
+        printed = format!("{name}: {est}\n");
+        printed += &match available {
+            Some(a) if est.fits(a) => format!("  available {} (MemAvailable): fits", bytes(a)),
+            Some(a) => format!(
                 "  available {} (MemAvailable): does not fit; mslink sim refuses to run it without --force",
                 bytes(a)
             ),
-            None => println!("  available unknown (no /proc/meminfo): memory is not checked"),
-        }
+            None => "  available unknown (no /proc/meminfo): memory is not checked".to_string(),
+        };
     }
     if est.wall_s > WARN_AFTER_S {
-        eprintln!(
-            "mslink: warning: scenario {name}: the runs will take about {} ({:.3e} events at {:.1} M events/s per thread){}",
+        progress.warn(&format!(
+            "warning: scenario {name}: the runs will take about {} ({:.3e} events at {:.1} M events/s per thread){}",
             duration(est.wall_s),
             est.events,
             EVENTS_PER_SECOND / 1e6,
@@ -81,10 +85,10 @@ pub(super) fn check(
             } else {
                 "; `mslink sim --estimate` shows the estimate"
             }
-        );
+        ));
     }
     if args.estimate {
-        return Ok(Verdict::Stop);
+        return Ok(Verdict::Stop(printed));
     }
     if let Some(a) = available {
         if !est.fits(a) && !args.force {

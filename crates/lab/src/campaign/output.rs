@@ -27,7 +27,7 @@ use mslink_sim::RunResult;
 
 use super::parquet_out::{Kind, Table, Val};
 use super::stats_table::{StatsMode, StatsTable};
-use super::{csv_field, Format, Job, SimArgs};
+use super::{csv_field, Format, Job, SimOptions};
 
 /// Where a table's rows go.
 enum TableOut {
@@ -36,8 +36,7 @@ enum TableOut {
 }
 
 /// The result files of one `mslink sim` invocation, filled run by run (see the contract).
-pub(super) struct ResultWriter<'a> {
-    args: &'a SimArgs,
+pub(crate) struct ResultWriter<'a> {
     out: &'a Path,
     name: &'a str,
     points: &'a [Vec<(String, String)>],
@@ -64,8 +63,8 @@ fn create(dir: &Path, file: &str) -> Result<BufWriter<File>> {
 
 impl<'a> ResultWriter<'a> {
     /// Opens every result file of scenario `name` swept over `keys` at `points` in `out`.
-    pub(super) fn new(
-        args: &'a SimArgs,
+    pub(crate) fn new(
+        args: &'a SimOptions,
         out: &'a Path,
         name: &'a str,
         keys: &'a [String],
@@ -117,7 +116,6 @@ impl<'a> ResultWriter<'a> {
         let part_path = out.join("summary.json.part");
         let summary_part = create(out, "summary.json.part")?;
         Ok(ResultWriter {
-            args,
             out,
             name,
             points,
@@ -136,7 +134,7 @@ impl<'a> ResultWriter<'a> {
 
     /// Writes run `r` of `job` (jobs come in job order), commits it (`journal.rs`) and lets
     /// it go; returns the run as its summary entry renders it (what `store.rs` keeps).
-    pub(super) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<Vec<u8>> {
+    pub(crate) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<Vec<u8>> {
         let run =
             run_text(&mut r).with_context(|| format!("writing {}", self.part_path.display()))?;
         let entry = summary_entry(job.point, &self.points[job.point], &run)?;
@@ -145,7 +143,7 @@ impl<'a> ResultWriter<'a> {
     }
 
     /// Writes a run kept in the result store (`store.rs`): `run` as [`Self::push`] returned it.
-    pub(super) fn push_stored(&mut self, job: &Job, run: &str) -> Result<()> {
+    pub(crate) fn push_stored(&mut self, job: &Job, run: &str) -> Result<()> {
         let r = super::journal::run_from_text(run)?;
         let entry = summary_entry(job.point, &self.points[job.point], run.as_bytes())?;
         self.add(job, &r, &entry)
@@ -153,7 +151,7 @@ impl<'a> ResultWriter<'a> {
 
     /// Writes again a run an interrupted invocation committed (`journal.rs`): its summary
     /// entry as it was, its rows from what was read back.
-    pub(super) fn replay(&mut self, job: &Job, c: &super::journal::Committed) -> Result<()> {
+    pub(crate) fn replay(&mut self, job: &Job, c: &super::journal::Committed) -> Result<()> {
         self.add(job, &c.run, c.text.as_bytes())
     }
 
@@ -203,9 +201,8 @@ impl<'a> ResultWriter<'a> {
 
     /// Completes every file: the tables, stats.csv, summary.json (with `provenance`),
     /// timing.json (`wall` seconds of running) and the plots.
-    pub(super) fn finish(self, provenance: &serde_json::Value, wall: f64) -> Result<()> {
+    pub(crate) fn finish(self, provenance: &serde_json::Value, wall: f64) -> Result<String> {
         let ResultWriter {
-            args,
             out,
             name,
             flows,
@@ -265,25 +262,22 @@ impl<'a> ResultWriter<'a> {
         if let Some(p) = plots {
             p.write(out)?;
         }
-        if !args.quiet {
-            eprintln!(
-                "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}",
-                runs,
-                events,
-                wall,
-                events as f64 / wall.max(1e-9) / 1e6,
-                out.display()
-            );
-            eprint!("{}", digest.render(&labels));
-        }
-        Ok(())
+        Ok(format!(
+            "{} runs, {} events in {:.2} s ({:.2} M events/s); results in {}\n{}",
+            runs,
+            events,
+            wall,
+            events as f64 / wall.max(1e-9) / 1e6,
+            out.display(),
+            digest.render(&labels)
+        ))
     }
 }
 
 /// The files an earlier `mslink sim` left in `out` (and only those), removed so that results
 /// of two runs never mix; returns what was removed, for the note that says so. `resuming`
 /// keeps the pcaps of the committed runs (and the runs to replay, which are not in the list).
-pub(super) fn clear_previous(out: &Path, resuming: bool) -> Result<Vec<String>> {
+pub(crate) fn clear_previous(out: &Path, resuming: bool) -> Result<Vec<String>> {
     let mut removed = Vec::new();
     if !resuming {
         let p = out.join("summary.json.part.resume");

@@ -19,11 +19,11 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 
 /// Rows per row group.
-pub(super) const ROW_GROUP: usize = 65_536;
+pub(crate) const ROW_GROUP: usize = 65_536;
 
 /// The type of a column.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     /// UTF-8 text.
     Str,
     /// A signed integer.
@@ -36,7 +36,7 @@ pub(super) enum Kind {
 
 /// One cell of a row.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Val<'a> {
+pub(crate) enum Val<'a> {
     Str(&'a str),
     Int(i64),
     UInt(u64),
@@ -50,7 +50,7 @@ enum Col {
 }
 
 /// A Parquet file being written row by row (see the module contract).
-pub(super) struct Table<W: Write + Send> {
+pub(crate) struct Table<W: Write + Send> {
     w: SerializedFileWriter<W>,
     cols: Vec<Col>,
     rows: usize,
@@ -58,7 +58,7 @@ pub(super) struct Table<W: Write + Send> {
 
 impl<W: Write + Send> Table<W> {
     /// Starts a file of `columns` (name, type) on `out`.
-    pub(super) fn new(out: W, columns: &[(String, Kind)]) -> Result<Self> {
+    pub(crate) fn new(out: W, columns: &[(String, Kind)]) -> Result<Self> {
         let mut fields = Vec::with_capacity(columns.len());
         let mut cols = Vec::with_capacity(columns.len());
         for (name, kind) in columns {
@@ -101,7 +101,7 @@ impl<W: Write + Send> Table<W> {
     }
 
     /// Appends one row, a value per column in the order of [`Table::new`].
-    pub(super) fn row(&mut self, vals: &[Val]) -> Result<()> {
+    pub(crate) fn row(&mut self, vals: &[Val]) -> Result<()> {
         if vals.len() != self.cols.len() {
             bail!(
                 "a row of {} values for {} columns",
@@ -158,7 +158,7 @@ impl<W: Write + Send> Table<W> {
     }
 
     /// Writes the last row group and the footer.
-    pub(super) fn finish(mut self) -> Result<()> {
+    pub(crate) fn finish(mut self) -> Result<()> {
         self.flush()?;
         self.w.close()?;
         Ok(())

@@ -17,7 +17,7 @@ use mslink_sim::labels::Label;
 use mslink_sim::RunResult;
 
 /// Rows kept and printed at most.
-pub(super) const MAX_ROWS: usize = 24;
+pub(crate) const MAX_ROWS: usize = 24;
 
 #[derive(Default)]
 struct Row {
@@ -34,7 +34,7 @@ struct Row {
 
 /// The table being gathered.
 #[derive(Default)]
-pub(super) struct Digest {
+pub(crate) struct Digest {
     rows: Vec<Row>,
     index: HashMap<(usize, String), usize>,
     left_out: usize,
@@ -42,7 +42,7 @@ pub(super) struct Digest {
 
 impl Digest {
     /// Adds run `r` of sweep point `point`, whose scenario is `sc`.
-    pub(super) fn push(&mut self, point: usize, sc: &mslink_sim::Scenario, r: &RunResult) {
+    pub(crate) fn push(&mut self, point: usize, sc: &mslink_sim::Scenario, r: &RunResult) {
         for (at, f) in r
             .flows
             .iter()
@@ -91,7 +91,7 @@ impl Digest {
     }
 
     /// The table, with each point's sweep `labels`; empty when no datagram flow ran.
-    pub(super) fn render(&self, labels: &[Vec<Label>]) -> String {
+    pub(crate) fn render(&self, labels: &[Vec<Label>]) -> String {
         if self.rows.is_empty() {
             return String::new();
         }
