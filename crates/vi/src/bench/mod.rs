@@ -32,11 +32,13 @@ use crate::{Backend, Status, VipError, WaitMode, WorkQueue};
 mod callcost;
 mod client;
 mod end;
+pub mod files;
 mod floor;
 pub mod netns;
 mod pattern;
 mod report;
 mod server;
+pub mod tables;
 
 pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
