@@ -33,6 +33,52 @@ pub struct TraceFigures {
     pub ber: f64,
 }
 
+/// 003 Table 1 (loss, truncation, corruption, bit error rate); "trivial" entries are zero.
+pub const ENVIRONMENTS: &[(&str, [f64; 4])] = &[
+    ("office", [0.0, 0.0, 0.0, 0.0]),
+    ("walking", [0.0, 0.0, 0.05, 1.6e-4]),
+    ("adjacent", [0.31, 0.23, 0.0, 0.0]),
+    ("table", [0.05, 0.02, 0.94, 4.9e-3]),
+    ("walls", [0.01, 0.02, 0.27, 3.8e-4]),
+];
+
+/// A named environment of 003 Table 1 that is not in [`ENVIRONMENTS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown environment {name:?}; expected one of {known}")]
+pub struct UnknownEnvironment {
+    /// The name asked for.
+    pub name: String,
+    /// The names there are, comma-separated.
+    pub known: String,
+}
+
+/// The figures of the environment `name` of 003 Table 1.
+pub fn environment(name: &str) -> Result<TraceFigures, UnknownEnvironment> {
+    match ENVIRONMENTS.iter().find(|(n, _)| *n == name) {
+        Some((_, [loss, truncation, corruption, ber])) => Ok(TraceFigures {
+            loss: *loss,
+            truncation: *truncation,
+            corruption: *corruption,
+            ber: *ber,
+        }),
+        None => Err(UnknownEnvironment {
+            name: name.to_string(),
+            known: ENVIRONMENTS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+impl TraceFigures {
+    /// Loss, truncation, corruption and bit error rate, in that order.
+    pub fn figures(&self) -> [f64; 4] {
+        [self.loss, self.truncation, self.corruption, self.ber]
+    }
+}
+
 /// Figures of a trace for frames of a given length.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TraceStats {

@@ -15,6 +15,45 @@
 /// packet plus 4 bytes of framing).
 pub const OPPORTUNITY_BYTES: usize = 1504;
 
+/// The opportunity times (ms) of a trace whose rate in millisecond `m` is `rate_bps(m)`:
+/// credit accrues each millisecond and every 1504 bytes of it is one opportunity at the end of
+/// that millisecond (so the first line is at 1 ms or later, and the last one is the period).
+pub fn opportunities(ms: u64, rate_bps: impl Fn(u64) -> f64) -> Vec<u64> {
+    let per = (OPPORTUNITY_BYTES * 8) as f64;
+    let mut credit = 0.0;
+    let mut out = Vec::new();
+    for m in 0..ms {
+        credit += rate_bps(m) / 1000.0;
+        while credit >= per {
+            credit -= per;
+            out.push(m + 1);
+        }
+    }
+    // A Mahimahi trace's last line is its period.
+    if out.last() != Some(&ms) {
+        out.push(ms);
+    }
+    out
+}
+
+/// A wandering rate (Mbit/s) per step, `steps` of them, between `lo` and `hi`: a random walk
+/// from the middle whose every step moves by at most a quarter of the range, clamped to it;
+/// the draws come from ChaCha8 seeded with `seed` (`mslink trace capacity --min-mbps
+/// --max-mbps`).
+pub fn wandering_rates(lo: f64, hi: f64, steps: u64, seed: u64) -> Vec<f64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let spread = (hi - lo) / 4.0;
+    let mut r = (lo + hi) / 2.0;
+    (0..steps)
+        .map(|_| {
+            let v = r;
+            r = (r + rng.gen_range(-spread..=spread)).clamp(lo, hi);
+            v
+        })
+        .collect()
+}
+
 /// What is wrong with a trace line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MahimahiErrorKind {

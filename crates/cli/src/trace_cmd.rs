@@ -9,7 +9,7 @@
 //! form.
 
 use anyhow::{bail, Context, Result};
-use mslink_channel::generate::{generate, TraceFigures, TraceStats};
+use mslink_channel::generate::{environment, generate, TraceFigures, TraceStats};
 use mslink_channel::trace::{Entry, PackedTrace, TEXT_HEADER};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -151,29 +151,7 @@ struct CapacityArgs {
     quiet: bool,
 }
 
-/// The opportunity times (ms) of a trace whose rate in millisecond `m` is `rate_bps(m)`:
-/// credit accrues each millisecond and every 1504 bytes of it is one opportunity at the end of
-/// that millisecond (so the first line is at 1 ms or later, and the last one is the period).
-fn opportunities(ms: u64, rate_bps: impl Fn(u64) -> f64) -> Vec<u64> {
-    let per = (mslink_channel::mahimahi::OPPORTUNITY_BYTES * 8) as f64;
-    let mut credit = 0.0;
-    let mut out = Vec::new();
-    for m in 0..ms {
-        credit += rate_bps(m) / 1000.0;
-        while credit >= per {
-            credit -= per;
-            out.push(m + 1);
-        }
-    }
-    // A Mahimahi trace's last line is its period.
-    if out.last() != Some(&ms) {
-        out.push(ms);
-    }
-    out
-}
-
 fn capacity(c: &CapacityArgs) -> Result<()> {
-    use rand::Rng;
     let positive = |v: f64, flag: &str| -> Result<f64> {
         if v.is_finite() && v > 0.0 {
             Ok(v)
@@ -198,21 +176,12 @@ fn capacity(c: &CapacityArgs) -> Result<()> {
             if hi < lo {
                 bail!("--max-mbps {hi} is below --min-mbps {lo}");
             }
-            let mut rng = ChaCha8Rng::seed_from_u64(c.seed);
-            let spread = (hi - lo) / 4.0;
-            let mut r = (lo + hi) / 2.0;
-            (0..ms.div_ceil(c.step_ms))
-                .map(|_| {
-                    let v = r;
-                    r = (r + rng.gen_range(-spread..=spread)).clamp(lo, hi);
-                    v
-                })
-                .collect()
+            mslink_channel::mahimahi::wandering_rates(lo, hi, ms.div_ceil(c.step_ms), c.seed)
         }
         _ => bail!("give --mbps RATE, or --min-mbps and --max-mbps"),
     };
     let step = c.step_ms;
-    let times = opportunities(ms, |m| {
+    let times = mslink_channel::mahimahi::opportunities(ms, |m| {
         steps[((m / step) as usize).min(steps.len() - 1)] * 1e6
     });
     write_with(&c.out, |w| {
@@ -236,15 +205,6 @@ fn capacity(c: &CapacityArgs) -> Result<()> {
     }
     Ok(())
 }
-
-/// 003 Table 1 (loss, truncation, corruption, bit error rate); "trivial" entries are zero.
-const ENVIRONMENTS: &[(&str, [f64; 4])] = &[
-    ("office", [0.0, 0.0, 0.0, 0.0]),
-    ("walking", [0.0, 0.0, 0.05, 1.6e-4]),
-    ("adjacent", [0.31, 0.23, 0.0, 0.0]),
-    ("table", [0.05, 0.02, 0.94, 4.9e-3]),
-    ("walls", [0.01, 0.02, 0.27, 3.8e-4]),
-];
 
 fn read(file: &str) -> Result<PackedTrace> {
     crate::read_error_trace(std::path::Path::new(file)).with_context(|| format!("trace {file}"))
@@ -283,17 +243,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         TraceCmd::Gen(g) => {
             let base = match &g.env {
                 None => [0.0; 4],
-                Some(name) => match ENVIRONMENTS.iter().find(|(n, _)| n == name) {
-                    Some((_, f)) => *f,
-                    None => bail!(
-                        "unknown environment {name:?}; expected one of {}",
-                        ENVIRONMENTS
-                            .iter()
-                            .map(|(n, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                },
+                Some(name) => environment(name)?.figures(),
             };
             let fig = TraceFigures {
                 loss: g.loss.unwrap_or(base[0]),
