@@ -72,8 +72,9 @@ impl Progress for Bar {
 pub use mslink_lab::files::{out_dir, parent_dir};
 
 /// The mslink executable to start for a child run (`bench local`'s server, `reproduce`'s
-/// benchmark runs): `MSLINK_EXE` when set (under the Python package this process is the
-/// interpreter; its `mslink` script names itself there), else this process's own executable.
+/// benchmark runs): `MSLINK_EXE` when set (an override for tests and wrappers), else this process's own
+/// executable (the Python package's `mslink` script execs the executable, so this holds there
+/// too).
 pub fn mslink_exe() -> Result<std::path::PathBuf> {
     match std::env::var_os("MSLINK_EXE") {
         Some(p) => Ok(std::path::PathBuf::from(p)),

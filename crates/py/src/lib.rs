@@ -6,8 +6,9 @@
 //! `mslink_sim::Scenario` and calling its `validate` ([`check`], [`validate`]), and a failure
 //! is raised as `ScenarioError` whose `field` attribute is the dotted path of the bad key;
 //! sweep grids are expanded by `Scenario::sweep_points` ([`plan`]); runs are
-//! `mslink_sim::run` ([`run_jobs`], GIL released); and the `mslink` command is the CLI
-//! library's `main_with_args` ([`run_cli`]). Results cross into Python as the JSON of
+//! `mslink_sim::run` ([`run_jobs`], GIL released), with trace files read by `mslink-lab`. The
+//! `mslink` command is not here: the package's `mslink` script runs the `mslink` executable
+//! (python/mslink/_cli.py). Results cross into Python as the JSON of
 //! `RunResult` (the very serialization `summary.json` holds), so the Python tables equal the
 //! CLI's files.
 #![forbid(unsafe_code)]
@@ -359,7 +360,7 @@ fn run_jobs(
     let out = py.detach(|| {
         let mut load = |f: &str| match files.get(f) {
             Some(t) => Ok(t.clone()),
-            None => mslink_cli::read_trace_file(&base_dir.join(f)),
+            None => mslink_lab::read_trace_file(&base_dir.join(f)),
         };
         let mut tables = tables::Tables::default();
         let mut runs = Vec::with_capacity(jobs.len());
@@ -374,13 +375,6 @@ fn run_jobs(
     });
     let (tables, runs) = out.map_err(|(ctx, e)| sim_error(py, e, &ctx))?;
     Ok((tables.into_py(py)?, runs))
-}
-
-/// Runs the `mslink` command line (`argv[0]` is the program name) and returns its exit
-/// status. The GIL is released for the whole command.
-#[pyfunction]
-fn run_cli(py: Python<'_>, argv: Vec<String>) -> u8 {
-    py.detach(|| mslink_cli::main_with_args(argv))
 }
 
 /// The module.
@@ -406,6 +400,5 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
-    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     Ok(())
 }
