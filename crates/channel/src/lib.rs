@@ -13,6 +13,8 @@
 //! one implementation of each: [`capacity`] (rate, Mahimahi traces), [`queue`] (drop-tail,
 //! drop-head, CoDel, PIE, FQ-CoDel, with drops counted by cause) and [`delay`] (fixed delay,
 //! jitter with or without reordering, on/off outages). All take `now` from the caller.
+//! [`overrides`] (dotted-key `--set KEY=VALUE` edits of a TOML document, for the simulator's
+//! scenarios and the emulator's link files) is here so both drivers share it.
 
 pub mod airtime;
 pub mod burst_spec;
@@ -28,6 +30,7 @@ pub mod mahimahi;
 pub mod mean_loss;
 pub mod medium;
 pub mod outcome;
+pub mod overrides;
 pub mod pattern;
 pub mod queue;
 pub mod ramp;

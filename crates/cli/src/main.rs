@@ -12,7 +12,6 @@ mod bench_cmd;
 mod convention;
 mod demo;
 mod emulate_cmd;
-mod emulate_view;
 mod graph_cmd;
 mod log;
 mod meta_cmd;

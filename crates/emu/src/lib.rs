@@ -23,6 +23,9 @@
 //!   per-device forwarding, removed by a reaper even after SIGKILL).
 //! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
 //!   to their end, with every packet accounted for (what `mslink emulate` runs).
+//! * [`verb`] is `mslink emulate` itself as a library: its options (plain data; the CLI only
+//!   parses arguments into them), the link configuration they make, the live view, the
+//!   notes and the summary it prints and writes as JSON.
 //!
 //! 003 §1.3 and §4 run unmodified kernel TCP over an emulated error environment; this crate
 //! does that with real kernel stacks on both sides of the hop.
@@ -41,6 +44,7 @@ pub mod nat;
 pub mod runtime;
 pub mod session;
 pub mod tun;
+pub mod verb;
 
 pub use config::{EmuConfig, EmuConfigError};
 pub use hop::{ClassCounts, EmulatedHop, PacketCounts, Summary};

@@ -60,6 +60,43 @@ pub enum Until {
     Either,
 }
 
+impl Until {
+    /// Every policy, in the order `--until` lists them.
+    pub const ALL: [Until; 4] = [Until::Left, Until::Right, Until::Both, Until::Either];
+
+    /// The policy's name, as `--until` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Until::Left => "left",
+            Until::Right => "right",
+            Until::Both => "both",
+            Until::Either => "either",
+        }
+    }
+
+    /// What the policy means, one line without a final period (`--until`'s help).
+    pub fn about(self) -> &'static str {
+        match self {
+            Until::Left => "When the left command exits",
+            Until::Right => "When the right command exits",
+            Until::Both => "When both have exited",
+            Until::Either => "When either has exited",
+        }
+    }
+}
+
+impl std::str::FromStr for Until {
+    type Err = String;
+
+    /// A policy by its [`Until::name`].
+    fn from_str(s: &str) -> Result<Until, String> {
+        Until::ALL
+            .into_iter()
+            .find(|u| u.name() == s)
+            .ok_or_else(|| format!("{s:?}: use one of left, right, both, either"))
+    }
+}
+
 /// What runs on each side of the hop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Commands {

@@ -14,7 +14,9 @@ pub mod cell;
 pub mod demo;
 pub mod host;
 pub mod labels;
-pub mod overrides;
+/// Dotted-key overrides of TOML documents (`--set`): moved down to `mslink-channel` so the
+/// emulator shares them without depending on the simulator; re-exported here for old paths.
+pub use mslink_channel::overrides;
 pub mod packet;
 pub mod resources;
 pub mod scenario;

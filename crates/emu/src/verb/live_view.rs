@@ -16,8 +16,8 @@
 
 use std::io::Write;
 
+use crate::Summary;
 use mslink_channel::queue::SojournStats;
-use mslink_emu::Summary;
 
 /// Names of the two directions, as the summary line spells them.
 const DIRS: [&str; 2] = ["L->R", "R->L"];
@@ -174,7 +174,7 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mslink_emu::ClassCounts;
+    use crate::ClassCounts;
 
     fn summary(bytes: u64, accepted: u64, lost: u64, retx: u64) -> Summary {
         let mut s = Summary::default();
