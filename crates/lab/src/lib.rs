@@ -13,12 +13,10 @@
 #![warn(missing_docs)]
 
 pub mod campaign;
-pub mod files;
 pub mod parallel;
 pub mod progress;
 pub mod provenance;
 pub mod reproduce;
-mod trace_files;
 pub mod validate;
 
-pub use trace_files::{read_error_trace, read_period_trace, read_trace_file, TraceFiles};
+pub use mslink_io::{files, read_error_trace, read_period_trace, read_trace_file, TraceFiles};

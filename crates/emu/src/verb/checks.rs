@@ -7,12 +7,11 @@
 //! command options into what runs on each side of the hop. Errors name the options at fault,
 //! in the words of the CLI convention (docs/cli.md).
 
-use std::path::Path;
-
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use super::EmulateOptions;
 use crate::session::{self, Commands};
+use mslink_io::files::{out_dir, parent_dir};
 
 /// Checks the options against one another and creates the output folders.
 pub fn check(args: &EmulateOptions) -> Result<()> {
@@ -67,22 +66,4 @@ pub fn commands(args: &EmulateOptions) -> Result<Commands> {
         right,
         until: args.until,
     })
-}
-
-/// Creates the folder `dir` (and its parents) given by `option`.
-fn out_dir(dir: &Path, option: &str) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| {
-        format!(
-            "creating the folder {} ({option}); give a folder you may write to",
-            dir.display()
-        )
-    })
-}
-
-/// Creates the folder a file given by `option` goes into.
-fn parent_dir(file: &Path, option: &str) -> Result<()> {
-    match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => out_dir(p, option),
-        _ => Ok(()),
-    }
 }

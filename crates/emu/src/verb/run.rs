@@ -133,8 +133,6 @@ fn load_relative(base: Option<&Path>) -> impl FnMut(&str) -> std::io::Result<Str
             Some(dir) if p.is_relative() && !p.exists() => dir.join(p),
             _ => p.to_path_buf(),
         };
-        // The words of `mslink_lab::read_trace_file`, which the other verbs use.
-        std::fs::read_to_string(&p)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display())))
+        mslink_io::read_trace_file(&p)
     }
 }
