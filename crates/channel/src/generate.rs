@@ -193,6 +193,29 @@ pub fn generate(
     Ok(Trace { entries })
 }
 
+/// The figures as `mslink trace stats` prints them: one line each, two spaces in.
+impl std::fmt::Display for TraceStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "  frames       {}", self.frames)?;
+        writeln!(f, "  loss         {:.3}%", self.loss * 100.0)?;
+        writeln!(
+            f,
+            "  truncation   {:.3}%  (of frames not lost)",
+            self.truncation * 100.0
+        )?;
+        writeln!(
+            f,
+            "  corruption   {:.3}%  (of frames neither lost nor truncated)",
+            self.corruption * 100.0
+        )?;
+        writeln!(
+            f,
+            "  bit errors   {:.3e}  (per bit of those frames)",
+            self.ber
+        )
+    }
+}
+
 impl TraceStats {
     /// The figures of one pass of `trace` for frames of `frame_len` bytes (a truncation at or
     /// past the frame end counts as delivered, bit positions past it are ignored).

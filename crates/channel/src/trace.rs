@@ -112,6 +112,33 @@ impl Trace {
     }
 }
 
+/// Writes `entries` in the text format, header first: run-length encoded as they come, or with
+/// `expand` one line per frame.
+pub fn write_text(
+    w: &mut dyn std::io::Write,
+    entries: impl Iterator<Item = Entry>,
+    expand: bool,
+) -> std::io::Result<()> {
+    w.write_all(TEXT_HEADER.as_bytes())?;
+    for e in entries {
+        if expand {
+            let line = format!(
+                "{}\n",
+                Entry {
+                    outcome: e.outcome,
+                    count: 1
+                }
+            );
+            for _ in 0..e.count {
+                w.write_all(line.as_bytes())?;
+            }
+        } else {
+            writeln!(w, "{e}")?;
+        }
+    }
+    Ok(())
+}
+
 /// Parses line `line` (1-based) of the text format, given without its line ending: the entry it
 /// holds, or `None` for a blank or comment line. The one parser of the format ([`Trace::parse`]
 /// and [`TraceParser`] both call it).

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mslink_emu::linklog_read::{self, ReadOptions};
+use mslink_emu::linklog_summary::LinkLogSummary;
 use mslink_plot::linklog::{self as plot, LinkLogFigure};
 
 const EXAMPLES: &str = "Examples:
@@ -80,18 +81,12 @@ pub fn run(args: &GraphArgs) -> Result<()> {
             lenient: args.lenient,
         },
     )?;
-    let c = data.counts;
     if data.span_ms.is_none() {
         bail!(
             "{name}: no events (a log has lines like `T + BYTES`, `T - BYTES DELAY`, `T # BYTES`)"
         );
     }
-    let capacity = (c.opportunities > 0)
-        .then(|| data.mean_mbps(c.capacity_bytes))
-        .flatten();
-    let arrivals = data.mean_mbps(c.arrival_bytes).unwrap_or(0.0);
-    let departures = data.mean_mbps(c.departure_bytes).unwrap_or(0.0);
-    let p95 = data.delay_quantile_ms(0.95);
+    let sum = LinkLogSummary::of(&data);
     let title = format!(
         "{}: throughput",
         args.log
@@ -103,66 +98,23 @@ pub fn run(args: &GraphArgs) -> Result<()> {
         title,
         window_ms: args.window,
         rates: data.rates_mbps(),
-        means: (capacity, arrivals, departures),
+        means: (sum.capacity_mbps, sum.arrivals_mbps, sum.departures_mbps),
         delays: data
             .delays
             .iter()
             .map(|&(t, d)| (t as f64 / 1e3, d as f64))
             .collect(),
-        delay_p95_ms: p95.map(|p| p as f64),
+        delay_p95_ms: sum.delay_p95_ms.map(|p| p as f64),
     };
     plot::write(&args.output, &fig)?;
     if !args.quiet {
-        if data.base_ms.is_none() {
-            eprintln!(
-                "note: {name} has no `# base timestamp:` line; its times are taken as they are"
-            );
-        }
-        if data.skipped > 0 {
-            let first = data
-                .first_skipped
-                .as_ref()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            eprintln!(
-                "note: skipped {} malformed line{} of {name} (the first: {first})",
-                data.skipped,
-                if data.skipped == 1 { "" } else { "s" }
-            );
-        }
-        match capacity {
-            Some(cap) => {
-                eprintln!("Average capacity: {cap:.2} Mbits/s");
-                eprintln!(
-                    "Average throughput: {departures:.2} Mbits/s ({:.1}% utilization)",
-                    100.0 * departures / cap
-                );
-            }
-            None => eprintln!(
-                "Average throughput: {departures:.2} Mbits/s (no capacity lines: an unlimited link)"
-            ),
-        }
-        if let Some(p) = p95 {
-            eprintln!("95th percentile per-packet delay: {p} ms");
-        }
+        eprint!("{}", LinkLogSummary::notes(&data, &name));
+        eprint!("{}", sum.lines());
         eprintln!("wrote {}", args.output.display());
     }
     if args.json {
-        let v = serde_json::json!({
-            "log": name,
-            "figure": args.output.display().to_string(),
-            "window_ms": args.window,
-            "duration_s": data.duration_s(),
-            "mean_capacity_mbps": capacity,
-            "mean_arrivals_mbps": arrivals,
-            "mean_departures_mbps": departures,
-            "utilization": capacity.map(|c| departures / c),
-            "delay_p50_ms": data.delay_quantile_ms(0.5),
-            "delay_p95_ms": p95,
-            "counts": c,
-            "skipped_lines": data.skipped,
-            "base_timestamp_ms": data.base_ms,
-        });
+        let figure = args.output.display().to_string();
+        let v = sum.json(&data, &name, &figure, args.window);
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
     Ok(())

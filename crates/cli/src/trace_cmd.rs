@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context, Result};
 use mslink_channel::generate::{environment, generate, TraceFigures, TraceStats};
-use mslink_channel::trace::{Entry, PackedTrace, TEXT_HEADER};
+use mslink_channel::trace::{write_text, PackedTrace};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::io::Write;
@@ -210,27 +210,12 @@ fn read(file: &str) -> Result<PackedTrace> {
     crate::read_error_trace(std::path::Path::new(file)).with_context(|| format!("trace {file}"))
 }
 
-/// Writes `body` to the file `out`, or to standard output.
+/// Writes `body` to the file `out` (`--out`), or to standard output.
 fn write_with(
     out: &Option<String>,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    match out {
-        Some(path) => {
-            crate::convention::parent_dir(std::path::Path::new(path), "--out")?;
-            let f = std::fs::File::create(path).with_context(|| format!("writing {path}"))?;
-            let mut w = std::io::BufWriter::new(f);
-            body(&mut w)
-                .and_then(|()| w.flush())
-                .with_context(|| format!("writing {path}"))
-        }
-        None => {
-            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
-            body(&mut w)
-                .and_then(|()| w.flush())
-                .context("writing to standard output")
-        }
-    }
+    mslink_io::files::write_to(out.as_deref().map(std::path::Path::new), "--out", body)
 }
 
 fn write(out: &Option<String>, text: &str) -> Result<()> {
@@ -277,18 +262,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             if *json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
-                println!("{file} ({frame_len}-byte frames)");
-                println!("  frames       {}", s.frames);
-                println!("  loss         {:.3}%", s.loss * 100.0);
-                println!(
-                    "  truncation   {:.3}%  (of frames not lost)",
-                    s.truncation * 100.0
-                );
-                println!(
-                    "  corruption   {:.3}%  (of frames neither lost nor truncated)",
-                    s.corruption * 100.0
-                );
-                println!("  bit errors   {:.3e}  (per bit of those frames)", s.ber);
+                print!("{file} ({frame_len}-byte frames)\n{s}");
             }
             Ok(())
         }
@@ -305,24 +279,7 @@ pub fn run(args: &TraceArgs) -> Result<()> {
                 let s = TraceStats::of_entries(t.entries(), 1000);
                 println!("{}", serde_json::to_string_pretty(&s)?);
             }
-            write_with(out, |w| {
-                w.write_all(TEXT_HEADER.as_bytes())?;
-                for e in t.entries() {
-                    if *expand {
-                        let one = Entry {
-                            outcome: e.outcome,
-                            count: 1,
-                        };
-                        let line = format!("{one}\n");
-                        for _ in 0..e.count {
-                            w.write_all(line.as_bytes())?;
-                        }
-                    } else {
-                        writeln!(w, "{e}")?;
-                    }
-                }
-                Ok(())
-            })
+            write_with(out, |w| write_text(w, t.entries(), *expand))
         }
     }
 }

@@ -39,6 +39,7 @@ pub mod gso;
 pub mod hop;
 pub mod linklog;
 pub mod linklog_read;
+pub mod linklog_summary;
 pub mod linkpcap;
 pub mod nat;
 pub mod runtime;

@@ -1,8 +1,10 @@
 //! Output folders, made before any work starts so that a long job does not fail at its end.
 //!
 //! Contract: [`out_dir`] creates a folder (and its parents) and its error names the option
-//! that gave it and the folder; [`parent_dir`] does the same for the folder a file goes into.
+//! that gave it and the folder; [`parent_dir`] does the same for the folder a file goes into;
+//! [`write_to`] writes a file given by an option, or standard output.
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -15,6 +17,30 @@ pub fn out_dir(dir: &Path, option: &str) -> Result<()> {
             dir.display()
         )
     })
+}
+
+/// Writes `body` through a buffer to the file `out` given by `option` (its folder created
+/// first), or to standard output when there is none; an error names the file.
+pub fn write_to(
+    out: Option<&Path>,
+    option: &str,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    match out {
+        Some(path) => {
+            parent_dir(path, option)?;
+            let what = || format!("writing {}", path.display());
+            let f = std::fs::File::create(path).with_context(what)?;
+            let mut w = std::io::BufWriter::new(f);
+            body(&mut w).and_then(|()| w.flush()).with_context(what)
+        }
+        None => {
+            let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+            body(&mut w)
+                .and_then(|()| w.flush())
+                .context("writing to standard output")
+        }
+    }
 }
 
 /// Creates the folder a file given by `option` goes into.
