@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use mslink_vi::bench::{
     self, BenchBackend, ClientConfig, ServerCommand, ServerConfig, Target, Transport,
 };
@@ -66,74 +66,11 @@ enum Role {
     Client(ClientOpts),
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum BackendArg {
-    /// Shared-memory rings (same host only).
-    Shm,
-    /// Plain sockets, TCP (the baseline; works across hosts).
-    #[value(alias = "sockets")]
-    Tcp,
-    /// Plain sockets, TCP, each batch of posts in one gathered writev (the batch io_uring's
-    /// gathered SENDMSG gets: compare io_uring against this at equal batching).
-    #[value(alias = "sockets-batch")]
-    TcpBatch,
-    /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
-    Udp,
-    /// Plain sockets, UDP, each batch of posts in one sendmmsg (the batch io_uring's UDP
-    /// wire submits at once: compare uring-udp against this at equal batching).
-    #[value(alias = "sockets-udp-batch")]
-    UdpBatch,
-    /// io_uring over TCP (fixed buffers, fixed file, batched submission; SEND_ZC with --zc).
-    #[value(name = "uring", alias = "uring-tcp")]
-    UringTcp,
-    /// io_uring over UDP.
-    UringUdp,
-}
-
-impl BackendArg {
-    fn bench(self) -> BenchBackend {
-        match self {
-            Self::Shm => BenchBackend::Shm,
-            Self::Tcp => BenchBackend::Tcp,
-            Self::TcpBatch => BenchBackend::TcpBatch,
-            Self::Udp => BenchBackend::Udp,
-            Self::UdpBatch => BenchBackend::UdpBatch,
-            Self::UringTcp => BenchBackend::UringTcp,
-            Self::UringUdp => BenchBackend::UringUdp,
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum TransportArg {
-    /// TCP.
-    Tcp,
-    /// UDP.
-    Udp,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum ModeArg {
-    /// Spin on the completion queue.
-    Poll,
-    /// Sleep in the kernel until completion.
-    Block,
-}
-
-impl ModeArg {
-    fn mode(self) -> WaitMode {
-        match self {
-            Self::Poll => WaitMode::Poll,
-            Self::Block => WaitMode::Block,
-        }
-    }
-}
-
 #[derive(Args, Debug, Clone)]
 struct ServerOpts {
     /// Backend.
     #[arg(long, value_enum, default_value = "shm")]
-    backend: BackendArg,
+    backend: BenchBackend,
     /// Listen address: a Unix socket path (shm) or ip:port (tcp).
     #[arg(long)]
     addr: String,
@@ -156,11 +93,11 @@ struct ClientOpts {
     /// Backends to measure (`local` may take several: --backend shm --backend tcp
     /// --backend uring); `sockets` is another name for `tcp`.
     #[arg(long, value_enum, default_values = ["shm", "tcp"])]
-    backend: Vec<BackendArg>,
+    backend: Vec<BenchBackend>,
     /// Transport of the sockets and io_uring backends (shm ignores it); may be given twice.
     /// Without it each backend runs over the transport its name says (`udp` is UDP).
     #[arg(long, value_enum)]
-    transport: Vec<TransportArg>,
+    transport: Vec<Transport>,
     /// io_uring: send with SEND_ZC/SENDMSG_ZC (zero copy) instead of plain SEND (client and,
     /// with `local`, server). Off by default: on loopback and across a veth the kernel copies
     /// every zero-copy send anyway (each notification says so; "zc copied" N/N) and the
@@ -194,7 +131,7 @@ struct ClientOpts {
     addr: String,
     /// Wait modes to measure.
     #[arg(long, value_enum, default_values = ["poll", "block"])]
-    mode: Vec<ModeArg>,
+    mode: Vec<WaitMode>,
     /// Message sizes in bytes (default: powers of two 1 B .. --max-size).
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<usize>,
@@ -256,15 +193,10 @@ impl ClientOpts {
             ),
         };
         Ok(ClientConfig {
-            backends: self.backend.iter().map(|b| b.bench()).collect(),
-            transports: (self.transport.iter())
-                .map(|t| match t {
-                    TransportArg::Tcp => Transport::Tcp,
-                    TransportArg::Udp => Transport::Udp,
-                })
-                .collect(),
+            backends: self.backend.clone(),
+            transports: self.transport.clone(),
             zc: self.zc,
-            modes: self.mode.iter().map(|m| m.mode()).collect(),
+            modes: self.mode.clone(),
             sizes: self.sizes.clone(),
             max_size: self.max_size,
             iters: self.iters,
@@ -286,7 +218,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match &args.role {
         Role::Server(o) => {
             let cfg = ServerConfig {
-                backend: o.backend.bench(),
+                backend: o.backend,
                 addr: o.addr.clone(),
                 max_size: o.max_size,
                 zc: o.zc,

@@ -60,36 +60,42 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// What a benchmark row measured: a VI backend, or plain blocking sockets without the VI
 /// layer (the local ping-pong reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum BenchBackend {
     /// Shared-memory rings (same host only).
     Shm,
-    /// Plain sockets, TCP.
+    /// Plain sockets, TCP (the baseline; works across hosts).
+    #[cfg_attr(feature = "clap", value(alias = "sockets"))]
     Tcp,
     /// Plain sockets, TCP, every batch of posts behind one doorbell in one gathered
-    /// `writev(2)` (`NicConfig::gather_sends`): the batching io_uring's gathered `SENDMSG`
-    /// gets, so io_uring is compared at equal batching.
+    /// `writev(2)`: the batching io_uring's gathered `SENDMSG` gets, so io_uring is compared
+    /// at equal batching.
+    #[cfg_attr(feature = "clap", value(alias = "sockets-batch"))]
     TcpBatch,
-    /// Plain sockets, UDP.
+    /// Plain sockets, UDP (one datagram per message, at most 65,499 bytes).
     Udp,
-    /// Plain sockets, UDP, every batch of posts behind one doorbell in one `sendmmsg(2)`
-    /// (one datagram per message): the batching io_uring's UDP wire gets (one
-    /// `io_uring_enter` for the batch's `SENDMSG`s), so io_uring over UDP is compared at
-    /// equal batching.
+    /// Plain sockets, UDP, every batch of posts behind one doorbell in one `sendmmsg(2)`: the
+    /// batching io_uring's UDP wire gets, so io_uring over UDP is compared at equal batching.
+    #[cfg_attr(feature = "clap", value(alias = "sockets-udp-batch"))]
     UdpBatch,
-    /// io_uring over TCP.
+    /// io_uring over TCP (fixed buffers, fixed file, batched submission; SEND_ZC with --zc).
+    #[cfg_attr(feature = "clap", value(name = "uring", alias = "uring-tcp"))]
     UringTcp,
     /// io_uring over UDP.
     UringUdp,
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
+    #[cfg_attr(feature = "clap", value(skip))]
     Sock,
     /// The C spin-loop floor over shared memory without the VI layer (`--floor`, local
     /// ping-pong reference only).
+    #[cfg_attr(feature = "clap", value(skip))]
     Floor,
 }
 
 /// Transport of the sockets and io_uring backends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Transport {
     /// TCP.
     Tcp,

@@ -106,6 +106,7 @@ impl Default for NicConfig {
 
 /// How `Nic::cq_wait` waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum WaitMode {
     /// Spin on the completion queue: no system call while data flows.
