@@ -16,6 +16,8 @@
 //! [`overrides`] (dotted-key `--set KEY=VALUE` edits of a TOML document, for the simulator's
 //! scenarios and the emulator's link files) is here so both drivers share it.
 
+#![warn(missing_docs)]
+
 pub mod airtime;
 pub mod burst_spec;
 pub mod capacity;

@@ -8,6 +8,8 @@
 //! This file is the root of the `mslink_cli` library (so the Python package runs the very same
 //! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
+#![warn(missing_docs)]
+
 mod bench_cmd;
 mod convention;
 mod demo;

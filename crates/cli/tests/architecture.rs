@@ -154,3 +154,70 @@ fn nothing_points_outside_the_repository() {
         "files citing paths outside the repository: {bad:?}"
     );
 }
+
+#[test]
+fn every_crate_warns_of_missing_docs() {
+    for (name, _) in declared() {
+        let dir = root()
+            .join("crates")
+            .join(name.trim_start_matches("mslink-"));
+        let lib = ["src/lib.rs", "src/main.rs"]
+            .iter()
+            .map(|f| dir.join(f))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("{name}: no src/lib.rs or src/main.rs"));
+        let text = std::fs::read_to_string(&lib).unwrap();
+        assert!(
+            text.contains("#![warn(missing_docs)]") || text.contains("#![deny(missing_docs)]"),
+            "{}: no #![warn(missing_docs)]",
+            lib.display()
+        );
+    }
+}
+
+#[test]
+fn protocol_crates_forbid_clocks_sleeps_threads_sockets_and_files() {
+    // docs/architecture.md rule 1, enforced by clippy with each protocol crate's clippy.toml;
+    // the tunnel's and the stack's drivers allow it module by module.
+    for krate in ["wire", "link", "channel", "tunnel", "stack"] {
+        let path = root().join("crates").join(krate).join("clippy.toml");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let conf: toml::Table = toml::from_str(&text).unwrap();
+        let listed = |key: &str| -> BTreeSet<String> {
+            conf.get(key)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.get("path").or(Some(v)).and_then(|p| p.as_str()))
+                .map(str::to_string)
+                .collect()
+        };
+        let (methods, types) = (listed("disallowed-methods"), listed("disallowed-types"));
+        for m in [
+            "std::time::Instant::now",
+            "std::time::SystemTime::now",
+            "std::thread::sleep",
+            "std::thread::spawn",
+            "std::fs::read_to_string",
+            "std::fs::File::open",
+        ] {
+            assert!(
+                methods.contains(m),
+                "{}: {m} is not disallowed",
+                path.display()
+            );
+        }
+        for t in [
+            "std::time::Instant",
+            "std::net::UdpSocket",
+            "std::net::TcpStream",
+        ] {
+            assert!(
+                types.contains(t),
+                "{}: {t} is not disallowed",
+                path.display()
+            );
+        }
+    }
+}

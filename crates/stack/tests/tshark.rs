@@ -3,6 +3,9 @@
 //! into a directory it makes and removes. Needs `tshark` on the PATH; without it the test says so
 //! on stderr and checks nothing else, unless `MSLINK_REQUIRE_TSHARK` is set (CI).
 
+// A test that drives real sockets and files: rule 1 (crates/stack/clippy.toml) binds the protocol modules.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::io::Write;
 use std::process::Command;
 

@@ -5,6 +5,8 @@
 //! (and with them the pair) when the test drops them, also on failure. Linux only; needs root
 //! (CAP_NET_ADMIN).
 
+// A test that drives real sockets and files: rule 1 (crates/stack/clippy.toml) binds the protocol modules.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![cfg(target_os = "linux")]
 
 use std::net::{SocketAddr, UdpSocket};

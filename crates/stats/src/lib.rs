@@ -16,6 +16,7 @@
 //! schemes that behave identically in every repetition give a zero-width interval, where the
 //! unpaired [`difference`] would see two independent spreads).
 
+#![warn(missing_docs)]
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Mean and 95% confidence interval of `n` observations.

@@ -5,6 +5,9 @@
 //! hits the responder. Each test prints what it measured (`-- --nocapture`); docs/tunnel.md
 //! quotes those lines. Linux only; needs root.
 
+// A system test that drives real sockets, files and clocks: rule 1 (crates/tunnel/clippy.toml)
+// binds the protocol modules.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 #![cfg(target_os = "linux")]
 
 mod common;

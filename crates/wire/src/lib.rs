@@ -17,6 +17,7 @@
 //! decision (docs/architecture.md, "Wire formats"). Failures are the small `Copy` [`WireError`].
 //! Nothing here reads a clock or does I/O.
 
+#![warn(missing_docs)]
 pub mod checksum;
 pub mod eth;
 pub mod ip;
