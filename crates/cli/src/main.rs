@@ -15,7 +15,6 @@ mod convention;
 mod demo;
 mod emulate_cmd;
 mod graph_cmd;
-mod log;
 mod meta_cmd;
 mod reproduce_cmd;
 mod sim_cmd;

@@ -102,7 +102,7 @@ pub fn run(args: &TunnelArgs) -> Result<()> {
     } else {
         args.log_level
     };
-    crate::log::init(level.into());
+    mslink_io::log::init(level.into());
     let opts = RunOptions {
         stats_interval,
         handle_signals: true,
