@@ -104,29 +104,9 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         &machine,
     )?;
     if a.json {
-        let doc: Vec<serde_json::Value> = written
-            .summaries
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "link": o.links[s.link].label(),
-                    "cc": s.cc.name(),
-                    "sim_goodput_bps": s.goodput[0],
-                    "real_goodput_bps": s.goodput[1],
-                    "ratio": s.ratio.0,
-                    "ratio_half": s.ratio.1,
-                    "verdict": s.verdict(),
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", serde_json::to_string_pretty(&written.json(&o.links))?);
     } else {
-        let table: Vec<&str> = written
-            .markdown
-            .lines()
-            .filter(|l| l.starts_with('|'))
-            .collect();
-        println!("{}", table.join("\n"));
+        println!("{}", written.table());
     }
     Ok(())
 }

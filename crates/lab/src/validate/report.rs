@@ -101,6 +101,37 @@ pub struct Written {
     pub files: Vec<PathBuf>,
 }
 
+impl Written {
+    /// The summaries as `mslink validate --json` prints them: one object per (link, control)
+    /// with both goodputs, their ratio and its half-width, and the verdict.
+    pub fn json(&self, links: &[Link]) -> serde_json::Value {
+        self.summaries
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "link": links[s.link].label(),
+                    "cc": s.cc.name(),
+                    "sim_goodput_bps": s.goodput[0],
+                    "real_goodput_bps": s.goodput[1],
+                    "ratio": s.ratio.0,
+                    "ratio_half": s.ratio.1,
+                    "verdict": s.verdict(),
+                })
+            })
+            .collect()
+    }
+
+    /// The table lines of report.md (what `mslink validate` prints).
+    pub fn table(&self) -> String {
+        let lines: Vec<&str> = self
+            .markdown
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .collect();
+        lines.join("\n")
+    }
+}
+
 /// Writes runs.csv, report.md and the goodput figure into `dir`; `command` is the command
 /// line that produced them, `machine` the CPU line.
 pub fn report(
