@@ -30,32 +30,8 @@ import pandas as pd
 
 from . import _core
 
-FLOW_COLUMNS = [
-    "flow",
-    "app",
-    "transport",
-    "service",
-    "sent",
-    "received",
-    "duplicates",
-    "unsent",
-    "bytes",
-    "duration_s",
-    "throughput_bps",
-    "loss_rate",
-    "delay_mean_s",
-    "delay_std_s",
-    "delay_min_s",
-    "delay_p50_s",
-    "delay_p95_s",
-    "delay_p99_s",
-    "jitter_s",
-    "delay_bound_s",
-    "playback_miss_rate",
-    "retransmits",
-    "timeouts",
-    "transactions",
-]
+# The flows table's columns after rep and seed: declared once, in mslink_sim::world::columns.
+FLOW_COLUMNS = list(_core.flow_columns())
 DIRECTION_COLUMNS = ["sent", "bytes", "lost", "truncated", "corrupted", "queue_drops", "refused"]
 DIRECTIONS = ("ltr", "rtl")
 ENDS = ("left", "right")

@@ -377,6 +377,15 @@ fn run_jobs(
     Ok((tables.into_py(py)?, runs))
 }
 
+/// The columns of the flows table after `rep` and `seed`, in order: the one declaration in
+/// `mslink_sim::world::columns`, which flows.csv and flows.parquet follow too.
+#[pyfunction]
+fn flow_columns() -> Vec<&'static str> {
+    mslink_sim::world::columns::table_columns()
+        .map(|c| c.name)
+        .collect()
+}
+
 /// The module.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -400,5 +409,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_columns, m)?)?;
     Ok(())
 }

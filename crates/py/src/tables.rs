@@ -9,6 +9,7 @@
 //! [`Tables::into_py`] hands each table over as `{column: list}` plus a `{column: kind}`
 //! schema (`"i"` int64, `"f"` float64, `"s"` str), so empty tables keep their types.
 
+use mslink_sim::world::columns::{table_columns, Cell};
 use mslink_sim::RunResult;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -128,30 +129,14 @@ impl Tables {
             t.i("job", job);
             t.i("rep", rep);
             t.i("seed", seed);
-            t.s("flow", &f.flow);
-            t.s("app", &f.app);
-            t.s("transport", &f.transport);
-            t.s("service", &f.service);
-            t.i("sent", f.sent as i64);
-            t.i("received", f.received as i64);
-            t.i("duplicates", f.duplicates as i64);
-            t.i("unsent", f.unsent as i64);
-            t.i("bytes", f.bytes as i64);
-            t.f("duration_s", f.duration_s);
-            t.f("throughput_bps", f.throughput_bps);
-            t.f("loss_rate", f.loss_rate);
-            t.f("delay_mean_s", f.delay_mean_s);
-            t.f("delay_std_s", f.delay_std_s);
-            t.f("delay_min_s", f.delay_min_s);
-            t.f("delay_p50_s", f.delay_p50_s);
-            t.f("delay_p95_s", f.delay_p95_s);
-            t.f("delay_p99_s", f.delay_p99_s);
-            t.f("jitter_s", f.jitter_s);
-            t.f("delay_bound_s", f.delay_bound_s.unwrap_or(f64::NAN));
-            t.f("playback_miss_rate", f.playback_miss_rate);
-            t.i("retransmits", f.retransmits as i64);
-            t.i("timeouts", f.timeouts as i64);
-            t.i("transactions", f.transactions as i64);
+            for c in table_columns() {
+                match (c.get)(f) {
+                    Cell::Text(v) => t.s(c.name, v),
+                    Cell::Count(n) => t.i(c.name, n as i64),
+                    Cell::Float(x) => t.f(c.name, x),
+                    Cell::Flag(b) => t.i(c.name, i64::from(b)),
+                }
+            }
         }
         for p in &r.timeseries {
             let t = &mut self.timeseries;

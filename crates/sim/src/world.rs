@@ -39,6 +39,7 @@ use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod arrivals;
+pub mod columns;
 mod dcf;
 mod delays;
 mod ends;

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use mslink_sim::labels::Label;
+use mslink_sim::world::columns::{table_columns, Cell, ColumnType, FLOW_COLUMNS};
 use mslink_sim::RunResult;
 
 use super::parquet_out::{Kind, Table, Val};
@@ -348,7 +349,11 @@ fn flows_csv_header(w: &mut impl Write, keys: &[String]) -> Result<()> {
     for k in keys {
         write!(w, "{},", csv_field(k))?;
     }
-    w.write_all(b"rep,seed,flow,app,transport,service,sent,received,duplicates,unsent,bytes,duration_s,throughput_bps,loss_rate,delay_mean_s,delay_std_s,delay_min_s,delay_p50_s,delay_p95_s,delay_p99_s,jitter_s,delay_bound_s,playback_miss_rate,retransmits,timeouts,transactions\n")?;
+    w.write_all(b"rep,seed")?;
+    for c in table_columns() {
+        write!(w, ",{}", c.name)?;
+    }
+    w.write_all(b"\n")?;
     Ok(())
 }
 
@@ -367,36 +372,16 @@ fn flows_csv_run(
     }
     for f in &r.flows {
         w.write_all(prefix.as_bytes())?;
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.rep,
-            r.seed,
-            csv_field(&f.flow),
-            f.app,
-            f.transport,
-            csv_field(&f.service),
-            f.sent,
-            f.received,
-            f.duplicates,
-            f.unsent,
-            f.bytes,
-            f.duration_s,
-            f.throughput_bps,
-            f.loss_rate,
-            f.delay_mean_s,
-            f.delay_std_s,
-            f.delay_min_s,
-            f.delay_p50_s,
-            f.delay_p95_s,
-            f.delay_p99_s,
-            f.jitter_s,
-            f.delay_bound_s.unwrap_or(f64::NAN),
-            f.playback_miss_rate,
-            f.retransmits,
-            f.timeouts,
-            f.transactions
-        )?;
+        write!(w, "{},{}", r.rep, r.seed)?;
+        for c in table_columns() {
+            match (c.get)(f) {
+                Cell::Text(t) => write!(w, ",{}", csv_field(t))?,
+                Cell::Count(n) => write!(w, ",{n}")?,
+                Cell::Float(x) => write!(w, ",{x}")?,
+                Cell::Flag(b) => write!(w, ",{b}")?,
+            }
+        }
+        w.write_all(b"\n")?;
     }
     Ok(())
 }
@@ -419,35 +404,14 @@ fn series_csv_run(w: &mut impl Write, name: &str, point: usize, r: &RunResult) -
     Ok(())
 }
 
-/// The columns of flows.csv after the sweep keys, with their Parquet types.
-const FLOW_COLUMNS: [(&str, Kind); 26] = [
-    ("rep", Kind::Int),
-    ("seed", Kind::UInt),
-    ("flow", Kind::Str),
-    ("app", Kind::Str),
-    ("transport", Kind::Str),
-    ("service", Kind::Str),
-    ("sent", Kind::UInt),
-    ("received", Kind::UInt),
-    ("duplicates", Kind::UInt),
-    ("unsent", Kind::UInt),
-    ("bytes", Kind::UInt),
-    ("duration_s", Kind::F64),
-    ("throughput_bps", Kind::F64),
-    ("loss_rate", Kind::F64),
-    ("delay_mean_s", Kind::F64),
-    ("delay_std_s", Kind::F64),
-    ("delay_min_s", Kind::F64),
-    ("delay_p50_s", Kind::F64),
-    ("delay_p95_s", Kind::F64),
-    ("delay_p99_s", Kind::F64),
-    ("jitter_s", Kind::F64),
-    ("delay_bound_s", Kind::F64),
-    ("playback_miss_rate", Kind::F64),
-    ("retransmits", Kind::UInt),
-    ("timeouts", Kind::UInt),
-    ("transactions", Kind::UInt),
-];
+/// The Parquet type of a flow column (`mslink_sim::world::columns`).
+fn kind(ty: ColumnType) -> Kind {
+    match ty {
+        ColumnType::Text => Kind::Str,
+        ColumnType::Count | ColumnType::Flag => Kind::UInt,
+        ColumnType::Float => Kind::F64,
+    }
+}
 
 /// The columns of flows.parquet: those of flows.csv (a sweep key whose values are all numbers
 /// is a float column, any other a text column of labels).
@@ -460,7 +424,9 @@ fn flow_columns(labels: &[Vec<Label>], keys: &[String]) -> Vec<(String, Kind)> {
         let numeric = labels.iter().all(|p| matches!(p[i], Label::Number(_)));
         (k.clone(), if numeric { Kind::F64 } else { Kind::Str })
     }));
-    cols.extend(FLOW_COLUMNS.iter().map(|(n, k)| (n.to_string(), *k)));
+    cols.push(("rep".to_string(), Kind::Int));
+    cols.push(("seed".to_string(), Kind::UInt));
+    cols.extend(table_columns().map(|c| (c.name.to_string(), kind(c.ty))));
     cols
 }
 
@@ -472,7 +438,7 @@ fn flows_parquet_run(
     labels: &[Label],
     r: &RunResult,
 ) -> Result<()> {
-    let mut row = Vec::with_capacity(2 + labels.len() + FLOW_COLUMNS.len());
+    let mut row = Vec::with_capacity(4 + labels.len() + FLOW_COLUMNS.len());
     for f in &r.flows {
         row.clear();
         row.push(Val::Str(name));
@@ -481,34 +447,14 @@ fn flows_parquet_run(
             Label::Number(x) => Val::F64(*x),
             Label::Text(t) => Val::Str(t),
         }));
-        row.extend([
-            Val::Int(i64::from(r.rep)),
-            Val::UInt(r.seed),
-            Val::Str(&f.flow),
-            Val::Str(&f.app),
-            Val::Str(&f.transport),
-            Val::Str(&f.service),
-            Val::UInt(f.sent),
-            Val::UInt(f.received),
-            Val::UInt(f.duplicates),
-            Val::UInt(f.unsent),
-            Val::UInt(f.bytes),
-            Val::F64(f.duration_s),
-            Val::F64(f.throughput_bps),
-            Val::F64(f.loss_rate),
-            Val::F64(f.delay_mean_s),
-            Val::F64(f.delay_std_s),
-            Val::F64(f.delay_min_s),
-            Val::F64(f.delay_p50_s),
-            Val::F64(f.delay_p95_s),
-            Val::F64(f.delay_p99_s),
-            Val::F64(f.jitter_s),
-            Val::F64(f.delay_bound_s.unwrap_or(f64::NAN)),
-            Val::F64(f.playback_miss_rate),
-            Val::UInt(f.retransmits),
-            Val::UInt(f.timeouts),
-            Val::UInt(f.transactions),
-        ]);
+        row.push(Val::Int(i64::from(r.rep)));
+        row.push(Val::UInt(r.seed));
+        row.extend(table_columns().map(|c| match (c.get)(f) {
+            Cell::Text(t) => Val::Str(t),
+            Cell::Count(n) => Val::UInt(n),
+            Cell::Float(x) => Val::F64(x),
+            Cell::Flag(b) => Val::UInt(u64::from(b)),
+        }));
         t.row(&row)?;
     }
     Ok(())

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use mslink_sim::stats::{self, Estimate};
+use mslink_sim::world::columns::{flow_metric, ColumnType, FLOW_COLUMNS};
 use mslink_sim::world::FlowResult;
 
 use super::ledger::{Cell, Claim, Expect};
@@ -37,18 +38,14 @@ const DERIVED: [(&str, Derive); 2] = [
     ("delivery_rate", |f| 1.0 - f.loss_rate),
 ];
 
-/// The numeric fields of a flow's results a claim may name, and the derived metrics.
+/// The numeric columns of a flow's results a claim may name (`mslink_sim::world::columns`),
+/// and the derived metrics.
 pub fn metrics() -> Vec<String> {
-    let v = serde_json::to_value(FlowResult::default()).unwrap_or_default();
-    let mut m: Vec<String> = v
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(_, x)| x.is_number() || x.is_boolean())
-                .map(|(k, _)| k.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut m: Vec<String> = FLOW_COLUMNS
+        .iter()
+        .filter(|c| c.ty != ColumnType::Text)
+        .map(|c| c.name.to_string())
+        .collect();
     m.extend(DERIVED.iter().map(|(k, _)| k.to_string()));
     m.extend(seqtrace::METRICS.iter().map(|(k, _)| k.to_string()));
     m
@@ -68,10 +65,7 @@ pub fn metric_of(f: &FlowResult, m: &str) -> Option<f64> {
     if let Some((_, d)) = DERIVED.iter().find(|(k, _)| *k == m) {
         return Some(d(f));
     }
-    let v = serde_json::to_value(f).ok()?;
-    let x = v.get(m)?;
-    x.as_f64()
-        .or_else(|| x.as_bool().map(|b| f64::from(u8::from(b))))
+    flow_metric(f, m)
 }
 
 /// One repetition of one point: its flows' results and, for a run that captures them, the
