@@ -9,6 +9,7 @@
 //! with an SCFQ scheduler (004 §IV-V); [`isolation`] is 004 §V.D's promise in numbers;
 //! [`run_tcp_case`] runs 004's own case (TCP beside the media at SCFQ 4 : 1) in the simulator,
 //! for the delay relation as well as the loss one. Deterministic for a given [`DemoConfig`].
+//! [`text`] renders the rows as the verb's tables and verdicts; nothing here prints.
 
 use mslink_link::config::{LinkConfig, LinkConfigError};
 use mslink_link::hop::{Fate, Hop};
@@ -19,6 +20,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use crate::packet::Stamp;
+
+pub mod text;
 
 /// What every run of the demo shares.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -10,7 +10,9 @@
 //! veth pair between two unnamed network namespaces it creates and removes (Linux, root).
 //! Checksums are off in the latency tables, as in 002 §5.2. The table functions hand each
 //! [`Row`] to the caller's `on_row` as soon as it is measured (to show progress) and return
-//! them all; nothing here prints.
+//! them all; nothing here prints. [`text`] renders the rows as the verb's tables (cell by
+//! cell, for the caller to print as they come), [`json`] as its JSON documents, and
+//! [`files`] writes them as CSV.
 
 // The benchmark harness: it times the protocol graph with the wall clock and drives veth
 // sockets. docs/architecture.md rule 1 (no clock, sleep, thread, socket or file) binds the
@@ -23,6 +25,10 @@ use mslink_link::Instant;
 
 use crate::wire::Wire;
 use crate::{Architecture, EndpointId, Participants, Stack, StackConfig, StackError, UdpConn};
+
+pub mod files;
+pub mod json;
+pub mod text;
 
 /// User data sizes of 002 Tables 1-3.
 pub const SIZES: [usize; 5] = [1, 100, 500, 1000, 1400];
