@@ -221,3 +221,23 @@ fn protocol_crates_forbid_clocks_sleeps_threads_sockets_and_files() {
         }
     }
 }
+#[test]
+fn the_cli_is_argument_parsing_and_printing() {
+    // docs/architecture.md: the experiment pipeline, the emulator verb and the benchmarks' files
+    // and tables are libraries; what is left in mslink-cli is options, checks and output.
+    let n = rust_lines(&root().join("crates/cli/src"));
+    assert!(
+        n < 2_000,
+        "crates/cli/src holds {n} lines of Rust; move what is not argument parsing or printing into the library it belongs to"
+    );
+}
+
+/// Lines of every `.rs` file under `dir`.
+fn rust_lines(dir: &Path) -> usize {
+    let mut all = Vec::new();
+    files(dir, &mut all);
+    all.iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| std::fs::read_to_string(p).unwrap().lines().count())
+        .sum()
+}

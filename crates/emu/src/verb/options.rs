@@ -17,75 +17,148 @@ use mslink_channel::overrides;
 use crate::session::{self, Until};
 use crate::EmuConfig;
 
-/// What `mslink emulate` was asked to do (its command-line options, one field each).
+/// What `mslink emulate` was asked to do: its command-line options, one field each, declared
+/// once here (the CLI parses them with the `clap` feature).
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct EmulateOptions {
-    /// Link file (TOML, the shape of [`EmuConfig`]).
+    /// Link file (TOML): rate_bps, capacity_trace, delay_ms, jitter_ms, jitter_dist, reorder,
+    /// queue, queue_packets, queue_bytes, mtu, seed, [aqm], [onoff], [error], [error_reverse],
+    /// [link] (services, rules, scheduler).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LINK.toml"))]
     pub link: Option<PathBuf>,
-    /// `KEY=VALUE` overrides of the link file (dotted keys, TOML values), in order.
+    /// Override a key of the link file (dotted keys, TOML values), e.g. --set delay_ms=20
+    /// --set error.model=independent --set error.loss=0.05. Repeatable.
+    #[cfg_attr(feature = "clap", arg(long = "set", value_name = "KEY=VALUE"))]
     pub sets: Vec<String>,
-    /// Seed of the error processes (default: the link file's, else a fresh one).
+    /// Seed of the error processes, to replay a run exactly (default: the link file's `seed`,
+    /// else a fresh one per run, printed in the summary).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub seed: Option<u64>,
-    /// Independent frame loss with this probability in both directions.
+    /// Shortcut: independent frame loss with this probability in both directions.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "P"))]
     pub loss: Option<f64>,
-    /// Queue discipline of both directions, by name.
+    /// Queue discipline of both directions: droptail (default), drophead, codel (RFC 8289),
+    /// pie (RFC 8033), fq_codel (RFC 8290). Same as --set queue=NAME; parameters under `aqm.`
+    /// (--set aqm.target_ms=10).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DISCIPLINE"))]
     pub queue: Option<String>,
-    /// Queue limit in packets.
+    /// Queue limit in packets (--set queue_packets=N).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub queue_packets: Option<usize>,
-    /// Queue limit in bytes.
+    /// Queue limit in bytes (--set queue_bytes=N).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub queue_bytes: Option<usize>,
-    /// Jitter of the one-way delay in ms.
+    /// Jitter: deviation of the one-way delay in ms (--set jitter_ms=MS).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "MS", allow_negative_numbers = true)
+    )]
     pub jitter: Option<f64>,
-    /// Distribution of the jitter, by name.
+    /// Distribution of the jitter: uniform, normal (default), pareto, paretonormal.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIST"))]
     pub jitter_dist: Option<String>,
-    /// With jitter, let packets overtake.
+    /// With jitter, let a packet overtake one sent earlier (as netem does without a rate).
+    #[cfg_attr(feature = "clap", arg(long, overrides_with = "no_reorder"))]
     pub reorder: bool,
-    /// With jitter, keep packets in order.
+    /// With jitter, keep packets in order: a packet never leaves before one sent earlier (the
+    /// default).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_reorder: bool,
-    /// On/off outages: `ON_MS,OFF_MS[,fixed|exponential]`.
+    /// On/off outages of both directions, as Mahimahi's mm-onoff: ON_MS of service and OFF_MS
+    /// of outage, alternating, exponentially distributed with these means (`,fixed` for
+    /// fixed periods). Packets wait in the queue through an outage.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "ON_MS,OFF_MS[,fixed]"))]
     pub onoff: Option<String>,
-    /// One service of this scheme carries everything.
+    /// Shortcut: one service of this scheme carries everything (raw, selective_repeat,
+    /// go_back_n, karn_rlp, oos_rlp, persistent, xor_fec, rs_fec).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SCHEME"))]
     pub scheme: Option<String>,
-    /// Two namespaces, left and right of the hop.
+    /// Two namespaces, left and right of the hop, each running a command.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub pair: bool,
-    /// Command of the left namespace (pair mode).
+    /// Command for the left namespace (`--pair`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "CMD", requires = "pair"))]
     pub left: Option<String>,
-    /// Command of the right namespace (pair mode).
+    /// Command for the right namespace (`--pair`; also what follows `--`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "CMD", requires = "pair"))]
     pub right: Option<String>,
-    /// When a pair run ends.
+    /// When a `--pair` run ends (default: right if there is a right command, else left).
+    #[cfg_attr(feature = "clap", arg(long, requires = "pair", value_parser = until_parser()))]
     pub until: Option<Until>,
     /// Address of the left side.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IPV4"))]
     pub left_addr: Option<Ipv4Addr>,
     /// Address of the right side.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IPV4"))]
     pub right_addr: Option<Ipv4Addr>,
-    /// Live view every this many seconds (turns the view on).
+    /// Live view every SECS seconds (default 1): per direction the counters, per class
+    /// (service) and direction the throughput, loss, queue delay and retransmissions. Giving
+    /// it turns the view on, as --live does.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SECS"))]
     pub stats_interval: Option<f64>,
-    /// Show the live view even where it would be off.
+    /// Show the live view even where it would be off (standard error not a terminal, an
+    /// interactive shell, --quiet): redrawn in place on a terminal, plain lines otherwise.
+    /// Without it the view shows when standard error is a terminal and the run is not an
+    /// interactive shell.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub live: bool,
-    /// Single mode: no NAT to the outside.
+    /// Single mode: no NAT. By default the command's namespace reaches whatever the host
+    /// reaches (the host forwards and masquerades its traffic, nftables table inet
+    /// mslink_<pid>, removed at exit); with --no-nat it reaches only the host.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_nat: bool,
-    /// Where the summary JSON goes: `-` for standard output, else a file.
+    /// Print the summary at exit as one JSON document on standard output (`--json FILE`, the
+    /// former spelling, writes it to FILE; prefer `--out DIR`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-"))]
     pub json: Option<PathBuf>,
-    /// Folder for `summary.json` (created if missing).
+    /// Write the summary to DIR/summary.json (DIR created if missing).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
-    /// pcap of the left device's packets.
+    /// Capture the left device's packets (both ways) to a pcap file.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub pcap_left: Option<PathBuf>,
-    /// pcap of the right device's packets.
+    /// Capture the right device's packets (both ways) to a pcap file.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub pcap_right: Option<PathBuf>,
-    /// pcap of every link frame on the emulated air.
+    /// Capture every link-layer frame on the emulated air, both directions (data,
+    /// retransmissions, parity, ACK/NACK and other control frames, as the link ends emit them,
+    /// before the error model), each behind a 16-byte pseudo-header with its direction and
+    /// what the channel did to it, to a pcap file of link type 147 (USER0); open it with
+    /// `wireshark -X lua_script:tools/wireshark/mslink.lua FILE`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub pcap_link: Option<PathBuf>,
-    /// Per-packet log of the uplink (left to right), Mahimahi's format.
+    /// Per-packet log of the uplink, left to right (out of the namespace of a single-mode
+    /// command; from the left command in --pair), in Mahimahi's format: `T + BYTES` arrivals,
+    /// `T - BYTES DELAY` departures, `T # BYTES` capacity, `T d PACKETS BYTES` drops before the air
+    /// (`mslink graph FILE`, mm-throughput-graph, mm-delay-graph read it).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub uplink_log: Option<PathBuf>,
-    /// Per-packet log of the downlink (right to left), Mahimahi's format.
+    /// Per-packet log of the downlink, right to left (into the namespace of a single-mode
+    /// command; to the left command in --pair), in Mahimahi's format.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub downlink_log: Option<PathBuf>,
-    /// Pair mode: a plain veth pair instead of the emulator.
+    /// Baseline for benchmarks (`--pair`): join the namespaces with a plain veth pair instead
+    /// of the emulator.
+    #[cfg_attr(feature = "clap", arg(long, requires = "pair"))]
     pub direct: bool,
-    /// No summary or notes on standard error.
+    /// No summary or notes on stderr.
+    #[cfg_attr(feature = "clap", arg(long, short))]
     pub quiet: bool,
-    /// The command to run (single mode), or the right one (pair mode).
+    /// The command to run (single mode: in the emulated namespace; `--pair`: the right one).
+    #[cfg_attr(feature = "clap", arg(last = true, value_name = "CMD ARGS"))]
     pub command: Vec<String>,
-    /// The whole command line, as the link logs' headers quote it.
+    /// The whole command line, as the link logs' headers quote it (not an option).
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub command_line: String,
+}
+
+/// `--until`'s values: the names of [`Until`], each with its meaning in the help.
+#[cfg(feature = "clap")]
+fn until_parser() -> impl clap::builder::TypedValueParser<Value = Until> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Until::ALL.map(|u| PossibleValue::new(u.name()).help(u.about())))
+        .map(|s| s.parse::<Until>().expect("one of the possible values"))
 }
 
 /// The link configuration from the file, the shortcuts and the overrides.

@@ -32,36 +32,68 @@ mod store;
 pub use resources::mem_available;
 pub use stats_table::StatsMode;
 
-/// What a campaign is given (the options of `mslink sim`).
+/// What a campaign is given: the options of `mslink sim`, declared once here (the CLI parses
+/// them with the `clap` feature).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SimOptions {
-    /// The scenario file (TOML); `None` only with `resume`.
+    /// The scenario file (TOML).
+    #[cfg_attr(feature = "clap", arg(required_unless_present = "resume"))]
     pub scenario: Option<PathBuf>,
-    /// Finish the runs an interrupted campaign left in this folder.
+    /// Finish the runs an interrupted `mslink sim` left in this folder (killed, timed out,
+    /// machine restarted): what was committed is kept, only the missing runs are made, and
+    /// the files come out byte-identical to an uninterrupted invocation's. The scenario and
+    /// options are read from FOLDER/progress.json.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FOLDER", conflicts_with_all = ["scenario", "out", "sets", "reps", "estimate", "pcap", "no_plots", "force", "stats", "format", "store"]))]
     pub resume: Option<PathBuf>,
-    /// Folder for the results; `None` only with `estimate`.
+    /// Folder for the results (created if missing).
+    #[cfg_attr(feature = "clap", arg(long, required_unless_present_any = ["estimate", "resume"]))]
     pub out: Option<PathBuf>,
     /// Runs in parallel (default: the number of CPUs).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub jobs: Option<usize>,
     /// Repetitions (overrides sim.reps).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub reps: Option<u32>,
-    /// `KEY=VALUE` overrides of scenario keys.
+    /// Override a scenario key, e.g. --set sim.seed=3 --set flow.0.rate_bps=2e6.
+    #[cfg_attr(feature = "clap", arg(long = "set", value_name = "KEY=VALUE"))]
     pub sets: Vec<String>,
-    /// Estimate the runs and stop.
-    pub estimate: bool,
-    /// The estimate as one JSON document.
+    /// Also print summary.json (per flow, segment, link service counters, events) on standard
+    /// output, as one JSON document; with --estimate, the estimate instead.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub json: bool,
-    /// Run even when the estimate says the runs do not fit in memory.
+    /// Print the estimate of the runs (flows, events per simulated second, memory at the peak
+    /// and what holds it, run time, memory available) on standard output and stop without
+    /// running.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub estimate: bool,
+    /// Run even when the estimate says the runs need more memory than is available (the
+    /// estimate is an upper bound: full time series, full TCP windows).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub force: bool,
-    /// A pcap of the IP packets entering each segment, per run and direction.
+    /// Also write a pcap of the IP packets entering each segment in each direction, per run:
+    /// OUT/pcap/p<point>_r<rep>_seg<i>_<ltr|rtl>.pcap (raw IPv4; tshark dissects them).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub pcap: bool,
-    /// Format of the tables.
+    /// Format of the tables: csv (flows.csv, timeseries.csv) or parquet (flows.parquet,
+    /// timeseries.parquet: the same columns and values, typed).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = Format::Csv))]
     pub format: Format,
-    /// A result store folder.
+    /// A result store: runs already made (by any earlier invocation with the same point
+    /// scenario, repetition, trace files and mslink version) are taken from DIR instead of
+    /// being made again, and new ones are kept there; the files come out byte-identical
+    /// either way (docs/simulator.md, "Result store").
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub store: Option<PathBuf>,
-    /// What stats.csv holds.
+    /// What stats.csv holds: `flows` (each flow's metrics over the repetitions, one row per
+    /// point, flow and metric), `summary` (one row per point and metric, over the mean of all
+    /// flows: for runs of many flows) or `none` (no stats.csv).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = StatsMode::Flows))]
     pub stats: StatsMode,
-    /// No plots.
+    /// Do not draw OUT/plots/*.png and *.svg (throughput against time; with a sweep, each
+    /// metric against the first numeric sweep key, or against the frame loss measured in the
+    /// runs when the sweep sets error models).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub no_plots: bool,
 }
 
