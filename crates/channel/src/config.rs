@@ -293,29 +293,7 @@ impl ErrorModelConfig {
                 mean_bits,
                 mean_bytes,
                 effect,
-            } => {
-                let mean = match (mean_bits, mean_bytes) {
-                    (Some(b), None) => *b,
-                    (None, Some(b)) => b * 8.0,
-                    _ => {
-                        return Err(ModelError {
-                            key: "mean_bits".into(),
-                            what: "give exactly one of `mean_bits` and `mean_bytes`".into(),
-                        })
-                    }
-                };
-                Box::new(Exponential::new(mean, *effect).ok_or_else(|| {
-                    ModelError {
-                        key: if mean_bits.is_some() {
-                            "mean_bits"
-                        } else {
-                            "mean_bytes"
-                        }
-                        .into(),
-                        what: format!("mean must be positive and finite, got {mean}"),
-                    }
-                })?)
-            }
+            } => exponential(*mean_bits, *mean_bytes, *effect)?,
             ErrorModelConfig::GilbertElliott(p) => {
                 probability("p", p.p)?;
                 probability("r", p.r)?;
@@ -365,45 +343,8 @@ impl ErrorModelConfig {
                 low,
                 high,
                 period_s,
-            } => {
-                let shape = RampShape {
-                    start: seconds("start_s", *start_s)?,
-                    rise: seconds("rise_s", *rise_s)?,
-                    fall: seconds("fall_s", fall_s.unwrap_or(*rise_s))?,
-                    low: probability("low", *low)?,
-                    high: probability("high", *high)?,
-                    period: seconds("period_s", *period_s)?,
-                };
-                let span = shape.start + shape.rise + shape.fall;
-                if shape.period > mslink_link::Duration::ZERO && shape.period < span {
-                    return Err(ModelError {
-                        key: "period_s".into(),
-                        what: format!(
-                            "{period_s} is shorter than start_s + rise_s + fall_s = {}",
-                            span.as_secs_f64()
-                        ),
-                    });
-                }
-                Box::new(Ramp::new(shape))
-            }
-            ErrorModelConfig::Trace { file } => {
-                let trace = traces.load_trace(file).map_err(|e| ModelError {
-                    key: "file".into(),
-                    what: format!("{file}: {e}"),
-                })?;
-                if trace.is_empty() {
-                    // Replaying nothing would be a perfect channel: almost surely not meant.
-                    return Err(ModelError {
-                        key: "file".into(),
-                        what: format!(
-                            "{file}: the trace has no entries (only blank lines or comments); \
-            an empty trace would deliver every frame: use `model = \"perfect\"` \
-            for that, or `mslink trace gen` to make a trace"
-                        ),
-                    });
-                }
-                Box::new(Replay::packed(trace))
-            }
+            } => ramp(*start_s, *rise_s, *fall_s, *low, *high, *period_s)?,
+            ErrorModelConfig::Trace { file } => replay(file, traces)?,
             ErrorModelConfig::Stack { layers } => Box::new(Stack::new(
                 layers
                     .iter()
@@ -412,6 +353,87 @@ impl ErrorModelConfig {
             )),
         })
     }
+}
+
+/// An exponential error model of `mean_bits` (or `mean_bytes`) between errors.
+fn exponential(
+    mean_bits: Option<f64>,
+    mean_bytes: Option<f64>,
+    effect: Effect,
+) -> Result<Box<dyn ErrorModel>, ModelError> {
+    let mean = match (mean_bits, mean_bytes) {
+        (Some(b), None) => b,
+        (None, Some(b)) => b * 8.0,
+        _ => {
+            return Err(ModelError {
+                key: "mean_bits".into(),
+                what: "give exactly one of `mean_bits` and `mean_bytes`".into(),
+            })
+        }
+    };
+    Ok(Box::new(Exponential::new(mean, effect).ok_or_else(
+        || {
+            ModelError {
+                key: if mean_bits.is_some() {
+                    "mean_bits"
+                } else {
+                    "mean_bytes"
+                }
+                .into(),
+                what: format!("mean must be positive and finite, got {mean}"),
+            }
+        },
+    )?))
+}
+
+/// A ramp of the loss probability from `low` to `high` and back (`period_s` 0: once).
+fn ramp(
+    start_s: f64,
+    rise_s: f64,
+    fall_s: Option<f64>,
+    low: f64,
+    high: f64,
+    period_s: f64,
+) -> Result<Box<dyn ErrorModel>, ModelError> {
+    let shape = RampShape {
+        start: seconds("start_s", start_s)?,
+        rise: seconds("rise_s", rise_s)?,
+        fall: seconds("fall_s", fall_s.unwrap_or(rise_s))?,
+        low: probability("low", low)?,
+        high: probability("high", high)?,
+        period: seconds("period_s", period_s)?,
+    };
+    let span = shape.start + shape.rise + shape.fall;
+    if shape.period > mslink_link::Duration::ZERO && shape.period < span {
+        return Err(ModelError {
+            key: "period_s".into(),
+            what: format!(
+                "{period_s} is shorter than start_s + rise_s + fall_s = {}",
+                span.as_secs_f64()
+            ),
+        });
+    }
+    Ok(Box::new(Ramp::new(shape)))
+}
+
+/// The replay of the error trace `file`, refused when it has no entries.
+fn replay(file: &str, traces: &mut dyn TraceLoader) -> Result<Box<dyn ErrorModel>, ModelError> {
+    let trace = traces.load_trace(file).map_err(|e| ModelError {
+        key: "file".into(),
+        what: format!("{file}: {e}"),
+    })?;
+    if trace.is_empty() {
+        // Replaying nothing would be a perfect channel: almost surely not meant.
+        return Err(ModelError {
+            key: "file".into(),
+            what: format!(
+                "{file}: the trace has no entries (only blank lines or comments); \
+an empty trace would deliver every frame: use `model = \"perfect\"` \
+for that, or `mslink trace gen` to make a trace"
+            ),
+        });
+    }
+    Ok(Box::new(Replay::packed(trace)))
 }
 
 #[cfg(test)]

@@ -210,19 +210,7 @@ pub fn run_cell(
             key: "cell.scheduler".into(),
             what: e.to_string(),
         })?;
-    let mut models: Vec<Box<dyn ErrorModel>> = Vec::new();
-    let mut rngs: Vec<ChaCha8Rng> = Vec::new();
-    for (i, s) in cell.stations.iter().enumerate() {
-        models.push(
-            s.error
-                .build_with(traces)
-                .map_err(|e| ScenarioError::Invalid {
-                    key: format!("cell.station[{i}].error"),
-                    what: e.to_string(),
-                })?,
-        );
-        rngs.push(stream(seed, &format!("cell.station.{i}.{}", s.name)));
-    }
+    let (mut models, mut rngs) = station_channels(cell, seed, traces)?;
     let rate = cell.rate_bps.round() as u64;
     let mut policies: Vec<PolicyState> = match &cell.error_control {
         Some(ec) => cell
@@ -251,16 +239,7 @@ pub fn run_cell(
     let (mut sent, mut ok, mut bytes) = (vec![0u64; n], vec![0u64; n], vec![0u64; n]);
     // Moving windows: whole slots of a `frame_bytes` frame without error control (as before),
     // the window itself with it (frames differ in length).
-    let fixed_slot = Duration::transmission(cell.frame_bytes as u64, rate);
-    let win_len = if window == Duration::ZERO {
-        Duration::ZERO
-    } else if policies.is_empty() {
-        Duration::from_nanos(
-            (window.as_nanos() / fixed_slot.as_nanos().max(1)).max(1) * fixed_slot.as_nanos(),
-        )
-    } else {
-        window
-    };
+    let win_len = window_len(cell, window, rate, !policies.is_empty());
     let mut next_win = Instant::ZERO + win_len;
     let mut win = vec![0u64; n + 1];
     let mut timeseries = Vec::new();
@@ -308,26 +287,92 @@ pub fn run_cell(
         t += Duration::transmission(air as u64, rate);
         slots += 1;
         if win_len > Duration::ZERO && t >= next_win {
-            let secs = win_len.as_secs_f64();
-            for (i, w) in win.iter_mut().enumerate() {
-                let name = if i < n {
-                    cell.flows[i].name.clone()
-                } else {
-                    "Link".to_string()
-                };
-                let bps = *w as f64 * 8.0 / secs;
-                timeseries.push(TimePoint {
-                    time_s: t.as_secs_f64(),
-                    flow: name,
-                    throughput_bps: bps,
-                });
-                *w = 0;
-            }
+            close_window(cell, &mut win, t, win_len, &mut timeseries);
             next_win += win_len;
         }
     }
-    let secs = t.as_secs_f64();
-    let flows = (0..n)
+    let flows = flow_results(cell, &sent, &ok, &bytes, t.as_secs_f64());
+    Ok(CellRun {
+        flows,
+        timeseries,
+        slots,
+    })
+}
+
+/// Each station's error model and the stream it draws from.
+#[allow(clippy::type_complexity)]
+fn station_channels(
+    cell: &CellConfig,
+    seed: u64,
+    traces: &mut dyn TraceLoader,
+) -> Result<(Vec<Box<dyn ErrorModel>>, Vec<ChaCha8Rng>), ScenarioError> {
+    let mut models: Vec<Box<dyn ErrorModel>> = Vec::new();
+    let mut rngs: Vec<ChaCha8Rng> = Vec::new();
+    for (i, s) in cell.stations.iter().enumerate() {
+        models.push(
+            s.error
+                .build_with(traces)
+                .map_err(|e| ScenarioError::Invalid {
+                    key: format!("cell.station[{i}].error"),
+                    what: e.to_string(),
+                })?,
+        );
+        rngs.push(stream(seed, &format!("cell.station.{i}.{}", s.name)));
+    }
+    Ok((models, rngs))
+}
+
+/// The moving window: whole slots of a `frame_bytes` frame without error control, the window
+/// itself with it (frames differ in length); zero for none.
+fn window_len(cell: &CellConfig, window: Duration, rate: u64, error_control: bool) -> Duration {
+    let fixed_slot = Duration::transmission(cell.frame_bytes as u64, rate);
+    if window == Duration::ZERO {
+        Duration::ZERO
+    } else if !error_control {
+        Duration::from_nanos(
+            (window.as_nanos() / fixed_slot.as_nanos().max(1)).max(1) * fixed_slot.as_nanos(),
+        )
+    } else {
+        window
+    }
+}
+
+/// Ends a window at `t`: one throughput point per flow and the `Link` pseudo-flow (003 §7),
+/// and the window's byte counts back to zero.
+fn close_window(
+    cell: &CellConfig,
+    win: &mut [u64],
+    t: Instant,
+    win_len: Duration,
+    timeseries: &mut Vec<TimePoint>,
+) {
+    let n = cell.flows.len();
+    let secs = win_len.as_secs_f64();
+    for (i, w) in win.iter_mut().enumerate() {
+        let name = if i < n {
+            cell.flows[i].name.clone()
+        } else {
+            "Link".to_string()
+        };
+        let bps = *w as f64 * 8.0 / secs;
+        timeseries.push(TimePoint {
+            time_s: t.as_secs_f64(),
+            flow: name,
+            throughput_bps: bps,
+        });
+        *w = 0;
+    }
+}
+
+/// Each flow's results after `secs` seconds: frames sent and delivered, payload bytes.
+fn flow_results(
+    cell: &CellConfig,
+    sent: &[u64],
+    ok: &[u64],
+    bytes: &[u64],
+    secs: f64,
+) -> Vec<FlowResult> {
+    (0..cell.flows.len())
         .map(|q| FlowResult {
             flow: cell.flows[q].name.clone(),
             app: "backlogged".into(),
@@ -350,12 +395,7 @@ pub fn run_cell(
             completed: true,
             ..FlowResult::default()
         })
-        .collect();
-    Ok(CellRun {
-        flows,
-        timeseries,
-        slots,
-    })
+        .collect()
 }
 
 #[cfg(test)]

@@ -373,8 +373,9 @@ struct Stream {
     clocked: bool,
 }
 
-/// (events per simulated second, events of one run) of a path scenario.
-fn events(sc: &Scenario) -> (f64, f64) {
+/// The packet streams of a path scenario's flows: per flow one each way it sends (data, and
+/// a TCP flow's ACKs), with its rate, size, hops and active time.
+fn streams(sc: &Scenario) -> Vec<Stream> {
     let duration = sc.sim.duration_s;
     let segs = &sc.segments;
     let mut streams: Vec<Stream> = Vec::new();
@@ -452,6 +453,13 @@ fn events(sc: &Scenario) -> (f64, f64) {
             }
         }
     }
+    streams
+}
+
+/// (events per simulated second, events of one run) of a path scenario.
+fn events(sc: &Scenario) -> (f64, f64) {
+    let segs = &sc.segments;
+    let streams = streams(sc);
     // Bits per second offered to each segment and direction, and the share it carries.
     let mut load = vec![[0.0f64; 2]; segs.len()];
     for s in &streams {

@@ -565,6 +565,57 @@ impl Scenario {
 
     /// Checks every value a run needs.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.validate_sim()?;
+        if let Some(cell) = &self.cell {
+            if !self.segments.is_empty() || !self.flows.is_empty() {
+                return Err(invalid(
+                    "cell",
+                    "a cell scenario has its flows in [[cell.flow]] and no [[segment]] or [[flow]]",
+                ));
+            }
+            return cell.validate();
+        }
+        if self.segments.is_empty() {
+            return Err(invalid(
+                "segment",
+                "a scenario needs at least one [[segment]] (or a [cell])",
+            ));
+        }
+        for (i, seg) in self.segments.iter().enumerate() {
+            Self::validate_segment(i, seg)?;
+        }
+        let nodes = self.segments.len() + 1;
+        if nodes > crate::packet::MAX_NODES {
+            return Err(invalid(
+                "segment",
+                format!(
+                    "{} segments make {nodes} nodes; at most {} nodes ({} segments) fit the \
+                     simulator's addresses (node n is 10.x.y.(n+1))",
+                    self.segments.len(),
+                    crate::packet::MAX_NODES,
+                    crate::packet::MAX_NODES - 1
+                ),
+            ));
+        }
+        for (i, seg) in self.segments.iter().enumerate() {
+            if let Some(d) = &seg.dot11b {
+                if seg.kind != SegmentKind::Wireless {
+                    return Err(invalid(
+                        format!("segment[{i}].dot11b"),
+                        "802.11b timing needs kind = \"wireless\"",
+                    ));
+                }
+                d.validate()
+                    .map_err(|e| invalid(format!("segment[{i}].dot11b"), e.to_string()))?;
+            }
+        }
+        self.validate_hosts(nodes)?;
+        self.validate_xcp_routers(nodes)?;
+        self.validate_flows(nodes)
+    }
+
+    /// Checks `[sim]`.
+    fn validate_sim(&self) -> Result<(), ScenarioError> {
         let s = &self.sim;
         if !(s.duration_s > 0.0 && s.duration_s.is_finite()) {
             return Err(invalid(
@@ -600,126 +651,94 @@ impl Scenario {
         if s.reps == 0 {
             return Err(invalid("sim.reps", "must be at least 1"));
         }
-        if let Some(cell) = &self.cell {
-            if !self.segments.is_empty() || !self.flows.is_empty() {
-                return Err(invalid(
-                    "cell",
-                    "a cell scenario has its flows in [[cell.flow]] and no [[segment]] or [[flow]]",
-                ));
-            }
-            return cell.validate();
-        }
-        if self.segments.is_empty() {
+        Ok(())
+    }
+
+    /// Checks segment `i`.
+    fn validate_segment(i: usize, seg: &Segment) -> Result<(), ScenarioError> {
+        let k = |f: &str| format!("segment[{i}].{f}");
+        let rate = seg.rate();
+        if !(rate > 0.0 && rate.is_finite()) {
             return Err(invalid(
-                "segment",
-                "a scenario needs at least one [[segment]] (or a [cell])",
+                k("rate_bps"),
+                format!("must be a positive rate in bit/s, got {rate}"),
             ));
         }
-        for (i, seg) in self.segments.iter().enumerate() {
-            let k = |f: &str| format!("segment[{i}].{f}");
-            let rate = seg.rate();
-            if !(rate > 0.0 && rate.is_finite()) {
-                return Err(invalid(
-                    k("rate_bps"),
-                    format!("must be a positive rate in bit/s, got {rate}"),
-                ));
-            }
-            let delay = seg.delay_ms();
-            if !(delay >= 0.0 && delay.is_finite()) {
-                return Err(invalid(
-                    k("delay_ms"),
-                    format!("must be zero or more, got {delay}"),
-                ));
-            }
-            match seg.kind {
-                SegmentKind::Wired => {
-                    if seg.link.is_some() || seg.preset.is_some() {
-                        return Err(invalid(
-                            k("link"),
-                            "a wired segment has no link layer or preset; use kind = \"wireless\"",
-                        ));
-                    }
-                    if seg.queue_packets == Some(0) {
-                        return Err(invalid(k("queue_packets"), "must be at least 1"));
-                    }
-                    // A wired segment has no frames to corrupt: an error model there would
-                    // be silently ignored, so it is refused.
-                    for (key, m) in [
-                        ("error", Some(&seg.error)),
-                        ("error_reverse", seg.error_reverse.as_ref()),
-                    ] {
-                        if m.is_some_and(|m| *m != ErrorModelConfig::Perfect) {
-                            return Err(invalid(
-                                k(key),
-                                "a wired segment loses packets only in its queue; error models \
-                                 apply to wireless segments (kind = \"wireless\", e.g. with one \
-                                 raw service)",
-                            ));
-                        }
-                    }
-                    seg.queue_config()
-                        .validate()
-                        .map_err(|e| invalid(k(&e.key), e.what))?;
+        let delay = seg.delay_ms();
+        if !(delay >= 0.0 && delay.is_finite()) {
+            return Err(invalid(
+                k("delay_ms"),
+                format!("must be zero or more, got {delay}"),
+            ));
+        }
+        match seg.kind {
+            SegmentKind::Wired => {
+                if seg.link.is_some() || seg.preset.is_some() {
+                    return Err(invalid(
+                        k("link"),
+                        "a wired segment has no link layer or preset; use kind = \"wireless\"",
+                    ));
                 }
-                SegmentKind::Wireless => {
-                    let wired_only = [
-                        ("queue", seg.queue.is_some()),
-                        ("queue_bytes", seg.queue_bytes.is_some()),
-                        ("aqm", seg.aqm.is_some()),
-                    ];
-                    if let Some((key, _)) = wired_only.iter().find(|(_, set)| *set) {
+                if seg.queue_packets == Some(0) {
+                    return Err(invalid(k("queue_packets"), "must be at least 1"));
+                }
+                // A wired segment has no frames to corrupt: an error model there would
+                // be silently ignored, so it is refused.
+                for (key, m) in [
+                    ("error", Some(&seg.error)),
+                    ("error_reverse", seg.error_reverse.as_ref()),
+                ] {
+                    if m.is_some_and(|m| *m != ErrorModelConfig::Perfect) {
                         return Err(invalid(
                             k(key),
-                            "queue disciplines apply to wired segments; a wireless segment's \
-                             queues are its link ends' services",
+                            "a wired segment loses packets only in its queue; error models \
+                             apply to wireless segments (kind = \"wireless\", e.g. with one \
+                             raw service)",
                         ));
                     }
-                    seg.link_config()
-                        .validate()
-                        .map_err(|e| invalid(k("link"), e.to_string()))?;
                 }
+                seg.queue_config()
+                    .validate()
+                    .map_err(|e| invalid(k(&e.key), e.what))?;
             }
-            if let Some(j) = seg.jitter_ms {
-                if !(j.is_finite() && j >= 0.0) {
+            SegmentKind::Wireless => {
+                let wired_only = [
+                    ("queue", seg.queue.is_some()),
+                    ("queue_bytes", seg.queue_bytes.is_some()),
+                    ("aqm", seg.aqm.is_some()),
+                ];
+                if let Some((key, _)) = wired_only.iter().find(|(_, set)| *set) {
                     return Err(invalid(
-                        k("jitter_ms"),
-                        format!("must be zero or more, got {j}"),
+                        k(key),
+                        "queue disciplines apply to wired segments; a wireless segment's \
+                         queues are its link ends' services",
                     ));
                 }
-            }
-            if let Some(o) = &seg.onoff {
-                o.validate("")
-                    .map_err(|e| invalid(k(&format!("onoff.{}", e.key)), e.what))?;
-            }
-            seg.error
-                .build(&mut |_| Ok(TRACE_STAND_IN.into()))
-                .map_err(|e| invalid(k("error"), e.to_string()))?;
-        }
-        let nodes = self.segments.len() + 1;
-        if nodes > crate::packet::MAX_NODES {
-            return Err(invalid(
-                "segment",
-                format!(
-                    "{} segments make {nodes} nodes; at most {} nodes ({} segments) fit the \
-                     simulator's addresses (node n is 10.x.y.(n+1))",
-                    self.segments.len(),
-                    crate::packet::MAX_NODES,
-                    crate::packet::MAX_NODES - 1
-                ),
-            ));
-        }
-        for (i, seg) in self.segments.iter().enumerate() {
-            if let Some(d) = &seg.dot11b {
-                if seg.kind != SegmentKind::Wireless {
-                    return Err(invalid(
-                        format!("segment[{i}].dot11b"),
-                        "802.11b timing needs kind = \"wireless\"",
-                    ));
-                }
-                d.validate()
-                    .map_err(|e| invalid(format!("segment[{i}].dot11b"), e.to_string()))?;
+                seg.link_config()
+                    .validate()
+                    .map_err(|e| invalid(k("link"), e.to_string()))?;
             }
         }
+        if let Some(j) = seg.jitter_ms {
+            if !(j.is_finite() && j >= 0.0) {
+                return Err(invalid(
+                    k("jitter_ms"),
+                    format!("must be zero or more, got {j}"),
+                ));
+            }
+        }
+        if let Some(o) = &seg.onoff {
+            o.validate("")
+                .map_err(|e| invalid(k(&format!("onoff.{}", e.key)), e.what))?;
+        }
+        seg.error
+            .build(&mut |_| Ok(TRACE_STAND_IN.into()))
+            .map_err(|e| invalid(k("error"), e.to_string()))?;
+        Ok(())
+    }
+
+    /// Checks the `[[host]]` tables of a path of `nodes` nodes.
+    fn validate_hosts(&self, nodes: usize) -> Result<(), ScenarioError> {
         for (i, h) in self.hosts.iter().enumerate() {
             if h.node != 0 && h.node != nodes - 1 {
                 return Err(invalid(
@@ -741,6 +760,11 @@ impl Scenario {
                 .validate()
                 .map_err(|e| invalid(format!("host[{i}]"), e.to_string()))?;
         }
+        Ok(())
+    }
+
+    /// Checks the `[[xcp_router]]` tables of a path of `nodes` nodes.
+    fn validate_xcp_routers(&self, nodes: usize) -> Result<(), ScenarioError> {
         for (i, r) in self.xcp_routers.iter().enumerate() {
             let k = |x: &str| format!("xcp_router[{i}].{x}");
             if r.node == 0 || r.node >= nodes - 1 {
@@ -785,100 +809,115 @@ impl Scenario {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Checks the flows of a path of `nodes` nodes, and their number.
+    fn validate_flows(&self, nodes: usize) -> Result<(), ScenarioError> {
         let mut total = 0usize;
         for (i, f) in self.flows.iter().enumerate() {
-            let k = |x: &str| format!("flow[{i}].{x}");
-            if f.from >= nodes || f.to >= nodes || f.from == f.to {
+            self.validate_flow(i, f, nodes, &mut total)?;
+        }
+        Ok(())
+    }
+
+    /// Checks flow `i` of a path of `nodes` nodes; `total` counts the flows up to it.
+    fn validate_flow(
+        &self,
+        i: usize,
+        f: &Flow,
+        nodes: usize,
+        total: &mut usize,
+    ) -> Result<(), ScenarioError> {
+        let k = |x: &str| format!("flow[{i}].{x}");
+        if f.from >= nodes || f.to >= nodes || f.from == f.to {
+            return Err(invalid(
+                k("to"),
+                format!(
+                    "from = {} and to = {} must be two different nodes among 0..={}",
+                    f.from,
+                    f.to,
+                    nodes - 1
+                ),
+            ));
+        }
+        if !(f.rate_bps > 0.0 && f.rate_bps.is_finite()) {
+            return Err(invalid(
+                k("rate_bps"),
+                format!("must be a positive rate, got {}", f.rate_bps),
+            ));
+        }
+        if f.packet_bytes < crate::packet::MIN_PACKET || f.packet_bytes > 65_535 {
+            return Err(invalid(
+                k("packet_bytes"),
+                format!(
+                    "must be {}..=65535 (IP and UDP headers plus our 16-byte stamp), got {}",
+                    crate::packet::MIN_PACKET,
+                    f.packet_bytes
+                ),
+            ));
+        }
+        // The clock counts nanoseconds: a packet interval that rounds to zero would send
+        // forever at one instant (issue 16: `rate_bps = 1e13` spun with no message).
+        let interval_s = f.packet_bytes as f64 * 8.0 / f.rate_bps;
+        if matches!(f.app, AppKind::Cbr | AppKind::Constant | AppKind::Ping) && interval_s < 1e-9 {
+            return Err(invalid(
+                k("rate_bps"),
+                format!(
+                    "{} bit/s sends a {}-byte packet every {interval_s:.3e} s, below the \
+                     simulator's 1 ns clock: at most {:.3e} bit/s for this packet size",
+                    f.rate_bps,
+                    f.packet_bytes,
+                    f.packet_bytes as f64 * 8.0 * 1e9
+                ),
+            ));
+        }
+        if f.app == AppKind::Cbr && !(f.talk_s > 0.0 && f.silence_s > 0.0) {
+            return Err(invalid(
+                k("talk_s"),
+                "talk_s and silence_s must be positive for app = \"cbr\"",
+            ));
+        }
+        if f.playback_ms.is_nan() || f.playback_ms <= 0.0 {
+            return Err(invalid(
+                k("playback_ms"),
+                format!("must be positive, got {}", f.playback_ms),
+            ));
+        }
+        if f.count == 0 {
+            return Err(invalid(k("count"), "must be at least 1"));
+        }
+        *total = total.saturating_add(f.count);
+        if *total > crate::packet::MAX_FLOWS {
+            return Err(invalid(
+                k("count"),
+                format!(
+                    "the flows up to this one number {total}; a scenario has at most {} \
+                     (each flow has an address and port pair of its own)",
+                    crate::packet::MAX_FLOWS
+                ),
+            ));
+        }
+        if let Some(d) = &f.start {
+            d.check()
+                .map_err(|(key, what)| invalid(k(&format!("start.{key}")), what))?;
+        }
+        if f.dscp > 63 {
+            return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));
+        }
+        if f.app == AppKind::Ftp {
+            self.validate_tcp(i, f)?;
+        }
+        if f.app == AppKind::Www {
+            f.www
+                .validate()
+                .map_err(|e| invalid(k("www"), e.to_string()))?;
+            self.validate_tcp_path(i, f)?;
+            if f.persistent && f.tcp.variant == crate::tcp::Variant::Sack {
                 return Err(invalid(
-                    k("to"),
-                    format!(
-                        "from = {} and to = {} must be two different nodes among 0..={}",
-                        f.from,
-                        f.to,
-                        nodes - 1
-                    ),
+                    k("persistent"),
+                    "persistent WWW connections need tcp.variant = \"reno\" or \"newreno\" (the SACK scoreboard assumes MSS-aligned segments); set persistent = false for SACK",
                 ));
-            }
-            if !(f.rate_bps > 0.0 && f.rate_bps.is_finite()) {
-                return Err(invalid(
-                    k("rate_bps"),
-                    format!("must be a positive rate, got {}", f.rate_bps),
-                ));
-            }
-            if f.packet_bytes < crate::packet::MIN_PACKET || f.packet_bytes > 65_535 {
-                return Err(invalid(
-                    k("packet_bytes"),
-                    format!(
-                        "must be {}..=65535 (IP and UDP headers plus our 16-byte stamp), got {}",
-                        crate::packet::MIN_PACKET,
-                        f.packet_bytes
-                    ),
-                ));
-            }
-            // The clock counts nanoseconds: a packet interval that rounds to zero would send
-            // forever at one instant (issue 16: `rate_bps = 1e13` spun with no message).
-            let interval_s = f.packet_bytes as f64 * 8.0 / f.rate_bps;
-            if matches!(f.app, AppKind::Cbr | AppKind::Constant | AppKind::Ping)
-                && interval_s < 1e-9
-            {
-                return Err(invalid(
-                    k("rate_bps"),
-                    format!(
-                        "{} bit/s sends a {}-byte packet every {interval_s:.3e} s, below the \
-                         simulator's 1 ns clock: at most {:.3e} bit/s for this packet size",
-                        f.rate_bps,
-                        f.packet_bytes,
-                        f.packet_bytes as f64 * 8.0 * 1e9
-                    ),
-                ));
-            }
-            if f.app == AppKind::Cbr && !(f.talk_s > 0.0 && f.silence_s > 0.0) {
-                return Err(invalid(
-                    k("talk_s"),
-                    "talk_s and silence_s must be positive for app = \"cbr\"",
-                ));
-            }
-            if f.playback_ms.is_nan() || f.playback_ms <= 0.0 {
-                return Err(invalid(
-                    k("playback_ms"),
-                    format!("must be positive, got {}", f.playback_ms),
-                ));
-            }
-            if f.count == 0 {
-                return Err(invalid(k("count"), "must be at least 1"));
-            }
-            total = total.saturating_add(f.count);
-            if total > crate::packet::MAX_FLOWS {
-                return Err(invalid(
-                    k("count"),
-                    format!(
-                        "the flows up to this one number {total}; a scenario has at most {} \
-                         (each flow has an address and port pair of its own)",
-                        crate::packet::MAX_FLOWS
-                    ),
-                ));
-            }
-            if let Some(d) = &f.start {
-                d.check()
-                    .map_err(|(key, what)| invalid(k(&format!("start.{key}")), what))?;
-            }
-            if f.dscp > 63 {
-                return Err(invalid(k("dscp"), format!("{} is outside 0-63", f.dscp)));
-            }
-            if f.app == AppKind::Ftp {
-                self.validate_tcp(i, f)?;
-            }
-            if f.app == AppKind::Www {
-                f.www
-                    .validate()
-                    .map_err(|e| invalid(k("www"), e.to_string()))?;
-                self.validate_tcp_path(i, f)?;
-                if f.persistent && f.tcp.variant == crate::tcp::Variant::Sack {
-                    return Err(invalid(
-                        k("persistent"),
-                        "persistent WWW connections need tcp.variant = \"reno\" or \"newreno\" (the SACK scoreboard assumes MSS-aligned segments); set persistent = false for SACK",
-                    ));
-                }
             }
         }
         Ok(())

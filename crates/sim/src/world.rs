@@ -35,7 +35,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use crate::packet::{self, Stamp};
-use crate::scenario::{AppKind, Scenario, ScenarioError, SegmentKind};
+use crate::scenario::{AppKind, Flow, Scenario, ScenarioError, SegmentKind};
 use mslink_link::event::EventQueue;
 
 mod arrivals;
@@ -298,6 +298,26 @@ pub fn run_with(
             hosts: Vec::new(),
         });
     }
+    let segs = build_segments(sc, seed, traces)?;
+    let duration = secs(sc.sim.duration_s);
+    let flows = sc.expanded_flows();
+    let starts = start_times(sc, seed);
+    let mut w = World::new(sc, segs, flows, starts.len(), capture);
+    for (i, &start_s) in starts.iter().enumerate() {
+        w.add_flow(i, start_s, seed, duration);
+    }
+    drop(starts);
+    let end = w.run_events(duration);
+    Ok(w.finish(rep, seed, end))
+}
+
+/// The segments of `sc` with their queues, delays, link ends and error models, drawing from
+/// streams of `seed`.
+fn build_segments(
+    sc: &Scenario,
+    seed: u64,
+    traces: &mut dyn TraceLoader,
+) -> Result<Vec<Seg>, ScenarioError> {
     let mut segs = Vec::new();
     for (i, s) in sc.segments.iter().enumerate() {
         let rate = s.rate().round() as u64;
@@ -358,61 +378,73 @@ pub fn run_with(
             }
         });
     }
-    let duration = secs(sc.sim.duration_s);
-    let flows = sc.expanded_flows();
-    let starts = start_times(sc, seed);
-    let mut w = World {
-        capture,
-        sc,
-        sent: vec![0; flows.len()],
-        flows,
-        q: EventQueue::default(),
-        dirs: vec![Default::default(); segs.len()],
-        segs,
-        // The per-flow tables are sized once: growing by doubling would leave up to half of
-        // each unused.
-        sources: Vec::with_capacity(starts.len()),
-        frozen: Vec::new(),
-        settling: None,
-        sinks: Vec::with_capacity(starts.len()),
-        window: secs(sc.sim.timeseries_window_s),
-        buf: Vec::new(),
-        tcp: Vec::with_capacity(starts.len()),
-        tcp_left: 0,
-        www: Vec::with_capacity(starts.len()),
-        pool: Vec::new(),
-        hosts: (0..=sc.segments.len())
-            .map(|n| {
-                sc.hosts
-                    .iter()
-                    .find(|h| h.node == n)
-                    .map(|h| crate::host::NetworkSubsystem::new(h.config.clone()))
-            })
-            .collect(),
-        host_armed: vec![None; sc.segments.len() + 1],
-        xcp: (0..=sc.segments.len())
-            .map(|n| {
-                let h = sc.hosts.iter().find(|h| h.node == n)?;
-                Some(crate::xcp::XcpRouter::with_capacity(
-                    h.config.xcp_capacity_bps?,
-                ))
-            })
-            .collect(),
-        xcp_egress: (0..sc.segments.len())
-            .map(|seg| {
-                [0, 1].map(|dir| {
-                    // Direction 0 leaves node `seg`, direction 1 leaves node `seg + 1`.
-                    let r = sc
-                        .xcp_routers
+    Ok(segs)
+}
+
+impl<'s, 'c> World<'s, 'c> {
+    /// A world of `sc` over `segs` with room for `n` flows, before any flow starts.
+    fn new(
+        sc: &'s Scenario,
+        segs: Vec<Seg>,
+        flows: Vec<(String, &'s Flow)>,
+        n: usize,
+        capture: Option<Capture<'c>>,
+    ) -> Self {
+        World {
+            capture,
+            sc,
+            sent: vec![0; flows.len()],
+            flows,
+            q: EventQueue::default(),
+            dirs: vec![Default::default(); segs.len()],
+            segs,
+            // The per-flow tables are sized once: growing by doubling would leave up to half of
+            // each unused.
+            sources: Vec::with_capacity(n),
+            frozen: Vec::new(),
+            settling: None,
+            sinks: Vec::with_capacity(n),
+            window: secs(sc.sim.timeseries_window_s),
+            buf: Vec::new(),
+            tcp: Vec::with_capacity(n),
+            tcp_left: 0,
+            www: Vec::with_capacity(n),
+            pool: Vec::new(),
+            hosts: (0..=sc.segments.len())
+                .map(|n| {
+                    sc.hosts
                         .iter()
-                        .find(|r| r.segment == seg && r.node == seg + dir)?;
-                    Some(crate::xcp::XcpRouter::with_capacity(r.capacity_bps))
+                        .find(|h| h.node == n)
+                        .map(|h| crate::host::NetworkSubsystem::new(h.config.clone()))
                 })
-            })
-            .collect(),
-    };
-    for (i, &start_s) in starts.iter().enumerate() {
-        let (name, f) = (w.flows[i].0.clone(), w.flows[i].1);
+                .collect(),
+            host_armed: vec![None; sc.segments.len() + 1],
+            xcp: (0..=sc.segments.len())
+                .map(|n| {
+                    let h = sc.hosts.iter().find(|h| h.node == n)?;
+                    Some(crate::xcp::XcpRouter::with_capacity(
+                        h.config.xcp_capacity_bps?,
+                    ))
+                })
+                .collect(),
+            xcp_egress: (0..sc.segments.len())
+                .map(|seg| {
+                    [0, 1].map(|dir| {
+                        // Direction 0 leaves node `seg`, direction 1 leaves node `seg + 1`.
+                        let r = sc
+                            .xcp_routers
+                            .iter()
+                            .find(|r| r.segment == seg && r.node == seg + dir)?;
+                        Some(crate::xcp::XcpRouter::with_capacity(r.capacity_bps))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds flow `i`, starting `start_s` into the run, drawing from streams of `seed`.
+    fn add_flow(&mut self, i: usize, start_s: f64, seed: u64, duration: Duration) {
+        let (name, f) = (self.flows[i].0.clone(), self.flows[i].1);
         let start = Instant::ZERO + secs(start_s);
         let stop = if f.stop_s > 0.0 {
             Instant::ZERO + secs(f.stop_s).min(duration)
@@ -430,11 +462,11 @@ pub fn run_with(
             Some(t) => start + secs(t.talk.sample(&mut t.rng)),
             None => Instant::MAX,
         };
-        w.www.push((f.app == AppKind::Www).then(|| {
+        self.www.push((f.app == AppKind::Www).then(|| {
             let r = stream(seed, &format!("flow.{i}.{name}.www"));
             Box::new(www::WwwFlow::new(i, f, r, start, stop))
         }));
-        w.sources.push(Source {
+        self.sources.push(Source {
             from: f.from,
             to: f.to,
             dscp: f.dscp,
@@ -447,7 +479,7 @@ pub fn run_with(
             interval: match f.app {
                 // Back to back at the first hop's line rate (003 §4's spray).
                 AppKind::Spray => {
-                    let first = &sc.segments[f.from.min(f.to)];
+                    let first = &self.sc.segments[f.from.min(f.to)];
                     secs(f.packet_bytes as f64 * 8.0 / first.rate())
                 }
                 _ => secs(f.packet_bytes as f64 * 8.0 / f.rate_bps),
@@ -458,7 +490,7 @@ pub fn run_with(
             talk,
             seq: 0,
         });
-        w.sinks.push(Sink {
+        self.sinks.push(Sink {
             seen: arrivals::Arrivals::default(),
             received: 0,
             duplicates: 0,
@@ -468,48 +500,53 @@ pub fn run_with(
             window_bytes: Vec::new(),
             unsent: 0,
         });
-        w.tcp
+        self.tcp
             .push((f.app == AppKind::Ftp).then(|| Box::new(ftp::TcpFlow::new(i, f, start))));
-        w.q.schedule(start, Ev::Send(i));
+        self.q.schedule(start, Ev::Send(i));
     }
-    drop(starts);
-    w.tcp_left = w.tcp.iter().flatten().count();
-    // A run of transfers only ends when the last one has (or at the time limit); so does a
-    // run of transfers next to WWW browsing and continuous media (004 §V: "the run ended
-    // when the file transfer completed").
-    let only_tcp = w.tcp_left > 0
-        && w.flows
-            .iter()
-            .all(|(_, f)| matches!(f.app, AppKind::Ftp | AppKind::Www | AppKind::Cbr));
-    let cap = Instant::ZERO + duration;
-    let drain = secs(sc.sim.drain_s);
-    let mut end = cap + drain;
-    if only_tcp {
-        // The run ends when the transfers do, or at the cap: the TCP and WWW results are
-        // taken then. Datagram sources stop, and what they already sent gets `drain_s` to
-        // arrive, so packets still queued or in the air are not counted as lost.
-        let mut horizon = cap;
-        while let Some((now, ev)) = w.q.pop_until(horizon) {
-            w.handle(now, ev);
-            if w.tcp_left == 0 && w.frozen.is_empty() {
-                end = now;
-                w.freeze_tcp(end);
-                horizon = now + drain;
+
+    /// Runs the events to the end of the run and returns when it ended: when the transfers
+    /// did (or the cap) in a run of transfers, else at the cap plus `drain_s`.
+    fn run_events(&mut self, duration: Duration) -> Instant {
+        self.tcp_left = self.tcp.iter().flatten().count();
+        // A run of transfers only ends when the last one has (or at the time limit); so does a
+        // run of transfers next to WWW browsing and continuous media (004 §V: "the run ended
+        // when the file transfer completed").
+        let only_tcp = self.tcp_left > 0
+            && self
+                .flows
+                .iter()
+                .all(|(_, f)| matches!(f.app, AppKind::Ftp | AppKind::Www | AppKind::Cbr));
+        let cap = Instant::ZERO + duration;
+        let drain = secs(self.sc.sim.drain_s);
+        let mut end = cap + drain;
+        if only_tcp {
+            // The run ends when the transfers do, or at the cap: the TCP and WWW results are
+            // taken then. Datagram sources stop, and what they already sent gets `drain_s` to
+            // arrive, so packets still queued or in the air are not counted as lost.
+            let mut horizon = cap;
+            while let Some((now, ev)) = self.q.pop_until(horizon) {
+                self.handle(now, ev);
+                if self.tcp_left == 0 && self.frozen.is_empty() {
+                    end = now;
+                    self.freeze_tcp(end);
+                    horizon = now + drain;
+                }
+            }
+            if self.frozen.is_empty() {
+                end = cap;
+                self.freeze_tcp(end);
+                while let Some((now, ev)) = self.q.pop_until(cap + drain) {
+                    self.handle(now, ev);
+                }
+            }
+        } else {
+            while let Some((now, ev)) = self.q.pop_until(end) {
+                self.handle(now, ev);
             }
         }
-        if w.frozen.is_empty() {
-            end = cap;
-            w.freeze_tcp(end);
-            while let Some((now, ev)) = w.q.pop_until(cap + drain) {
-                w.handle(now, ev);
-            }
-        }
-    } else {
-        while let Some((now, ev)) = w.q.pop_until(end) {
-            w.handle(now, ev);
-        }
+        end
     }
-    Ok(w.finish(rep, seed, end))
 }
 
 impl World<'_, '_> {

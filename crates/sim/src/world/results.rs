@@ -313,8 +313,36 @@ impl World<'_, '_> {
             });
             self.push_series(&mut timeseries, &flows[i].flow, s);
         }
-        let segments = self
-            .segs
+        let segments = self.segment_results();
+        let mut r = RunResult {
+            rep,
+            seed,
+            flows: Vec::new(),
+            segments,
+            timeseries,
+            events: self.q.executed(),
+            simulated_s: end.as_secs_f64(),
+            hosts: self
+                .hosts
+                .iter()
+                .enumerate()
+                .filter_map(|(node, h)| {
+                    h.as_ref().map(|h| HostResult {
+                        node,
+                        stats: h.stats(),
+                    })
+                })
+                .collect(),
+        };
+        self.settle(end, &mut flows);
+        r.flows = flows;
+        r
+    }
+
+    /// Each segment's counters: per direction (with a wired segment's queue), and per link
+    /// end of a wireless one.
+    fn segment_results(&self) -> Vec<SegmentResult> {
+        self.segs
             .iter()
             .enumerate()
             .map(|(i, s)| SegmentResult {
@@ -339,29 +367,6 @@ impl World<'_, '_> {
                     Seg::Wireless(wl) => wl.ends.iter().map(|e| e.stats()).collect(),
                 },
             })
-            .collect();
-        let mut r = RunResult {
-            rep,
-            seed,
-            flows: Vec::new(),
-            segments,
-            timeseries,
-            events: self.q.executed(),
-            simulated_s: end.as_secs_f64(),
-            hosts: self
-                .hosts
-                .iter()
-                .enumerate()
-                .filter_map(|(node, h)| {
-                    h.as_ref().map(|h| HostResult {
-                        node,
-                        stats: h.stats(),
-                    })
-                })
-                .collect(),
-        };
-        self.settle(end, &mut flows);
-        r.flows = flows;
-        r
+            .collect()
     }
 }
