@@ -362,40 +362,7 @@ where
     let error_bars = chart.error_bars && !scale.log10_y;
     let lines: Vec<Vec<(f64, f64, f64)>> =
         chart.lines.iter().map(|l| axis_points(l, scale)).collect();
-    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
-    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
-    for &(x, m, s) in lines.iter().flatten() {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(m);
-        y1 = y1.max(if error_bars { m + s } else { m });
-    }
-    if let Some(shared) = x {
-        (x0, x1) = shared;
-    }
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if chart.categories.is_some() {
-        (x0, x1) = (x0 - 0.5, x1 + 0.5);
-    } else if x1 <= x0 {
-        (x0, x1) = (x0 - 1.0, x1 + 1.0);
-    }
-    let (y0, y1) = if scale.log10_y {
-        if !y0.is_finite() {
-            (0.0, 1.0)
-        } else {
-            // Whole decades, at least one.
-            let (a, b) = (y0.floor(), y1.ceil());
-            (a, if b > a { b } else { a + 1.0 })
-        }
-    } else if chart.scatter && y0.is_finite() {
-        // A trace zoomed in far from zero: its own range, with a margin.
-        let pad = ((y1 - y0) * 0.05).max(1e-9);
-        ((y0 - pad).max(0.0), y1 + pad)
-    } else {
-        (0.0, if y1 > 0.0 { y1 * 1.1 } else { 1.0 })
-    };
+    let ((x0, x1), (y0, y1)) = ranges(chart, &lines, error_bars, x);
     let mut cc = ChartBuilder::on(root)
         .caption(&chart.title, ("sans-serif", 18))
         .margin(12)
@@ -464,6 +431,52 @@ where
     }
     legend(&legend_area, chart).map_err(e)?;
     Ok(())
+}
+
+/// The x and y ranges of `chart`'s axes over its points `lines` (with `error_bars`, their
+/// tops too); `x`: the x range to use instead of the data's.
+fn ranges(
+    chart: &Chart,
+    lines: &[Vec<(f64, f64, f64)>],
+    error_bars: bool,
+    x: Option<(f64, f64)>,
+) -> ((f64, f64), (f64, f64)) {
+    let scale = chart.scale;
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &(x, m, s) in lines.iter().flatten() {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(m);
+        y1 = y1.max(if error_bars { m + s } else { m });
+    }
+    if let Some(shared) = x {
+        (x0, x1) = shared;
+    }
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if chart.categories.is_some() {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    } else if x1 <= x0 {
+        (x0, x1) = (x0 - 1.0, x1 + 1.0);
+    }
+    let (y0, y1) = if scale.log10_y {
+        if !y0.is_finite() {
+            (0.0, 1.0)
+        } else {
+            // Whole decades, at least one.
+            let (a, b) = (y0.floor(), y1.ceil());
+            (a, if b > a { b } else { a + 1.0 })
+        }
+    } else if chart.scatter && y0.is_finite() {
+        // A trace zoomed in far from zero: its own range, with a margin.
+        let pad = ((y1 - y0) * 0.05).max(1e-9);
+        ((y0 - pad).max(0.0), y1 + pad)
+    } else {
+        (0.0, if y1 > 0.0 { y1 * 1.1 } else { 1.0 })
+    };
+    ((x0, x1), (y0, y1))
 }
 
 /// Width of the legend panel right of the plot.
