@@ -639,9 +639,6 @@ fn veth_fig4_cell(
     samples: usize,
     notes: &mut VethFig4Notes,
 ) -> Result<f64, BenchError> {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{mpsc, Arc, Mutex};
-
     let (dev_a, dev_b) = devs;
     let arch = if server == Fig4Server::Llm {
         Architecture::Llm
@@ -651,94 +648,9 @@ fn veth_fig4_cell(
     let (cc, cs) = StackConfig::pair(arch);
     let flows = background + 1;
     let (mut client, _, ce) = fig4_flows(&cc, &cs, flows, 7)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let refused = Arc::new(Mutex::new(None::<String>));
-    let unclassified = Arc::new(AtomicU64::new(0));
-    let (p_disp, p_urgent, p_bg) = server.priorities();
-    let mut threads: Vec<std::thread::JoinHandle<Result<(), BenchError>>> = Vec::new();
-    // A receive thread: its own server stack (every flow open), frames in from a channel,
-    // echoes out through the shared socket.
-    let worker = |rx: mpsc::Receiver<Vec<u8>>, prio: i32| {
-        let db = dev_b.clone();
-        let (cc, cs, refused) = (cc.clone(), cs.clone(), refused.clone());
-        move || -> Result<(), BenchError> {
-            fifo_or_note(prio, &refused);
-            let (_, mut st, _) = fig4_flows(&cc, &cs, flows, 0)?;
-            while let Ok(f) = rx.recv() {
-                st.handle_frame(Instant::ZERO, &f);
-                while let Some(d) = st.poll_deliver() {
-                    let _ = st.send(Instant::ZERO, d.endpoint, &d.data);
-                }
-                db.transmit(&mut st)?;
-            }
-            Ok(())
-        }
-    };
-    if server == Fig4Server::Llm {
-        let db = dev_b.clone();
-        let (st, cc2, cs2, refused2) = (stop.clone(), cc.clone(), cs.clone(), refused.clone());
-        threads.push(std::thread::spawn(move || -> Result<(), BenchError> {
-            fifo_or_note(p_bg, &refused2);
-            let (_, mut srv, _) = fig4_flows(&cc2, &cs2, flows, 0)?;
-            while !st.load(Ordering::Relaxed) {
-                db.receive(Instant::ZERO, &mut srv)?;
-                while let Some(d) = srv.poll_deliver() {
-                    let _ = srv.send(Instant::ZERO, d.endpoint, &d.data);
-                }
-                db.transmit(&mut srv)?;
-            }
-            Ok(())
-        }));
-    } else {
-        let (tx_u, rx_u) = mpsc::channel::<Vec<u8>>();
-        let (tx_b, rx_b) = mpsc::channel::<Vec<u8>>();
-        threads.push(std::thread::spawn(worker(rx_u, p_urgent)));
-        threads.push(std::thread::spawn(worker(rx_b, p_bg)));
-        let db = dev_b.clone();
-        let (st, cc2, cs2, refused2, unc) = (
-            stop.clone(),
-            cc.clone(),
-            cs.clone(),
-            refused.clone(),
-            unclassified.clone(),
-        );
-        threads.push(std::thread::spawn(move || -> Result<(), BenchError> {
-            fifo_or_note(p_disp, &refused2);
-            // The dispatcher's stack is used for its bottom-layer demux only.
-            let (_, classifier, _) = fig4_flows(&cc2, &cs2, flows, 0)?;
-            let mut buf = [0u8; 2048];
-            while !st.load(Ordering::Relaxed) {
-                let Some(n) = db.recv_frame(&mut buf)? else {
-                    continue;
-                };
-                let f = &buf[..n];
-                match classifier.classify(f) {
-                    // 002 §5.5: the frame's priority picks the thread that processes it.
-                    Ok((_, p)) if p > 0 => {
-                        tx_u.send(f.to_vec()).map_err(|_| BenchError::Panicked)?
-                    }
-                    Ok(_) => tx_b.send(f.to_vec()).map_err(|_| BenchError::Panicked)?,
-                    Err(_) => {
-                        unc.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            Ok(())
-            // The senders drop here and the receive threads end.
-        }));
-    }
+    let mut threads = VethFig4Threads::spawn(server, dev_b, Fig4Configs { cc, cs, flows });
     // The client: every flow's first message (the probe last), then echo every reply back.
-    let start = WallClock::now();
-    let mut sent_at = vec![start; flows];
-    for f in (0..flows).rev() {
-        client.send(
-            Instant::ZERO,
-            ce[f],
-            &vec![f as u8; if f == 0 { 1 } else { bg_size }],
-        )?;
-        sent_at[f] = WallClock::now();
-        dev_a.transmit(&mut client)?;
-    }
+    let (start, mut sent_at) = start_flows(dev_a, &mut client, &ce, bg_size)?;
     let warm = samples / 10;
     let mut rtts: Vec<f64> = Vec::with_capacity(samples + warm);
     let mut waits = 0;
@@ -773,19 +685,223 @@ fn veth_fig4_cell(
             break Err(e.into());
         }
     };
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().map_err(|_| BenchError::Panicked)??;
-    }
+    threads.join()?;
     result?;
-    // Frames of this cell still on their way must not reach the next one.
-    let mut buf = [0u8; 2048];
-    while dev_a.recv_frame(&mut buf)?.is_some() {}
-    while dev_b.recv_frame(&mut buf)?.is_some() {}
-    if let Some(r) = refused.lock().ok().and_then(|mut r| r.take()) {
-        notes.fifo_refused.get_or_insert(r);
+    drain(dev_a, dev_b)?;
+    threads.note(notes);
+    median_after_warmup(rtts, warm)
+}
+
+/// What every stack of one Fig. 4 cell is built from: the client's and the server's
+/// configurations and the number of flows (the probe and the background ones).
+#[cfg(target_os = "linux")]
+#[derive(Clone)]
+struct Fig4Configs {
+    cc: StackConfig,
+    cs: StackConfig,
+    flows: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl Fig4Configs {
+    /// A server stack with every flow open.
+    fn server_stack(&self) -> Result<Stack, BenchError> {
+        let (_, st, _) = fig4_flows(&self.cc, &self.cs, self.flows, 0)?;
+        Ok(st)
     }
-    notes.unclassified += unclassified.load(Ordering::Relaxed);
+}
+
+/// The server of one Fig. 4 cell over the veth: its threads on the server's device, each with
+/// its own server stack, and what they share with the cell.
+#[cfg(target_os = "linux")]
+struct VethFig4Threads {
+    dev: std::sync::Arc<crate::afpacket::AfPacket>,
+    cfg: Fig4Configs,
+    handles: Vec<std::thread::JoinHandle<Result<(), BenchError>>>,
+    /// Set when the client is done: the threads that poll the device end.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// `SCHED_FIFO` refused to a thread (the kernel's reason).
+    refused: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// Frames the DAA dispatcher could not classify.
+    unclassified: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[cfg(target_os = "linux")]
+impl VethFig4Threads {
+    /// Starts the threads of `server` on `dev`: the LLM server is one thread; a DAA server
+    /// is a dispatcher and a receive thread per priority (002 §5.5), at
+    /// [`Fig4Server::priorities`].
+    fn spawn(
+        server: Fig4Server,
+        dev: &std::sync::Arc<crate::afpacket::AfPacket>,
+        cfg: Fig4Configs,
+    ) -> Self {
+        let mut t = VethFig4Threads {
+            dev: dev.clone(),
+            cfg,
+            handles: Vec::new(),
+            stop: Default::default(),
+            refused: Default::default(),
+            unclassified: Default::default(),
+        };
+        let (p_disp, p_urgent, p_bg) = server.priorities();
+        if server == Fig4Server::Llm {
+            t.spawn_llm(p_bg);
+        } else {
+            t.spawn_daa(p_disp, p_urgent, p_bg);
+        }
+        t
+    }
+
+    /// The LLM server: one thread (at `prio`) receives, echoes and transmits every frame in
+    /// arrival order until stopped.
+    fn spawn_llm(&mut self, prio: i32) {
+        use std::sync::atomic::Ordering;
+        let (db, cfg, st, refused) = (
+            self.dev.clone(),
+            self.cfg.clone(),
+            self.stop.clone(),
+            self.refused.clone(),
+        );
+        self.handles
+            .push(std::thread::spawn(move || -> Result<(), BenchError> {
+                fifo_or_note(prio, &refused);
+                let mut srv = cfg.server_stack()?;
+                while !st.load(Ordering::Relaxed) {
+                    db.receive(Instant::ZERO, &mut srv)?;
+                    while let Some(d) = srv.poll_deliver() {
+                        let _ = srv.send(Instant::ZERO, d.endpoint, &d.data);
+                    }
+                    db.transmit(&mut srv)?;
+                }
+                Ok(())
+            }));
+    }
+
+    /// The DAA server: an urgent and a background receive thread, then the dispatcher (at
+    /// `p_disp`), which reads every frame and hands it to the thread its priority picks.
+    fn spawn_daa(&mut self, p_disp: i32, p_urgent: i32, p_bg: i32) {
+        use std::sync::atomic::Ordering;
+        use std::sync::mpsc;
+        let (tx_u, rx_u) = mpsc::channel::<Vec<u8>>();
+        let (tx_b, rx_b) = mpsc::channel::<Vec<u8>>();
+        self.handles
+            .push(std::thread::spawn(self.receive_thread(rx_u, p_urgent)));
+        self.handles
+            .push(std::thread::spawn(self.receive_thread(rx_b, p_bg)));
+        let (db, cfg, st, refused, unc) = (
+            self.dev.clone(),
+            self.cfg.clone(),
+            self.stop.clone(),
+            self.refused.clone(),
+            self.unclassified.clone(),
+        );
+        self.handles
+            .push(std::thread::spawn(move || -> Result<(), BenchError> {
+                fifo_or_note(p_disp, &refused);
+                // The dispatcher's stack is used for its bottom-layer demux only.
+                let classifier = cfg.server_stack()?;
+                let mut buf = [0u8; 2048];
+                while !st.load(Ordering::Relaxed) {
+                    let Some(n) = db.recv_frame(&mut buf)? else {
+                        continue;
+                    };
+                    let f = &buf[..n];
+                    match classifier.classify(f) {
+                        // 002 §5.5: the frame's priority picks the thread that processes it.
+                        Ok((_, p)) if p > 0 => {
+                            tx_u.send(f.to_vec()).map_err(|_| BenchError::Panicked)?
+                        }
+                        Ok(_) => tx_b.send(f.to_vec()).map_err(|_| BenchError::Panicked)?,
+                        Err(_) => {
+                            unc.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                Ok(())
+                // The senders drop here and the receive threads end.
+            }));
+    }
+
+    /// A DAA receive thread (at `prio`): its own server stack (every flow open), frames in
+    /// from the dispatcher's channel `rx`, echoes out through the shared socket.
+    fn receive_thread(
+        &self,
+        rx: std::sync::mpsc::Receiver<Vec<u8>>,
+        prio: i32,
+    ) -> impl FnOnce() -> Result<(), BenchError> + Send + 'static {
+        let (db, cfg, refused) = (self.dev.clone(), self.cfg.clone(), self.refused.clone());
+        move || -> Result<(), BenchError> {
+            fifo_or_note(prio, &refused);
+            let mut st = cfg.server_stack()?;
+            while let Ok(f) = rx.recv() {
+                st.handle_frame(Instant::ZERO, &f);
+                while let Some(d) = st.poll_deliver() {
+                    let _ = st.send(Instant::ZERO, d.endpoint, &d.data);
+                }
+                db.transmit(&mut st)?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Stops the threads and waits for each in turn; the first error (or panic) ends the wait.
+    fn join(&mut self) -> Result<(), BenchError> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.handles.drain(..) {
+            t.join().map_err(|_| BenchError::Panicked)??;
+        }
+        Ok(())
+    }
+
+    /// Adds what the threads observed to `notes`: a `SCHED_FIFO` refusal (the first noted
+    /// stays) and the frames the dispatcher could not classify.
+    fn note(&self, notes: &mut VethFig4Notes) {
+        if let Some(r) = self.refused.lock().ok().and_then(|mut r| r.take()) {
+            notes.fifo_refused.get_or_insert(r);
+        }
+        notes.unclassified += self.unclassified.load(std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The client's first message on every flow (`bg_size` bytes; the probe, flow 0, 1 byte and
+/// last), each transmitted at once. Returns when the cell started and when each flow's
+/// message went.
+#[cfg(target_os = "linux")]
+fn start_flows(
+    dev: &crate::afpacket::AfPacket,
+    client: &mut Stack,
+    ce: &[EndpointId],
+    bg_size: usize,
+) -> Result<(WallClock, Vec<WallClock>), BenchError> {
+    let flows = ce.len();
+    let start = WallClock::now();
+    let mut sent_at = vec![start; flows];
+    for f in (0..flows).rev() {
+        client.send(
+            Instant::ZERO,
+            ce[f],
+            &vec![f as u8; if f == 0 { 1 } else { bg_size }],
+        )?;
+        sent_at[f] = WallClock::now();
+        dev.transmit(client)?;
+    }
+    Ok((start, sent_at))
+}
+
+/// Frames of this cell still on their way must not reach the next one: reads both devices dry.
+#[cfg(target_os = "linux")]
+fn drain(a: &crate::afpacket::AfPacket, b: &crate::afpacket::AfPacket) -> Result<(), BenchError> {
+    let mut buf = [0u8; 2048];
+    while a.recv_frame(&mut buf)?.is_some() {}
+    while b.recv_frame(&mut buf)?.is_some() {}
+    Ok(())
+}
+
+/// The median of the probe round trips after the first `warm` (warm-up); an error when none
+/// came after them.
+#[cfg(target_os = "linux")]
+fn median_after_warmup(mut rtts: Vec<f64>, warm: usize) -> Result<f64, BenchError> {
     if rtts.len() <= warm {
         return Err(BenchError::Missing(
             "no probe round trip over the veth in the time budget",

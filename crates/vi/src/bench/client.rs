@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::end::End;
-use super::server::spawn_server;
+use super::server::{spawn_server, ServerChild};
 use super::{
     call_costs, current_cpu, netns, pattern, protocol, thread_cpu, BenchBackend, BenchError,
     Context, Fit, PingRow, PingRun, Report, ThroughputRow, ThroughputRun, Transport, OP_PINGPONG,
@@ -132,22 +132,8 @@ pub fn run_client_with(
     target: &Target,
     on_step: &mut dyn FnMut(usize, usize),
 ) -> Result<Report, BenchError> {
-    let mut o = o.clone();
-    if o.quick {
-        o.max_size = o.max_size.min(64 << 10);
-        o.iters = o.iters.min(300);
-        o.warmup = o.warmup.min(30);
-        o.volume = o.volume.min(4 << 20);
-        o.max_messages = o.max_messages.min(5_000);
-        o.calls = o.calls.min(200);
-    }
-    let sizes: Vec<usize> = if o.sizes.is_empty() {
-        std::iter::successors(Some(1usize), |s| s.checked_mul(2))
-            .take_while(|&s| s <= o.max_size)
-            .collect()
-    } else {
-        o.sizes.clone()
-    };
+    let o = settled(o);
+    let sizes = sizes_of_config(&o);
     let max = sizes.iter().copied().max().unwrap_or(1).max(64);
     let mut rep = Report::default();
     let backends = backends_of(&o);
@@ -159,139 +145,76 @@ pub fn run_client_with(
         n.enter_client()?;
     }
     let path = if ns.is_some() { "veth" } else { "loopback" };
-    // A UDP message is one datagram: sizes beyond it are left out for UDP backends.
-    let sizes_of = |b: BenchBackend| -> Vec<usize> {
-        sizes
-            .iter()
-            .copied()
-            .filter(|&s| s <= b.backend().max_message())
-            .collect()
-    };
     let reference = matches!(target, Target::Local { .. })
         && backends
             .iter()
             .any(|b| matches!(b, BenchBackend::Tcp | BenchBackend::TcpBatch));
-    let reps = o.reps.max(1);
     let floor = o.floor && matches!(target, Target::Local { .. });
-    let total = backends
-        .iter()
-        .map(|&b| 2 * o.modes.len() * sizes_of(b).len() * reps)
-        .sum::<usize>()
-        + if reference { sizes.len() * reps } else { 0 }
-        + if floor { sizes.len() * reps } else { 0 }
-        + 1;
-    let pin =
-        |cpu: usize| crate::pin_thread_to_cpu(cpu).context(|| format!("--cpu: pin to CPU {cpu}"));
-    if let Some((_, c)) = o.cpus {
+    let run = Run {
+        reps: o.reps.max(1),
+        o,
+        target,
+        sizes,
+        max,
+        path,
+        ns,
+    };
+    let mut progress = Progress {
+        done: 0,
+        total: run.total_steps(&backends, reference, floor),
+        on_step,
+    };
+    if let Some((_, c)) = run.o.cpus {
         pin(c)?;
     }
-    let mut done = 0usize;
-    let mut step = || {
-        done += 1;
-        on_step(done, total);
-    };
-    // The client's slots: WINDOW receives, the spare (control and ping-pong sends), and with
-    // verify WINDOW send buffers (one per message in flight, so a pattern is never rewritten
-    // under a send the kernel has not finished).
-    let slots = if o.verify { 2 * WINDOW + 1 } else { WINDOW + 1 };
     for &b in &backends {
-        let sizes = sizes_of(b);
-        let max = max.min(b.backend().max_message());
-        let (_child, addr) = match target {
-            Target::Local { server, .. } => {
-                let ns = ns.as_ref().map(|n| n.server());
-                // The child inherits this thread's CPU mask: the server's CPU while it starts.
-                if let Some((s, _)) = o.cpus {
-                    pin(s)?;
-                }
-                let started = spawn_server(server, b, max, o.zc, ns);
-                if let Some((_, c)) = o.cpus {
-                    pin(c)?;
-                }
-                let (c, a) = started?;
-                (Some(c), a)
-            }
-            Target::Remote(addr) => (None, addr.clone()),
-        };
-        let mut e = End::new(b, max, slots, o.zc)?;
-        for i in 0..WINDOW {
-            e.post_recv(i)?;
-        }
-        e.nic
-            .connect(e.vi, &addr, TIMEOUT)
-            .context(|| format!("connect to {addr}"))?;
-        for &m in &o.modes {
-            e.mode = m;
-            let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
-            for _ in 0..reps {
-                for (k, &s) in sizes.iter().enumerate() {
-                    let run = pingpong(&mut e, m, s, o.iters, o.warmup)
-                        .context(|| format!("ping-pong {b:?} {m:?} {s} B"))?;
-                    runs[k].push(run);
-                    step();
-                }
-            }
-            let rows: Vec<PingRow> = (sizes.iter().zip(runs))
-                .map(|(&s, r)| PingRow::from_runs(b, m, path, s, o.iters, r))
-                .collect();
-            rep.rtt_fit.push(fit_of(b, m, &rows));
-            rep.pingpong.extend(rows);
-            let mut runs: Vec<Vec<ThroughputRun>> = vec![Vec::new(); sizes.len()];
-            for r in 0..reps {
-                for (k, &s) in sizes.iter().enumerate() {
-                    let seed = o.verify.then_some(seed_of(r, s));
-                    let run = throughput(&mut e, m, s, o.volume, o.max_messages, seed, None)
-                        .context(|| format!("throughput {b:?} {m:?} {s} B"))?;
-                    runs[k].push(run);
-                    step();
-                }
-            }
-            for (&s, r) in sizes.iter().zip(runs) {
-                rep.throughput
-                    .push(ThroughputRow::from_runs(b, m, path, s, &r));
-            }
-        }
-        control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false)?;
-        let _ = e.nic.disconnect(e.vi);
+        run.backend(b, &mut progress, &mut rep)?;
     }
     if reference {
-        // Reference: the same ping-pong with plain blocking sockets and no VI framing, to
-        // show what the VI layer adds on the TCP path.
-        let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
-        for _ in 0..reps {
-            for (k, &s) in sizes.iter().enumerate() {
-                let run = raw_socket_pingpong(s, o.iters, o.warmup, o.cpus.map(|c| c.0))
-                    .context(|| format!("raw socket ping-pong {s} B"))?;
-                runs[k].push(run);
-                step();
-            }
-        }
-        let (b, m) = (BenchBackend::Sock, WaitMode::Block);
-        let rows: Vec<PingRow> = (sizes.iter().zip(runs))
-            .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r))
-            .collect();
-        rep.rtt_fit.push(fit_of(b, m, &rows));
-        rep.pingpong.extend(rows);
+        run.socket_reference(&mut progress, &mut rep)?;
     }
     if floor {
-        // The machine's floor for the same ping-pong (C, two processes, same CPUs).
-        let mut runs: Vec<Vec<PingRun>> = vec![Vec::new(); sizes.len()];
-        for _ in 0..reps {
-            for (k, &s) in sizes.iter().enumerate() {
-                let run = super::floor_pingpong(s, o.iters, o.warmup, o.cpus)
-                    .context(|| format!("floor ping-pong {s} B"))?;
-                runs[k].push(run);
-                step();
-            }
-        }
-        let (b, m) = (BenchBackend::Floor, WaitMode::Poll);
-        rep.pingpong.extend(
-            (sizes.iter().zip(runs))
-                .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r)),
-        );
+        run.floor(&mut progress, &mut rep)?;
     }
-    rep.callcost = call_costs(o.calls, reps)?;
-    step();
+    rep.callcost = call_costs(run.o.calls, run.reps)?;
+    progress.step();
+    set_socket_over_vi_ratio(&mut rep);
+    Ok(rep)
+}
+
+/// `o` as measured: with `quick`, its settings shrunk to ones that finish in seconds.
+fn settled(o: &ClientConfig) -> ClientConfig {
+    let mut o = o.clone();
+    if o.quick {
+        o.max_size = o.max_size.min(64 << 10);
+        o.iters = o.iters.min(300);
+        o.warmup = o.warmup.min(30);
+        o.volume = o.volume.min(4 << 20);
+        o.max_messages = o.max_messages.min(5_000);
+        o.calls = o.calls.min(200);
+    }
+    o
+}
+
+/// The sizes `o` measures: those given, or powers of two from 1 B to `max_size`.
+fn sizes_of_config(o: &ClientConfig) -> Vec<usize> {
+    if o.sizes.is_empty() {
+        std::iter::successors(Some(1usize), |s| s.checked_mul(2))
+            .take_while(|&s| s <= o.max_size)
+            .collect()
+    } else {
+        o.sizes.clone()
+    }
+}
+
+/// Pins the calling thread to `cpu` (`--cpu`).
+fn pin(cpu: usize) -> Result<(), BenchError> {
+    crate::pin_thread_to_cpu(cpu).context(|| format!("--cpu: pin to CPU {cpu}"))
+}
+
+/// Table 1's socket send()+recv() pair over Table 2's VI post+wait total, when the VI total
+/// was measured.
+fn set_socket_over_vi_ratio(rep: &mut Report) {
     let get = |api: &str, call: &str| {
         rep.callcost
             .iter()
@@ -305,7 +228,190 @@ pub fn run_client_with(
     if vi_total > 0.0 {
         rep.socket_over_vi_ratio = get("socket", "send()+recv() 1 B") / vi_total;
     }
-    Ok(rep)
+}
+
+/// The progress count of a client run (see the module contract).
+struct Progress<'a> {
+    done: usize,
+    total: usize,
+    on_step: &'a mut dyn FnMut(usize, usize),
+}
+
+impl Progress<'_> {
+    /// One more measured run done: report it.
+    fn step(&mut self) {
+        self.done += 1;
+        (self.on_step)(self.done, self.total);
+    }
+}
+
+/// A client run under way: its settings (`quick` applied), where the server is, and what
+/// every backend's points share.
+struct Run<'a> {
+    o: ClientConfig,
+    target: &'a Target,
+    /// Every size measured (a UDP backend takes those a datagram carries: [`Run::sizes_of`]).
+    sizes: Vec<usize>,
+    /// The largest size (at least 64 B): what the ends' buffers hold.
+    max: usize,
+    /// Runs of every point (at least 1).
+    reps: usize,
+    /// The rows' path: `veth` between namespaces, else `loopback`.
+    path: &'static str,
+    /// The namespaces of a `netns` run, the client's entered (removed when the run ends).
+    ns: Option<netns::NetnsPair>,
+}
+
+impl Run<'_> {
+    /// The sizes measured on backend `b`: a UDP message is one datagram, so sizes beyond it
+    /// are left out for UDP backends.
+    fn sizes_of(&self, b: BenchBackend) -> Vec<usize> {
+        self.sizes
+            .iter()
+            .copied()
+            .filter(|&s| s <= b.backend().max_message())
+            .collect()
+    }
+
+    /// Measured runs in all, the call-cost tables counting as one.
+    fn total_steps(&self, backends: &[BenchBackend], reference: bool, floor: bool) -> usize {
+        let (sizes, reps) = (self.sizes.len(), self.reps);
+        backends
+            .iter()
+            .map(|&b| 2 * self.o.modes.len() * self.sizes_of(b).len() * reps)
+            .sum::<usize>()
+            + if reference { sizes * reps } else { 0 }
+            + if floor { sizes * reps } else { 0 }
+            + 1
+    }
+
+    /// `measure(rep, size)` at every size, `reps` times over: run 1 of every size, then run
+    /// 2, ... (see the module contract), one progress step each. Returns the runs by size.
+    fn runs_by_size<R: Clone>(
+        &self,
+        sizes: &[usize],
+        progress: &mut Progress,
+        mut measure: impl FnMut(usize, usize) -> Result<R, BenchError>,
+    ) -> Result<Vec<Vec<R>>, BenchError> {
+        let mut runs: Vec<Vec<R>> = vec![Vec::new(); sizes.len()];
+        for r in 0..self.reps {
+            for (k, &s) in sizes.iter().enumerate() {
+                runs[k].push(measure(r, s)?);
+                progress.step();
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Backend `b` against its own server (started here for a local target): for each mode,
+    /// a ping-pong point per size with its fitted line, then a throughput point per size.
+    fn backend(
+        &self,
+        b: BenchBackend,
+        progress: &mut Progress,
+        rep: &mut Report,
+    ) -> Result<(), BenchError> {
+        let o = &self.o;
+        let sizes = self.sizes_of(b);
+        let max = self.max.min(b.backend().max_message());
+        let (_child, addr) = self.server(b, max)?;
+        // The client's slots: WINDOW receives, the spare (control and ping-pong sends), and
+        // with verify WINDOW send buffers (one per message in flight, so a pattern is never
+        // rewritten under a send the kernel has not finished).
+        let slots = if o.verify { 2 * WINDOW + 1 } else { WINDOW + 1 };
+        let mut e = End::new(b, max, slots, o.zc)?;
+        for i in 0..WINDOW {
+            e.post_recv(i)?;
+        }
+        e.nic
+            .connect(e.vi, &addr, TIMEOUT)
+            .context(|| format!("connect to {addr}"))?;
+        for &m in &o.modes {
+            e.mode = m;
+            let runs = self.runs_by_size(&sizes, progress, |_, s| {
+                pingpong(&mut e, m, s, o.iters, o.warmup)
+                    .context(|| format!("ping-pong {b:?} {m:?} {s} B"))
+            })?;
+            let rows: Vec<PingRow> = (sizes.iter().zip(runs))
+                .map(|(&s, r)| PingRow::from_runs(b, m, self.path, s, o.iters, r))
+                .collect();
+            rep.rtt_fit.push(fit_of(b, m, &rows));
+            rep.pingpong.extend(rows);
+            let runs = self.runs_by_size(&sizes, progress, |r, s| {
+                let seed = o.verify.then_some(seed_of(r, s));
+                throughput(&mut e, m, s, o.volume, o.max_messages, seed, None)
+                    .context(|| format!("throughput {b:?} {m:?} {s} B"))
+            })?;
+            for (&s, r) in sizes.iter().zip(runs) {
+                rep.throughput
+                    .push(ThroughputRow::from_runs(b, m, self.path, s, &r));
+            }
+        }
+        control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false)?;
+        let _ = e.nic.disconnect(e.vi);
+        Ok(())
+    }
+
+    /// The server of backend `b` (messages up to `max` bytes): started here for a local
+    /// target (its child process, kept until the backend is done), else the remote address.
+    fn server(
+        &self,
+        b: BenchBackend,
+        max: usize,
+    ) -> Result<(Option<ServerChild>, String), BenchError> {
+        Ok(match self.target {
+            Target::Local { server, .. } => {
+                let ns = self.ns.as_ref().map(|n| n.server());
+                // The child inherits this thread's CPU mask: the server's CPU while it starts.
+                if let Some((s, _)) = self.o.cpus {
+                    pin(s)?;
+                }
+                let started = spawn_server(server, b, max, self.o.zc, ns);
+                if let Some((_, c)) = self.o.cpus {
+                    pin(c)?;
+                }
+                let (c, a) = started?;
+                (Some(c), a)
+            }
+            Target::Remote(addr) => (None, addr.clone()),
+        })
+    }
+
+    /// Reference: the same ping-pong with plain blocking sockets and no VI framing, to show
+    /// what the VI layer adds on the TCP path.
+    fn socket_reference(
+        &self,
+        progress: &mut Progress,
+        rep: &mut Report,
+    ) -> Result<(), BenchError> {
+        let o = &self.o;
+        let runs = self.runs_by_size(&self.sizes, progress, |_, s| {
+            raw_socket_pingpong(s, o.iters, o.warmup, o.cpus.map(|c| c.0))
+                .context(|| format!("raw socket ping-pong {s} B"))
+        })?;
+        let (b, m) = (BenchBackend::Sock, WaitMode::Block);
+        let rows: Vec<PingRow> = (self.sizes.iter().zip(runs))
+            .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r))
+            .collect();
+        rep.rtt_fit.push(fit_of(b, m, &rows));
+        rep.pingpong.extend(rows);
+        Ok(())
+    }
+
+    /// The machine's floor for the same ping-pong (C, two processes, same CPUs).
+    fn floor(&self, progress: &mut Progress, rep: &mut Report) -> Result<(), BenchError> {
+        let o = &self.o;
+        let runs = self.runs_by_size(&self.sizes, progress, |_, s| {
+            super::floor_pingpong(s, o.iters, o.warmup, o.cpus)
+                .context(|| format!("floor ping-pong {s} B"))
+        })?;
+        let (b, m) = (BenchBackend::Floor, WaitMode::Poll);
+        rep.pingpong.extend(
+            (self.sizes.iter().zip(runs))
+                .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r)),
+        );
+        Ok(())
+    }
 }
 
 /// The round-trip line of one backend and mode (000 §IV.C.2) through its rows' mean medians,

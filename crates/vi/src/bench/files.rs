@@ -80,6 +80,16 @@ const TPUT_KEYS: [&str; 11] = [
 /// Writes the CSV files of `rep` into `dir` (created if missing).
 pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir).map_err(naming("creating", dir))?;
+    write(dir, "pingpong.csv", &pingpong_csv(rep))?;
+    write(dir, "throughput.csv", &throughput_csv(rep))?;
+    write(dir, "callcost.csv", &callcost_csv(rep))?;
+    write(dir, "rtt_fit.csv", &rtt_fit_csv(rep))?;
+    write(dir, "rtt_hist.csv", &rtt_hist_csv(rep))?;
+    Ok(())
+}
+
+/// pingpong.csv (000 Figs. 5 and 7): one row per ping-pong point.
+fn pingpong_csv(rep: &Report) -> String {
     let mut s = format!(
         "backend,mode,path,size,iters,reps,same_cpu_runs,echoes,echoes_checked,{}\n",
         header_with_ci(&PING_KEYS)
@@ -112,7 +122,11 @@ pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
             with_ci(&pairs, &r.ci95)
         );
     }
-    write(dir, "pingpong.csv", &s)?;
+    s
+}
+
+/// throughput.csv (000 Figs. 4 and 6): one row per throughput point.
+fn throughput_csv(rep: &Report) -> String {
     let keys = &TPUT_KEYS;
     let mut s = format!(
         "backend,mode,path,size,messages,reps,zc_sends,zc_copied,verified_messages,{}\n",
@@ -147,7 +161,11 @@ pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
             with_ci(&pairs, &r.ci95)
         );
     }
-    write(dir, "throughput.csv", &s)?;
+    s
+}
+
+/// callcost.csv (000 Tables 1 and 2): one row per call, `table` 1 for sockets, 2 for VI.
+fn callcost_csv(rep: &Report) -> String {
     let mut s = String::from(
         "table,api,call,reps,mean_us,mean_us_ci95,cpu_usr_us,cpu_usr_us_ci95,cpu_sys_us,cpu_sys_us_ci95\n",
     );
@@ -174,7 +192,11 @@ pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
             ci_cell(&r.ci95, "cpu_sys_us"),
         );
     }
-    write(dir, "callcost.csv", &s)?;
+    s
+}
+
+/// rtt_fit.csv (000 Fig. 7): each backend and mode's line, one row per size with its residual.
+fn rtt_fit_csv(rep: &Report) -> String {
     let mut s = String::from(
         "backend,mode,fixed_us,fixed_us_ci95,us_per_byte,us_per_byte_ci95,r2,size,p50_us,fit_us,residual_pct\n",
     );
@@ -200,7 +222,11 @@ pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
             );
         }
     }
-    write(dir, "rtt_fit.csv", &s)?;
+    s
+}
+
+/// rtt_hist.csv: each ping-pong point's round-trip distribution over all its runs.
+fn rtt_hist_csv(rep: &Report) -> String {
     // HdrHistogram's percentile distribution (5 steps per halving of the distance to 100%).
     let mut s = String::from("backend,mode,path,size,percentile,rtt_us,count\n");
     for r in &rep.pingpong {
@@ -221,8 +247,7 @@ pub fn write_csvs(rep: &Report, dir: &Path) -> io::Result<()> {
             );
         }
     }
-    write(dir, "rtt_hist.csv", &s)?;
-    Ok(())
+    s
 }
 
 /// Writes every recorded round trip of `rep` to `file` as CSV.

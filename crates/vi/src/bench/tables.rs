@@ -12,6 +12,17 @@ use super::{mode_name as mname, BenchBackend, Ci95, Report};
 /// The report's tables as text, `reps` runs per point.
 pub fn tables(rep: &Report, reps: u64) -> String {
     let mut out = String::new();
+    pingpong_table(&mut out, rep, reps);
+    floor_ratios(&mut out, rep);
+    fit_lines(&mut out, rep);
+    throughput_table(&mut out, rep, reps);
+    call_cost_tables(&mut out, rep);
+    out
+}
+
+/// The ping-pong table (000 Figs. 5 and 7): round-trip percentiles, CPU per side, runs on one
+/// CPU and checked echoes per backend, mode and size.
+fn pingpong_table(out: &mut String, rep: &Report, reps: u64) {
     writeln!(
         out,
         "Ping-pong round trip (µs), CPU per side (% of one core, µs per round trip) and runs \
@@ -67,7 +78,10 @@ pub fn tables(rep: &Report, reps: u64) -> String {
             },
         ).unwrap();
     }
-    // Each polling row against the floor of its size, when the floor ran (`--floor`).
+}
+
+/// Each polling row against the floor of its size, when the floor ran (`--floor`).
+fn floor_ratios(out: &mut String, rep: &Report) {
     for f in rep
         .pingpong
         .iter()
@@ -90,6 +104,10 @@ pub fn tables(rep: &Report, reps: u64) -> String {
             .unwrap();
         }
     }
+}
+
+/// The fitted round-trip lines (000 Fig. 7's "10 + 0.01·size"), with their fit quality.
+fn fit_lines(out: &mut String, rep: &Report) {
     writeln!(
         out,
         "\nFitted round trip (p50), like 000's Linux line \"10 + 0.01·size\" (Fig. 7); R² of \
@@ -112,6 +130,11 @@ pub fn tables(rep: &Report, reps: u64) -> String {
         )
         .unwrap();
     }
+}
+
+/// The throughput table (000 Figs. 4 and 6): Mbit/s and CPU per process per backend, mode,
+/// path and size.
+fn throughput_table(out: &mut String, rep: &Report, reps: u64) {
     writeln!(
         out,
         "\nThroughput and CPU per process (getrusage) — 000 Figs. 4 and 6"
@@ -163,6 +186,10 @@ pub fn tables(rep: &Report, reps: u64) -> String {
             }
         ).unwrap();
     }
+}
+
+/// The per-call cost tables (000 Tables 1 and 2) and the socket-over-VI ratio.
+fn call_cost_tables(out: &mut String, rep: &Report) {
     for (api, title) in [
         ("socket", "Socket calls (µs, mean) — 000 Table 1"),
         ("vi", "VI calls (µs, mean) — 000 Table 2"),
@@ -197,7 +224,6 @@ pub fn tables(rep: &Report, reps: u64) -> String {
         rep.socket_over_vi_ratio
     )
     .unwrap();
-    out
 }
 
 /// `mean ±half` with `prec` decimals, or the mean alone when there is no interval (one run).
