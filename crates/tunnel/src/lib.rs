@@ -3,7 +3,7 @@
 //!
 //! Contract: everything except [`rt`] is sans-IO (docs/architecture.md rule 1): [`wire`] (the datagram
 //! format), [`replay`] (RFC 6479 window), [`keys`], [`handshake`] (Noise IK / NNpsk0),
-//! [`crypto`] (sealing), [`cookie`] (handshake MACs, cookie replies), [`ratelimit`]
+//! [`crypto`] (sealing), [`events`] (what happened, as values), [`cookie`] (handshake MACs, cookie replies), [`ratelimit`]
 //! (initiations a responder processes), [`pool`] (the
 //! driver's bounded buffer free-list), [`session`] (the [`Tunnel`] state machine that runs a
 //! `MultiServiceLink` end to end inside the sessions, 004 §IV) and [`config`]. [`rt`] is the
@@ -14,6 +14,7 @@
 pub mod config;
 pub mod cookie;
 pub mod crypto;
+pub mod events;
 pub mod handshake;
 pub mod keys;
 pub mod pool;
@@ -24,4 +25,5 @@ pub mod rt;
 pub mod session;
 pub mod wire;
 
+pub use events::{Severity, TunnelEvent};
 pub use session::{Rejected, Tunnel, TunnelStats};

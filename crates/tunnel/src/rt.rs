@@ -49,6 +49,7 @@ use mslink_link::link::LinkStats;
 use mslink_netns::rtnl::{self, LinkChange};
 
 use crate::config::{parse_cidr, TunnelConfig};
+use crate::events::Severity;
 use crate::handshake::Credentials;
 use crate::keys::Key;
 use crate::pool::BufferPool;
@@ -436,7 +437,6 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     // Datagrams made but not yet taken by the socket, and spare buffers.
     let mut out: VecDeque<(SocketAddr, Vec<u8>)> = VecDeque::with_capacity(BURST);
     let mut pool = BufferPool::new(POOL_BUFFERS, POOL_BUFFER_BYTES);
-    let mut last = tunnel.stats();
     let mut snap_at = StdInstant::now() - SNAPSHOT_EVERY;
     let mut next_stats = opts.stats_interval.map(|d| StdInstant::now() + d);
 
@@ -522,10 +522,11 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             at += plan.count;
         }
         up.drain(..).for_each(|b| pool.give(b));
-        // Events and counters.
+        // Events (as the session handed them out) and counters.
+        while let Some(e) = tunnel.poll_event() {
+            log.emit(level(e.severity()), format_args!("{e}"));
+        }
         let s = tunnel.stats();
-        report_events(&log, &last, &s, &tunnel);
-        last = s;
         let due_stats = next_stats.is_some_and(|t| StdInstant::now() >= t);
         let dump = (opts.handle_signals && DUMP.swap(false, Ordering::SeqCst)) || due_stats;
         // The full counters (the link's allocate) are gathered every SNAPSHOT_EVERY at most.
@@ -871,80 +872,11 @@ fn send_batch(
     }
 }
 
-fn report_events(log: &Log, a: &TunnelStats, b: &TunnelStats, t: &Tunnel) {
-    let peer = t.peer().map_or("?".into(), |p| p.to_string());
-    if b.handshakes_initiated > a.handshakes_initiated {
-        log.emit(
-            Level::Info,
-            format_args!("handshake initiation sent to {peer}"),
-        );
-    }
-    if b.handshakes_answered > a.handshakes_answered {
-        log.emit(Level::Info, format_args!("handshake answered; peer {peer}"));
-    }
-    if b.handshakes_completed > a.handshakes_completed {
-        log.emit(Level::Info, format_args!("handshake completed with {peer}"));
-    }
-    if b.sessions_started > a.sessions_started {
-        let kind = if b.sessions_started == 1 {
-            "session established"
-        } else {
-            "session rekeyed"
-        };
-        log.emit(
-            Level::Info,
-            format_args!("{kind} (#{})", b.sessions_started),
-        );
-    }
-    if b.sessions_expired > a.sessions_expired {
-        log.emit(
-            Level::Info,
-            format_args!("session expired (idle past reject_after_secs)"),
-        );
-    }
-    if b.roams > a.roams {
-        log.emit(Level::Info, format_args!("peer moved to {peer}"));
-    }
-    if b.handshakes_after_silence > a.handshakes_after_silence {
-        log.emit(
-            Level::Warn,
-            format_args!("data to {peer} got no answer: starting a new handshake"),
-        );
-    }
-    if b.link_resets > a.link_resets {
-        log.emit(
-            Level::Warn,
-            format_args!("peer {peer} restarted: link state started over"),
-        );
-    }
-    if b.cookies_received > a.cookies_received {
-        log.emit(
-            Level::Info,
-            format_args!("peer {peer} is under load: retrying with its cookie"),
-        );
-    }
-    if b.rejected.busy > a.rejected.busy && a.rejected.busy == 0 {
-        log.emit(
-            Level::Warn,
-            format_args!(
-                "under load: initiations without a cookie get a cookie reply (counted as busy)"
-            ),
-        );
-    }
-    let (ra, rb) = (a.rejected, b.rejected);
-    if rb.total() > ra.total() {
-        log.emit(
-            Level::Debug,
-            format_args!(
-                "rejected datagrams: forged +{} replayed +{} truncated +{} garbage +{} unknown_session +{} rate_limited +{} busy +{}",
-                rb.forged - ra.forged,
-                rb.replayed - ra.replayed,
-                rb.truncated - ra.truncated,
-                rb.garbage - ra.garbage,
-                rb.unknown_session - ra.unknown_session,
-                rb.rate_limited - ra.rate_limited,
-                rb.busy - ra.busy
-            ),
-        );
+/// The log level of an event of the given severity.
+fn level(s: Severity) -> Level {
+    match s {
+        Severity::Debug => Level::Debug,
+        Severity::Info => Level::Info,
+        Severity::Warn => Level::Warn,
     }
 }

@@ -60,6 +60,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::config::SessionConfig;
 use crate::cookie::{self, CookieError, MacCheck, NONCE_LEN};
 use crate::crypto::{Keypair, OpenError};
+use crate::events::{Cause, Events, TunnelEvent};
 use crate::handshake::{respond, Credentials, HandshakeError, Initiator, MAX_NOISE_LEN};
 use crate::ratelimit::Admit;
 use crate::wire::{Datagram, DatagramRepr, Kind, WireError, MACS_LEN, TRANSPORT_HEADER_LEN};
@@ -222,6 +223,8 @@ pub struct Tunnel {
     keepalive_due: bool,
     timers: Timers<TIMERS>,
     stats: TunnelStats,
+    /// What happened, not yet handed out (`poll_event`).
+    events: Events,
     limiter: InitiationLimiter,
 }
 
@@ -270,11 +273,35 @@ impl Tunnel {
             keepalive_due: false,
             timers,
             stats: TunnelStats::default(),
+            events: Events::default(),
             limiter: InitiationLimiter::new(
                 cfg.initiations_per_source_per_sec,
                 cfg.initiations_per_sec,
             ),
         })
+    }
+
+    /// The oldest thing that happened and was not handed out yet: handshakes, sessions, a
+    /// peer's move or restart, load, refusals (`events.rs`). A driver polls it after each
+    /// call that handles input or time, and logs what it gets.
+    pub fn poll_event(&mut self) -> Option<TunnelEvent> {
+        self.events.pop()
+    }
+
+    fn event(&mut self, e: TunnelEvent) {
+        self.events.push(e);
+    }
+
+    /// Counts a datagram refused for `cause`, and says so as an event (the first refusal for
+    /// load also as [`TunnelEvent::UnderLoad`]).
+    fn reject(&mut self, cause: Cause) {
+        if cause == Cause::Busy && self.stats.rejected.busy == 0 {
+            self.event(TunnelEvent::UnderLoad);
+        }
+        self.stats.rejected.count(cause);
+        let mut one = Rejected::default();
+        one.count(cause);
+        self.event(TunnelEvent::Rejected(one));
     }
 
     /// Counters of the session layer.
@@ -327,8 +354,8 @@ impl Tunnel {
         self.stats.bytes_received += datagram.len() as u64;
         let view = match Datagram::new_checked(&*datagram) {
             Ok(v) => v,
-            Err(WireError::Truncated { .. }) => return self.stats.rejected.truncated += 1,
-            Err(WireError::Unknown { .. }) => return self.stats.rejected.garbage += 1,
+            Err(WireError::Truncated { .. }) => return self.reject(Cause::Truncated),
+            Err(WireError::Unknown { .. }) => return self.reject(Cause::Garbage),
         };
         match view.kind() {
             Kind::Transport => {
@@ -357,7 +384,7 @@ impl Tunnel {
                     DatagramRepr::Transport { .. } => unreachable!("kind checked"),
                 }
             }
-            Kind::Unknown(_) => self.stats.rejected.garbage += 1,
+            Kind::Unknown(_) => self.reject(Cause::Garbage),
         }
     }
 
@@ -365,6 +392,7 @@ impl Tunnel {
         if self.endpoint != Some(from) {
             if self.endpoint.is_some() {
                 self.stats.roams += 1;
+                self.event(TunnelEvent::Roamed { peer: from });
             }
             self.endpoint = Some(from);
         }
@@ -398,19 +426,19 @@ impl Tunnel {
         whole: &[u8],
     ) {
         if self.control.len() >= MAX_CONTROL {
-            return self.stats.rejected.rate_limited += 1;
+            return self.reject(Cause::RateLimited);
         }
         let check = self.cookie_in.check(now, whole, from);
         if check == MacCheck::Bad {
             // Not even mac1: the sender does not know who we are. No Diffie-Hellman for it.
-            return self.stats.rejected.forged += 1;
+            return self.reject(Cause::Forged);
         }
         match self.limiter.admit(now, from.ip(), check == MacCheck::Mac2) {
             Admit::Yes => {}
-            Admit::SourceLimited => return self.stats.rejected.rate_limited += 1,
+            Admit::SourceLimited => return self.reject(Cause::RateLimited),
             Admit::Busy => {
                 self.send_cookie(now, from, sender, whole);
-                return self.stats.rejected.busy += 1;
+                return self.reject(Cause::Busy);
             }
         }
         let seed = self.seed();
@@ -419,10 +447,10 @@ impl Tunnel {
             Ok(x) => x,
             Err(
                 HandshakeError::Forged | HandshakeError::UnknownPeer | HandshakeError::Malformed,
-            ) => return self.stats.rejected.forged += 1,
+            ) => return self.reject(Cause::Forged),
         };
         if self.last_stamp.is_some_and(|last| r.stamp <= last) {
-            return self.stats.rejected.replayed += 1;
+            return self.reject(Cause::Replayed);
         }
         self.last_stamp = Some(r.stamp);
         self.meet(r.incarnation);
@@ -437,6 +465,9 @@ impl Tunnel {
         repr.emit(&mut d);
         self.control.push_back((from, d));
         self.stats.handshakes_answered += 1;
+        self.event(TunnelEvent::HandshakeAnswered {
+            peer: self.endpoint,
+        });
         self.roam(from);
         self.arm_expiry();
     }
@@ -466,13 +497,18 @@ impl Tunnel {
 
     fn on_cookie_reply(&mut self, now: Instant, receiver: u32, nonce: &[u8], sealed: &[u8]) {
         let Some(p) = self.pending.as_ref().filter(|p| p.local_index == receiver) else {
-            return self.stats.rejected.unknown_session += 1;
+            return self.reject(Cause::UnknownSession);
         };
         let had_cookie = p.with_cookie;
         match self.cookie_out.take_cookie(now, nonce, sealed) {
-            Ok(()) => self.stats.cookies_received += 1,
-            Err(CookieError::Unexpected) => return self.stats.rejected.unknown_session += 1,
-            Err(CookieError::Forged) => return self.stats.rejected.forged += 1,
+            Ok(()) => {
+                self.stats.cookies_received += 1;
+                self.event(TunnelEvent::CookieReceived {
+                    peer: self.endpoint,
+                });
+            }
+            Err(CookieError::Unexpected) => return self.reject(Cause::UnknownSession),
+            Err(CookieError::Forged) => return self.reject(Cause::Forged),
         }
         // Try again at once with the cookie, unless this attempt already carried one (then
         // the retry timer paces us): at most one extra initiation per attempt.
@@ -500,6 +536,9 @@ impl Tunnel {
                 self.link_used = false;
             }
             self.stats.link_resets += 1;
+            self.event(TunnelEvent::LinkReset {
+                peer: self.endpoint,
+            });
             self.arm_expiry();
         }
         self.peer_incarnation = Some(incarnation);
@@ -514,11 +553,11 @@ impl Tunnel {
         noise: &[u8],
     ) {
         let Some(p) = self.pending.as_mut().filter(|p| p.local_index == receiver) else {
-            return self.stats.rejected.unknown_session += 1;
+            return self.reject(Cause::UnknownSession);
         };
         let (keys, theirs) = match p.init.finish(noise) {
             Ok(k) => k,
-            Err(_) => return self.stats.rejected.forged += 1,
+            Err(_) => return self.reject(Cause::Forged),
         };
         self.pending = None;
         self.timers.clear(T::Retry as usize);
@@ -527,6 +566,9 @@ impl Tunnel {
         let kp = Keypair::new(&keys, receiver, sender, now, true);
         self.install(kp);
         self.stats.handshakes_completed += 1;
+        self.event(TunnelEvent::HandshakeCompleted {
+            peer: self.endpoint,
+        });
         // Key confirmation for the responder, even if no data is waiting.
         self.keepalive_due = true;
         self.roam(from);
@@ -536,6 +578,9 @@ impl Tunnel {
     fn install(&mut self, kp: Keypair) {
         self.previous = self.current.replace(kp);
         self.stats.sessions_started += 1;
+        self.event(TunnelEvent::SessionStarted {
+            number: self.stats.sessions_started,
+        });
         self.want_handshake = None;
         self.arm_expiry();
     }
@@ -578,14 +623,14 @@ impl Tunnel {
             {
                 self.initiate(now, from);
             }
-            return self.stats.rejected.unknown_session += 1;
+            return self.reject(Cause::UnknownSession);
         };
         let kp = slot.as_mut().expect("matched above");
         let (header, sealed) = datagram.split_at_mut(TRANSPORT_HEADER_LEN);
         let n = match kp.open(counter, header, sealed) {
             Ok(n) => n,
-            Err(OpenError::Replayed) => return self.stats.rejected.replayed += 1,
-            Err(OpenError::Forged) => return self.stats.rejected.forged += 1,
+            Err(OpenError::Replayed) => return self.reject(Cause::Replayed),
+            Err(OpenError::Forged) => return self.reject(Cause::Forged),
         };
         if is(&self.next) {
             // Key confirmation (responder): the initiator uses the new session.
@@ -690,6 +735,9 @@ impl Tunnel {
         self.timers
             .set(T::Retry as usize, now + ms(self.cfg.handshake_retry_ms));
         self.stats.handshakes_initiated += 1;
+        self.event(TunnelEvent::HandshakeInitiated {
+            peer: self.endpoint,
+        });
     }
 
     /// Runs whatever is due at `now`.
@@ -701,6 +749,7 @@ impl Tunnel {
                 if k.as_ref().is_some_and(|k| k.created + reject <= now) {
                     *k = None;
                     self.stats.sessions_expired += 1;
+                    self.events.push(TunnelEvent::SessionExpired);
                 }
             }
             self.arm_expiry();
@@ -719,6 +768,9 @@ impl Tunnel {
             // Data went out and nothing authentic came back: the peer may have restarted.
             self.want_handshake = Some(now);
             self.stats.handshakes_after_silence += 1;
+            self.event(TunnelEvent::Unanswered {
+                peer: self.endpoint,
+            });
         }
         self.maybe_initiate(now, false);
     }

@@ -774,3 +774,74 @@ fn link_counters_match_the_session_counters() {
         assert_eq!(s.packets_delivered, n.delivered[i].len() as u64);
     }
 }
+
+/// Every event an end hands out, in order.
+fn events(t: &mut Tunnel) -> Vec<TunnelEvent> {
+    std::iter::from_fn(|| t.poll_event()).collect()
+}
+
+#[test]
+fn every_handshake_and_session_is_an_event_even_several_between_polls() {
+    // Three initiations, two answers and one session, all before anyone polls: a driver that
+    // diffed counters once per turn would have logged each kind once.
+    let mut n = Pair::new(SessionConfig::default(), false);
+    n.drop_next = [1, 1];
+    n.send(0, &packet(1, 10));
+    let t = n.now + Duration::from_secs(12);
+    n.run_until(t);
+    let (a, b) = (n.ends[0].stats(), n.ends[1].stats());
+    let ea = events(&mut n.ends[0]);
+    let eb = events(&mut n.ends[1]);
+    let count =
+        |es: &[TunnelEvent], f: fn(&TunnelEvent) -> bool| es.iter().filter(|e| f(e)).count() as u64;
+    let peer_b = Some(n.addrs[1]);
+    assert_eq!(
+        count(&ea, |e| matches!(e, TunnelEvent::HandshakeInitiated { .. })),
+        a.handshakes_initiated
+    );
+    assert_eq!(a.handshakes_initiated, 3);
+    assert!(
+        ea.contains(&TunnelEvent::HandshakeCompleted { peer: peer_b }),
+        "{ea:?}"
+    );
+    assert!(
+        ea.contains(&TunnelEvent::SessionStarted { number: 1 }),
+        "{ea:?}"
+    );
+    assert_eq!(
+        count(&eb, |e| matches!(e, TunnelEvent::HandshakeAnswered { .. })),
+        b.handshakes_answered
+    );
+    assert!(b.handshakes_answered >= 2, "{b:?}");
+    // Handed out once: nothing is left.
+    assert!(n.ends[0].poll_event().is_none() && n.ends[1].poll_event().is_none());
+}
+
+#[test]
+fn refused_datagrams_come_out_as_events_whose_counts_are_the_counters() {
+    let (mut n, init, data) = after_first_handshake();
+    let _ = events(&mut n.ends[1]);
+    let b0 = n.ends[1].stats().rejected;
+    let from = addr("203.0.113.9:9");
+    for d in [
+        &data[..],
+        &init[..],
+        &data[..20],
+        &[3, 2][..],
+        &b"GET /"[..],
+    ] {
+        let mut d = d.to_vec();
+        n.ends[1].handle_datagram(n.now, from, &mut d);
+    }
+    let mut got = Rejected::default();
+    for e in events(&mut n.ends[1]) {
+        match e {
+            TunnelEvent::Rejected(r) => got.add(&r),
+            other => panic!("only refusals expected, got {other:?}"),
+        }
+    }
+    let b1 = n.ends[1].stats().rejected;
+    assert_eq!(got.total(), b1.total() - b0.total());
+    assert_eq!(got.total(), 5);
+    assert_eq!((got.replayed, got.truncated, got.garbage), (2, 2, 1));
+}
