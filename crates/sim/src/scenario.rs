@@ -1,9 +1,11 @@
 //! Scenarios: what to simulate, as TOML.
 //!
 //! Contract. A scenario is a path of nodes `0..=N` joined by `N` segments, each wired
-//! (rate, delay, drop-tail queue) or wireless (a multi-service link at each end, a MAC of a
-//! given rate, a propagation delay and an error model per direction), plus UDP flows between
-//! nodes. [`Scenario::parse`] reads the text directly, so a mistake is reported with its line,
+//! (rate or capacity trace, delay model, a queue discipline of `mslink_channel::queue`, on/off
+//! outages) or wireless (a multi-service link at each end, a MAC of a given rate, optionally
+//! 802.11b's DCF, a delay model and an error model per direction), hosts with their network
+//! subsystem (001) and XCP routers, plus flows between nodes: UDP applications (CBR, constant,
+//! spray, ping), TCP transfers (`ftp`) and WWW browsing; or instead 003's cell (`[cell]`). [`Scenario::parse`] reads the text directly, so a mistake is reported with its line,
 //! column and key; [`Scenario::with_overrides`] applies `--set key=value` overrides (dotted
 //! paths, array indices as numbers) and [`Scenario::sweep_points`] expands a `[sweep]` grid.
 //! Every number is validated before a run starts.

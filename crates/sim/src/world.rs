@@ -1,7 +1,10 @@
-//! One simulation run: nodes on a path, segments between them, UDP flows, in virtual time.
+//! One simulation run: nodes on a path, segments between them, hosts with their network
+//! subsystem (001), UDP applications, TCP transfers and WWW browsing, in virtual time; or
+//! 003's cell (`crate::cell`).
 //!
 //! Contract. [`run`] executes repetition `rep` of a validated scenario and returns its
-//! results as values; it does no I/O (trace files come through the caller's loader). Every
+//! results as values ([`RunResult`]; the flow columns are declared in [`columns`]); it builds
+//! the segments, then the world and its flows, then runs the events (`run_with`); it does no I/O (trace files come through the caller's loader). Every
 //! random draw comes from a ChaCha8 stream derived from (the repetition's seed, component name) (the
 //! repetition's seed is `mslink_channel::streams::rep_seed(scenario seed, rep)`),
 //! so adding a flow never shifts another component's draws, and the event queue orders
