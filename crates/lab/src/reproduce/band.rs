@@ -114,132 +114,15 @@ pub(super) fn derive(c: &ClaimSpec, kind: Kind) -> Result<Band> {
         bail!("precision needs paper = ... (the number it is the precision of)");
     }
     if let Some(p) = c.paper {
-        let Some(prec) = &c.precision else {
-            bail!(
-                "paper = ... needs precision = {{ pm = X, how = \"...\" }}: how precisely the \
-                 number can be read"
-            );
-        };
-        positive(prec.pm, "precision.pm")?;
-        if prec.how.trim().is_empty() {
-            bail!("precision.how is empty: say how the number was read");
-        }
-        let [lo, hi] = p.bounds();
-        if !lo.is_finite() || !hi.is_finite() {
-            bail!("paper = ...: not a finite number");
-        }
-        if c.within.is_some() {
-            bail!(
-                "within = [..] beside paper = ...: the band is derived from paper, precision and \
-                 allowance; remove within"
-            );
-        }
-        if c.factor.is_some() {
-            bail!(
-                "factor beside paper = ...: the factor is derived from paper, precision and \
-                 allowance; remove factor"
-            );
-        }
-        if c.band_reason.is_some() {
-            bail!("band_reason beside paper = ...: a derived band needs no reason; remove it");
-        }
-        let a = c.allowance.as_ref().map_or(0.0, |a| a.pm);
-        let wide = prec.pm + a;
-        let source = Source::Paper {
-            paper: [lo, hi],
-            pm: prec.pm,
-            how: prec.how.clone(),
-            allowance: c.allowance.as_ref().map(|a| (a.pm, a.why.clone())),
-        };
-        return Ok(match kind {
-            Kind::Range => Band {
-                source,
-                range: Some([lo - wide, hi + wide]),
-                factor: None,
-            },
-            Kind::Above => Band {
-                source,
-                range: None,
-                factor: Some(lo - wide),
-            },
-            Kind::Below => Band {
-                source,
-                range: None,
-                factor: Some(hi + wide),
-            },
-            Kind::Trend => bail!("paper = ... on monotone: a trend has no number"),
-        });
+        return from_paper(c, p.bounds(), kind);
     }
     let reason = c.band_reason.as_ref().map(|r| r.trim().to_string());
     if reason.as_ref().is_some_and(String::is_empty) {
         bail!("band_reason is empty");
     }
     match kind {
-        Kind::Range => {
-            let Some(w) = c.within else {
-                bail!(
-                    "needs the paper's number (paper = X with precision = {{ pm, how }}) or a \
-                     hand band (within = [lo, hi] with band_reason)"
-                );
-            };
-            if w[0].is_nan() || w[1].is_nan() || w[0] > w[1] {
-                bail!("within = [{}, {}]: lo above hi", w[0], w[1]);
-            }
-            let Some(reason) = reason else {
-                bail!(
-                    "within = [{}, {}] without paper = ...: a hand band needs band_reason = \
-                     \"...\" (why this band; the report prints it), or give the paper's number \
-                     and its precision instead",
-                    w[0],
-                    w[1]
-                );
-            };
-            if c.factor.is_some() {
-                bail!("factor is for above and below");
-            }
-            Ok(Band {
-                source: Source::Hand { reason },
-                range: Some(w),
-                factor: None,
-            })
-        }
-        Kind::Above | Kind::Below => {
-            if c.within.is_some() {
-                bail!("within is for ratio, difference and value; above/below take factor");
-            }
-            match (c.factor, reason) {
-                (None, None) => Ok(Band {
-                    source: Source::Plain,
-                    range: None,
-                    factor: Some(1.0),
-                }),
-                (None, Some(_)) => {
-                    bail!("band_reason without a band: the plain relation needs no reason")
-                }
-                (Some(k), reason) => {
-                    if !k.is_finite() {
-                        bail!("factor = {k}: not a finite number");
-                    }
-                    match reason {
-                        Some(reason) => Ok(Band {
-                            source: Source::Hand { reason },
-                            range: None,
-                            factor: Some(k),
-                        }),
-                        None if k == 1.0 => Ok(Band {
-                            source: Source::Plain,
-                            range: None,
-                            factor: Some(1.0),
-                        }),
-                        None => bail!(
-                            "factor = {k} without paper = ...: a hand factor needs band_reason = \
-                             \"...\" (why this factor; the report prints it), or give the \
-                             paper's number and its precision instead"
-                        ),
-                    }
-                }
-            }
-        }
+        Kind::Range => hand_range(c, reason),
+        Kind::Above | Kind::Below => hand_factor(c, reason),
         Kind::Trend => {
             if c.within.is_some() || c.factor.is_some() || reason.is_some() {
                 bail!("monotone takes no within, factor or band_reason: a trend has no number");
@@ -249,6 +132,136 @@ pub(super) fn derive(c: &ClaimSpec, kind: Kind) -> Result<Band> {
                 range: None,
                 factor: None,
             })
+        }
+    }
+}
+
+/// The band derived from the paper's numbers `[lo, hi]`: widened by the reading precision and
+/// the model allowance; no hand band beside it.
+fn from_paper(c: &ClaimSpec, [lo, hi]: [f64; 2], kind: Kind) -> Result<Band> {
+    let Some(prec) = &c.precision else {
+        bail!(
+            "paper = ... needs precision = {{ pm = X, how = \"...\" }}: how precisely the \
+             number can be read"
+        );
+    };
+    positive(prec.pm, "precision.pm")?;
+    if prec.how.trim().is_empty() {
+        bail!("precision.how is empty: say how the number was read");
+    }
+    if !lo.is_finite() || !hi.is_finite() {
+        bail!("paper = ...: not a finite number");
+    }
+    if c.within.is_some() {
+        bail!(
+            "within = [..] beside paper = ...: the band is derived from paper, precision and \
+             allowance; remove within"
+        );
+    }
+    if c.factor.is_some() {
+        bail!(
+            "factor beside paper = ...: the factor is derived from paper, precision and \
+             allowance; remove factor"
+        );
+    }
+    if c.band_reason.is_some() {
+        bail!("band_reason beside paper = ...: a derived band needs no reason; remove it");
+    }
+    let a = c.allowance.as_ref().map_or(0.0, |a| a.pm);
+    let wide = prec.pm + a;
+    let source = Source::Paper {
+        paper: [lo, hi],
+        pm: prec.pm,
+        how: prec.how.clone(),
+        allowance: c.allowance.as_ref().map(|a| (a.pm, a.why.clone())),
+    };
+    Ok(match kind {
+        Kind::Range => Band {
+            source,
+            range: Some([lo - wide, hi + wide]),
+            factor: None,
+        },
+        Kind::Above => Band {
+            source,
+            range: None,
+            factor: Some(lo - wide),
+        },
+        Kind::Below => Band {
+            source,
+            range: None,
+            factor: Some(hi + wide),
+        },
+        Kind::Trend => bail!("paper = ... on monotone: a trend has no number"),
+    })
+}
+
+/// A range without the paper's number (`ratio`, `difference`, `value`): a hand band,
+/// `within`, with its `reason`.
+fn hand_range(c: &ClaimSpec, reason: Option<String>) -> Result<Band> {
+    let Some(w) = c.within else {
+        bail!(
+            "needs the paper's number (paper = X with precision = {{ pm, how }}) or a \
+             hand band (within = [lo, hi] with band_reason)"
+        );
+    };
+    if w[0].is_nan() || w[1].is_nan() || w[0] > w[1] {
+        bail!("within = [{}, {}]: lo above hi", w[0], w[1]);
+    }
+    let Some(reason) = reason else {
+        bail!(
+            "within = [{}, {}] without paper = ...: a hand band needs band_reason = \
+             \"...\" (why this band; the report prints it), or give the paper's number \
+             and its precision instead",
+            w[0],
+            w[1]
+        );
+    };
+    if c.factor.is_some() {
+        bail!("factor is for above and below");
+    }
+    Ok(Band {
+        source: Source::Hand { reason },
+        range: Some(w),
+        factor: None,
+    })
+}
+
+/// A factor without the paper's number (`above`, `below`): the plain relation (factor 1, no
+/// reason) or a hand factor with its `reason`.
+fn hand_factor(c: &ClaimSpec, reason: Option<String>) -> Result<Band> {
+    if c.within.is_some() {
+        bail!("within is for ratio, difference and value; above/below take factor");
+    }
+    match (c.factor, reason) {
+        (None, None) => Ok(Band {
+            source: Source::Plain,
+            range: None,
+            factor: Some(1.0),
+        }),
+        (None, Some(_)) => {
+            bail!("band_reason without a band: the plain relation needs no reason")
+        }
+        (Some(k), reason) => {
+            if !k.is_finite() {
+                bail!("factor = {k}: not a finite number");
+            }
+            match reason {
+                Some(reason) => Ok(Band {
+                    source: Source::Hand { reason },
+                    range: None,
+                    factor: Some(k),
+                }),
+                None if k == 1.0 => Ok(Band {
+                    source: Source::Plain,
+                    range: None,
+                    factor: Some(1.0),
+                }),
+                None => bail!(
+                    "factor = {k} without paper = ...: a hand factor needs band_reason = \
+                     \"...\" (why this factor; the report prints it), or give the \
+                     paper's number and its precision instead"
+                ),
+            }
         }
     }
 }

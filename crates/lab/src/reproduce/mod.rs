@@ -2,10 +2,10 @@
 //! write the report.
 //!
 //! Contract. The ledger (`claims/*.toml`, [`ledger`]) says which runs each claim needs; the runs
-//! a selection of claims needs are made once each, shared between claims, on `jobs` threads,
-//! and collected in (run, point, repetition) order ([`exec`]), so the verdicts and every file
-//! written are the same at any thread count. [`judge`] turns repetitions into Student-t
-//! intervals and verdicts: holds, inconclusive, fails, differs, no longer differs, not
+//! a selection of claims needs are made once each ([`plan`]), shared between claims, on `jobs`
+//! threads, and collected in (run, point, repetition) order ([`exec`]), so the verdicts and
+//! every file written are the same at any thread count. [`judge`] turns repetitions into
+//! Student-t intervals and verdicts: holds, inconclusive, fails, differs, no longer differs, not
 //! checkable. A known difference whose cause is ours is re-made without it (its
 //! counterfactual) and judged again. In the full mode, checks left inconclusive get the
 //! repetitions [`judge::reps_needed`] computes, up to `max_reps` per point, in up to three
@@ -36,12 +36,14 @@ pub mod exec;
 pub mod judge;
 pub mod ledger;
 pub mod mutants;
+mod plan;
 mod report;
+mod report_figures;
 mod report_html;
 pub mod seqtrace;
 mod spec;
 
-use judge::{Judged, Mark, Observations, Verdict};
+use judge::{Judged, Observations, Verdict};
 
 /// What `mslink reproduce` is asked to do.
 #[derive(Clone, Debug)]
@@ -107,7 +109,71 @@ pub(crate) struct Results<'a> {
 
 /// Runs `mslink reproduce`.
 pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Outcome> {
-    // With --paper, only those papers' files are read (and their coverage checked).
+    let (mut ledger, coverage) = chosen_claims(opts)?;
+    if opts.list {
+        return Ok(Outcome {
+            listing: Some(listing(&ledger)),
+            ..Outcome::default()
+        });
+    }
+    let out = opts.out.as_deref().context("--out is needed")?;
+    if !opts.bench {
+        set_aside_timed_claims(&mut ledger);
+    }
+    let plan = plan::Plan::new(opts, &ledger, progress);
+    std::fs::create_dir_all(out).with_context(|| {
+        format!(
+            "creating the folder {} (--out); give a folder you may write to",
+            out.display()
+        )
+    })?;
+    plan.announce();
+    let mut made = plan::Made::default();
+    plan.make_baseline(&mut made)?;
+    let cfs = plan.counterfactual_runs()?;
+    plan.make_counterfactuals(&cfs, &mut made)?;
+    let mut judged = plan.judge_all(&made.obs, "");
+    let extended = if opts.quick {
+        BTreeMap::new()
+    } else {
+        plan.decide_undecided(&cfs, &mut judged, &mut made)?
+    };
+    let mutant_results = if opts.mutants {
+        Some(plan.try_mutants(&judged, &mut made)?)
+    } else {
+        None
+    };
+    let mut problems = claim_problems(&ledger, &judged);
+    let whole = opts.papers.is_empty() && opts.claim_ids.is_empty();
+    let mutation = mutant_results
+        .as_ref()
+        .map(|ms| mutant_problems(ms, whole, &mut problems));
+    let counts = count(&judged);
+    let res = Results {
+        opts,
+        ledger: &ledger,
+        runs: plan.runs,
+        benches: plan.benches,
+        obs: &made.obs,
+        judged,
+        coverage,
+        mutants: mutant_results,
+        extended,
+    };
+    report::write(out, &res)?;
+    Ok(Outcome {
+        counts,
+        problems,
+        mutation,
+        listing: None,
+        out: Some(out.to_path_buf()),
+        runs_made: made.runs,
+    })
+}
+
+/// The ledger with only the claims `--paper` and `--claim` choose (with `--paper`, only those
+/// papers' files are read and their coverage checked), and that coverage.
+fn chosen_claims(opts: &Options) -> Result<(ledger::Ledger, Option<coverage::Coverage>)> {
     let mut ledger = ledger::load(&opts.claims, opts.quick, &opts.papers)?;
     let coverage = coverage::load(&opts.claims, &ledger)?;
     for p in &opts.papers {
@@ -127,248 +193,45 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Outcome> {
         (opts.papers.is_empty() || opts.papers.contains(&c.paper))
             && (opts.claim_ids.is_empty() || opts.claim_ids.contains(&c.id))
     });
-    if opts.list {
-        let mut out = String::new();
-        for c in &ledger.claims {
-            out.push_str(&format!(
-                "{}\t{}\t{}\t{}\n",
-                c.id,
-                c.paper,
-                c.place,
-                c.run.as_deref().unwrap_or("-")
-            ));
-        }
-        return Ok(Outcome {
-            listing: Some(out),
-            ..Outcome::default()
-        });
-    }
-    let out = opts.out.as_deref().context("--out is needed")?;
-    // Claims of benchmarks that time this machine: judged only with --bench.
-    if !opts.bench {
-        for c in &mut ledger.claims {
-            let timed = c.checks.iter().any(|(_, e)| {
-                e.cells().iter().any(|x| {
-                    x.bench.is_some()
-                        && ledger.benches.get(&x.run).is_some_and(|b| !b.deterministic)
-                })
-            });
-            if timed {
-                c.checks.clear();
-                c.differs = None;
-                c.band = None;
-                c.not_checkable = Some(bench::NOT_RUN.to_string());
-            }
-        }
-    }
-    let needed: BTreeSet<String> = ledger.claims.iter().flat_map(|c| c.runs()).collect();
-    let runs: Vec<&ledger::Run> = needed.iter().filter_map(|id| ledger.runs.get(id)).collect();
-    let benches: Vec<&bench::BenchRun> = needed
-        .iter()
-        .filter_map(|id| ledger.benches.get(id))
-        .collect();
-    std::fs::create_dir_all(out).with_context(|| {
-        format!(
-            "creating the folder {} (--out); give a folder you may write to",
-            out.display()
-        )
-    })?;
-    let exe = || {
-        opts.exe
-            .clone()
-            .context("a benchmark run needs the mslink executable (MSLINK_EXE)")
-    };
-    let threads = opts.jobs.max(1);
-    let capture: BTreeMap<&str, bool> = runs
-        .iter()
-        .map(|r| (r.id.as_str(), captures(&ledger, r)))
-        .collect();
-    progress.note(&format!(
-        "{} claims, {} runs of {} scenarios{}{}",
-        ledger.claims.len(),
-        runs.iter()
-            .map(|r| r.points.len() * r.reps as usize)
-            .sum::<usize>(),
-        runs.len(),
-        if opts.quick { " (--quick)" } else { "" },
-        if benches.iter().any(|b| !b.deterministic) {
-            " and benchmarks of this machine (--bench)"
-        } else {
-            ""
-        }
-    ));
-    let mut obs = Observations::default();
-    let mut made = 0usize;
-    // Benchmarks first, one at a time: nothing else of ours runs beside a measurement.
-    for b in &benches {
-        exec::measure(b, &exe()?, &[], "", progress, &mut obs)?;
-    }
-    check_bench_cells(&ledger, &obs)?;
-    let base: Vec<exec::Batch> = runs
-        .iter()
-        .map(|r| exec::Batch {
-            variant: String::new(),
-            run: r,
-            scenarios: &r.point_scenarios,
-            points: (0..r.points.len()).map(|p| (p, 0..r.reps)).collect(),
-            capture: capture[r.id.as_str()],
-        })
-        .collect();
-    made += base.iter().map(batch_len).sum::<usize>();
-    exec::simulate(&base, threads, progress, &mut obs)?;
-    check_deterministic(&ledger, &obs)?;
-    // Counterfactuals: each claim's runs with its difference's cause removed.
-    let mut cf_scenarios: Vec<(String, &ledger::Run, Vec<mslink_sim::Scenario>)> = Vec::new();
+    Ok((ledger, coverage))
+}
+
+/// The `--list` output: id, paper, place and run of each claim, tab-separated.
+fn listing(ledger: &ledger::Ledger) -> String {
+    let mut out = String::new();
     for c in &ledger.claims {
-        let Some(cf) = c.differs.as_ref().and_then(|d| d.counterfactual.as_ref()) else {
-            continue;
-        };
-        for id in c.runs() {
-            let r = &ledger.runs[&id];
-            if let Some(sc) = exec::variant_scenarios(r, &cf.edits)
-                .with_context(|| format!("claim {}, counterfactual", c.id))?
-            {
-                cf_scenarios.push((format!("cf:{}", c.id), r, sc));
-            }
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            c.id,
+            c.paper,
+            c.place,
+            c.run.as_deref().unwrap_or("-")
+        ));
+    }
+    out
+}
+
+/// Without `--bench`: the claims of benchmarks that time this machine are not checkable
+/// ([`bench::NOT_RUN`]), so their runs are not made.
+fn set_aside_timed_claims(ledger: &mut ledger::Ledger) {
+    for c in &mut ledger.claims {
+        let timed = c.checks.iter().any(|(_, e)| {
+            e.cells().iter().any(|x| {
+                x.bench.is_some() && ledger.benches.get(&x.run).is_some_and(|b| !b.deterministic)
+            })
+        });
+        if timed {
+            c.checks.clear();
+            c.differs = None;
+            c.band = None;
+            c.not_checkable = Some(bench::NOT_RUN.to_string());
         }
     }
-    let cf_batches: Vec<exec::Batch> = cf_scenarios
-        .iter()
-        .map(|(v, r, sc)| exec::Batch {
-            variant: v.clone(),
-            run: r,
-            scenarios: sc,
-            points: (0..r.points.len()).map(|p| (p, 0..r.reps)).collect(),
-            capture: capture[r.id.as_str()],
-        })
-        .collect();
-    made += cf_batches.iter().map(batch_len).sum::<usize>();
-    exec::simulate(&cf_batches, threads, progress, &mut obs)?;
-    let deterministic = |id: &str| {
-        ledger.runs.get(id).is_some_and(|r| r.deterministic)
-            || ledger.benches.get(id).is_some_and(|b| b.deterministic)
-    };
-    let judge_all = |obs: &Observations, variant: &str| -> Vec<Judged> {
-        ledger
-            .claims
-            .iter()
-            .map(|c| judge::judge_claim(obs, variant, c, &deterministic))
-            .collect()
-    };
-    let mut judged = judge_all(&obs, "");
-    // The full mode decides what it can: more repetitions where a check is undecided.
-    let mut extended: BTreeMap<String, usize> = BTreeMap::new();
-    if !opts.quick {
-        for _round in 0..3 {
-            let want = wanted_reps(&judged, &obs, opts.max_reps, &deterministic);
-            if want.is_empty() {
-                break;
-            }
-            let mut batches = Vec::new();
-            for ((variant, run, point), (have, target)) in &want {
-                let Some(r) = ledger.runs.get(run) else {
-                    continue;
-                };
-                let scenarios = if variant.is_empty() {
-                    &r.point_scenarios
-                } else {
-                    match cf_scenarios
-                        .iter()
-                        .find(|(v, cr, _)| v == variant && cr.id == *run)
-                    {
-                        Some((_, _, sc)) => sc,
-                        None => &r.point_scenarios,
-                    }
-                };
-                // A variant that reads the baseline's repetitions extends the baseline.
-                let variant = if scenarios.as_ptr() == r.point_scenarios.as_ptr() {
-                    String::new()
-                } else {
-                    variant.clone()
-                };
-                *extended.entry(run.clone()).or_default() += (*target - *have) as usize;
-                batches.push(exec::Batch {
-                    variant,
-                    run: r,
-                    scenarios,
-                    points: vec![(*point, *have..*target)],
-                    capture: capture[r.id.as_str()],
-                });
-            }
-            // Two variants may ask for the same baseline point: make it once.
-            batches.sort_by(|a, b| {
-                (&a.variant, &a.run.id, a.points[0].0).cmp(&(&b.variant, &b.run.id, b.points[0].0))
-            });
-            batches.dedup_by(|a, b| {
-                a.variant == b.variant && a.run.id == b.run.id && a.points[0].0 == b.points[0].0
-            });
-            progress.note(&format!(
-                "{} undecided points get more repetitions",
-                batches.len()
-            ));
-            made += batches.iter().map(batch_len).sum::<usize>();
-            exec::simulate(&batches, threads, progress, &mut obs)?;
-            judged = judge_all(&obs, "");
-        }
-    }
-    // Mutants: the same ledger on deliberately broken engines.
-    let mutant_results = if opts.mutants {
-        let all = mutants::load(&opts.claims)?;
-        let mut results = Vec::new();
-        for m in &all {
-            let variant = m.variant();
-            let mut scen: Vec<(&ledger::Run, Vec<mslink_sim::Scenario>)> = Vec::new();
-            for r in &runs {
-                if let Some(sc) = exec::variant_scenarios(r, &m.edits)
-                    .with_context(|| format!("mutant {}", m.name))?
-                {
-                    scen.push((r, sc));
-                }
-            }
-            let mut changed: Vec<String> = scen.iter().map(|(r, _)| r.id.clone()).collect();
-            if let Some((cmd, extra)) = &m.bench {
-                for b in benches
-                    .iter()
-                    .filter(|b| b.deterministic && b.args.first() == Some(cmd))
-                {
-                    exec::measure(b, &exe()?, extra, &variant, progress, &mut obs)?;
-                    changed.push(b.id.clone());
-                }
-            }
-            let batches: Vec<exec::Batch> = scen
-                .iter()
-                .map(|(r, sc)| exec::Batch {
-                    variant: variant.clone(),
-                    run: r,
-                    scenarios: sc,
-                    points: (0..r.points.len()).map(|p| (p, 0..r.reps)).collect(),
-                    capture: capture[r.id.as_str()],
-                })
-                .collect();
-            progress.note(&format!(
-                "mutant {}: {} runs changed",
-                m.name,
-                changed.len()
-            ));
-            made += batches.iter().map(batch_len).sum::<usize>();
-            exec::simulate(&batches, threads, progress, &mut obs)?;
-            let mutated = judge_all(&obs, &variant);
-            let killed_by = mutants::kills(&judged, &mutated);
-            results.push(mutants::MutantResult {
-                name: m.name.clone(),
-                what: m.what.clone(),
-                breaks: m.breaks.clone(),
-                killed: !killed_by.is_empty(),
-                runs_changed: changed,
-                killed_by,
-            });
-            // What a mutant made is not needed any more.
-            obs.reps.retain(|(v, _, _), _| *v != variant);
-        }
-        Some(results)
-    } else {
-        None
-    };
+}
+
+/// What makes the command fail among the judged claims, one line each: a failing claim, a
+/// known difference that no longer differs, an undecided deterministic claim.
+fn claim_problems(ledger: &ledger::Ledger, judged: &[Judged]) -> Vec<String> {
     let mut problems = Vec::new();
     // A measurement of this machine may fall either side of a known difference from one run
     // to the next: there "no longer differs" is reported, not failed.
@@ -382,7 +245,7 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Outcome> {
         })
         .map(|c| c.id.as_str())
         .collect();
-    for j in &judged {
+    for j in judged {
         match j.verdict {
             Verdict::Fails => problems.push(format!("claim {} fails", j.id)),
             Verdict::NoLongerDiffers if timed.contains(j.id.as_str()) => {}
@@ -397,55 +260,37 @@ pub fn run(opts: &Options, progress: &dyn Progress) -> Result<Outcome> {
             _ => {}
         }
     }
-    let whole = opts.papers.is_empty() && opts.claim_ids.is_empty();
-    let mutation = mutant_results.as_ref().map(|ms| {
-        for m in ms {
-            if !m.applies() {
-                if whole {
-                    problems.push(format!(
-                        "mutant {} changes no run of the ledger: its edits match no table ({})",
-                        m.name, m.what
-                    ));
-                }
-            } else if !m.killed && whole {
-                // Judged on part of the ledger, a mutant of another paper's engine may survive:
-                // the report lists it; the whole ledger must catch every mutant.
-                problems.push(format!(
-                    "mutant {} survives: no claim fails when {} (add the paper statement that should catch it: {})",
-                    m.name, m.what, m.breaks
-                ));
-            }
-        }
-        (
-            ms.iter().filter(|m| m.killed).count(),
-            ms.iter().filter(|m| m.applies()).count(),
-        )
-    });
-    let counts = count(&judged);
-    let res = Results {
-        opts,
-        ledger: &ledger,
-        runs,
-        benches,
-        obs: &obs,
-        judged,
-        coverage,
-        mutants: mutant_results,
-        extended,
-    };
-    report::write(out, &res)?;
-    Ok(Outcome {
-        counts,
-        problems,
-        mutation,
-        listing: None,
-        out: Some(out.to_path_buf()),
-        runs_made: made,
-    })
+    problems
 }
 
-fn batch_len(b: &exec::Batch) -> usize {
-    b.points.iter().map(|(_, r)| r.len()).sum()
+/// Adds to `problems` the mutants that fail the command when the `whole` ledger is judged: one
+/// that changes no run, one that survives. Returns (caught, applicable) mutants.
+fn mutant_problems(
+    ms: &[mutants::MutantResult],
+    whole: bool,
+    problems: &mut Vec<String>,
+) -> (usize, usize) {
+    for m in ms {
+        if !m.applies() {
+            if whole {
+                problems.push(format!(
+                    "mutant {} changes no run of the ledger: its edits match no table ({})",
+                    m.name, m.what
+                ));
+            }
+        } else if !m.killed && whole {
+            // Judged on part of the ledger, a mutant of another paper's engine may survive:
+            // the report lists it; the whole ledger must catch every mutant.
+            problems.push(format!(
+                "mutant {} survives: no claim fails when {} (add the paper statement that should catch it: {})",
+                m.name, m.what, m.breaks
+            ));
+        }
+    }
+    (
+        ms.iter().filter(|m| m.killed).count(),
+        ms.iter().filter(|m| m.applies()).count(),
+    )
 }
 
 /// Verdict word -> number of claims.
@@ -454,102 +299,6 @@ pub(crate) fn count(judged: &[Judged]) -> BTreeMap<&'static str, usize> {
         .iter()
         .map(|v| (v.word(), judged.iter().filter(|j| j.verdict == *v).count()))
         .collect()
-}
-
-/// (variant, run, point) -> (repetitions made, repetitions wanted) for the undecided checks of
-/// non-deterministic runs, capped at `max_reps`.
-fn wanted_reps(
-    judged: &[Judged],
-    obs: &Observations,
-    max_reps: u32,
-    deterministic: &dyn Fn(&str) -> bool,
-) -> BTreeMap<(String, String, usize), (u32, u32)> {
-    let mut want: BTreeMap<(String, String, usize), (u32, u32)> = BTreeMap::new();
-    for j in judged {
-        let mut sets: Vec<(String, &Vec<judge::CheckResult>)> = vec![(String::new(), &j.checks)];
-        if let Some(cf) = &j.counterfactual {
-            sets.push((format!("cf:{}", j.id), &cf.checks));
-        }
-        for (variant, checks) in sets {
-            for k in checks.iter().filter(|k| k.mark == Mark::Inconclusive) {
-                // A check the cap cannot decide is left as it is: more repetitions would not
-                // settle it.
-                let Some(need) = k.reps_needed.filter(|&n| n <= max_reps) else {
-                    continue;
-                };
-                for c in &k.cells {
-                    if deterministic(&c.run) || c.point == usize::MAX {
-                        continue;
-                    }
-                    let have = obs.get(&variant, &c.run, c.point).map_or(0, |v| v.len()) as u32;
-                    let target = need;
-                    if target > have {
-                        let e = want
-                            .entry((variant.clone(), c.run.clone(), c.point))
-                            .or_insert((have, have));
-                        e.1 = e.1.max(target);
-                    }
-                }
-            }
-        }
-    }
-    want
-}
-
-/// Every bench cell picks one row with a numeric field in every repetition.
-fn check_bench_cells(ledger: &ledger::Ledger, obs: &Observations) -> Result<()> {
-    for c in &ledger.claims {
-        for (_, e) in &c.checks {
-            for x in e.cells() {
-                let Some(sel) = &x.bench else { continue };
-                let file = ledger
-                    .benches
-                    .get(&x.run)
-                    .map(|b| b.file.display().to_string())
-                    .unwrap_or_default();
-                for (i, rep) in obs.get("", &x.run, 0).into_iter().flatten().enumerate() {
-                    if let Some(doc) = &rep.bench {
-                        bench::check(doc, sel, &x.metric).with_context(|| {
-                            format!(
-                                "claims file {file}, claim {}: bench run {}, repetition {i}",
-                                c.id, x.run
-                            )
-                        })?;
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A deterministic run's repetitions agree on every cell a claim reads.
-fn check_deterministic(ledger: &ledger::Ledger, obs: &Observations) -> Result<()> {
-    for c in &ledger.claims {
-        for (_, e) in &c.checks {
-            for x in e.cells() {
-                let det = ledger.runs.get(&x.run).is_some_and(|r| r.deterministic)
-                    || ledger.benches.get(&x.run).is_some_and(|b| b.deterministic);
-                if !det {
-                    continue;
-                }
-                let xs = judge::samples(obs, "", x);
-                if xs.windows(2).any(|w| w[0] != w[1]) {
-                    bail!(
-                        "run {} is declared deterministic, but its repetitions differ at {} ({}): \
-                         {:?}; something random reaches this cell (claim {}): give the run reps \
-                         instead",
-                        x.run,
-                        x.label,
-                        x.metric,
-                        xs,
-                        c.id
-                    );
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Whether `run` captures its TCP flows' sequence traces: a figure or a claim reads them.

@@ -1,6 +1,7 @@
 //! The report of `mslink reproduce`: claims.json (everything, for programs), report.md (for a
 //! repository or a paper's supplement, figures as PNG files beside it) and report.html
-//! ([`super::report_html`]: self-contained, figures inline as SVG).
+//! ([`super::report_html`]: self-contained, figures inline as SVG); the figures are drawn from
+//! [`super::report_figures`].
 //!
 //! Contract. The files are pure functions of the ledger, the options and the runs' results (no
 //! dates, no wall-clock figures), written whole and replacing earlier ones. Each starts with
@@ -14,10 +15,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use mslink_plot::chart::{Chart, Line, Scale};
 
-use super::judge::{self, CheckResult, Judged, Mark, Verdict};
-use super::ledger::{FigureKind, FigureSpec, Run};
+use super::judge::{CheckResult, Judged, Mark, Verdict};
+use super::ledger::Run;
+use super::report_figures::{figures, Figure};
 use super::Results;
 
 /// The commit of the git checkout holding `dir`, `+dirty` with uncommitted tracked changes.
@@ -276,8 +277,49 @@ pub(super) fn summary(ctx: &Results) -> Vec<(&'static str, Vec<(String, String)>
     out
 }
 
+/// report.md: the head, the summary, the mutants, the coverage, each paper, the runs.
 fn markdown(ctx: &Results, commit: Option<&str>, figures: &[Figure]) -> String {
     let mut s = String::new();
+    markdown_head(&mut s, ctx, commit);
+    for (head, rows) in summary(ctx) {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "## {head}\n\n| claim | |\n|---|---|");
+        for (id, t) in rows {
+            let _ = writeln!(s, "| `{id}` | {} |", md(&t));
+        }
+        s.push('\n');
+    }
+    if let Some(ms) = &ctx.mutants {
+        markdown_mutants(&mut s, ms);
+    }
+    if let Some(cov) = &ctx.coverage {
+        markdown_coverage(&mut s, cov);
+    }
+    for (paper, title) in &ctx.ledger.papers {
+        let rows: Vec<&Judged> = ctx.judged.iter().filter(|j| j.paper == *paper).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "## {paper}: {title}\n");
+        markdown_figures(&mut s, ctx, &rows, figures);
+        let _ = writeln!(
+            s,
+            "| verdict | claim | the paper says | expected | measured |\n|---|---|---|---|---|"
+        );
+        for j in rows {
+            s.push_str(&markdown_claim_row(j));
+        }
+        s.push('\n');
+    }
+    markdown_runs(&mut s, ctx);
+    s
+}
+
+/// The title, what made the report and how to read it, the verdict counts, the mutation score
+/// and the note on benchmarks of this machine.
+fn markdown_head(s: &mut String, ctx: &Results, commit: Option<&str>) {
     let c = super::count(&ctx.judged);
     let _ = writeln!(s, "# mslink reproduce: the papers' claims, checked\n");
     let _ = writeln!(
@@ -302,120 +344,115 @@ fn markdown(ctx: &Results, commit: Option<&str>, figures: &[Figure]) -> String {
     if !ctx.benches.iter().all(|b| b.deterministic) {
         let _ = writeln!(s, "{}\n", bench_note(ctx));
     }
-    for (head, rows) in summary(ctx) {
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "## {head}\n\n| claim | |\n|---|---|");
-        for (id, t) in rows {
-            let _ = writeln!(s, "| `{id}` | {} |", md(&t));
-        }
-        s.push('\n');
-    }
-    if let Some(ms) = &ctx.mutants {
+}
+
+/// The mutants section: each mutant, what it breaks and the claims that caught it.
+fn markdown_mutants(s: &mut String, ms: &[super::mutants::MutantResult]) {
+    let _ = writeln!(
+        s,
+        "## Mutants\n\nEach mutant is a deliberately broken engine; a claim that holds on the \
+         engine and fails on the mutant catches it.\n\n| mutant | what it breaks | should \
+         break | caught by |\n|---|---|---|---|"
+    );
+    for m in ms {
         let _ = writeln!(
             s,
-            "## Mutants\n\nEach mutant is a deliberately broken engine; a claim that holds on the \
-             engine and fails on the mutant catches it.\n\n| mutant | what it breaks | should \
-             break | caught by |\n|---|---|---|---|"
+            "| `{}` | {} | {} | {} |",
+            m.name,
+            md(&m.what),
+            md(&m.breaks),
+            if m.killed {
+                m.killed_by
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                "**nothing: the mutant survives**".into()
+            }
         );
-        for m in ms {
+    }
+    s.push('\n');
+}
+
+/// The coverage section: per paper, its statements and how many are checked, inputs of the
+/// model or not checked.
+fn markdown_coverage(s: &mut String, cov: &super::coverage::Coverage) {
+    let _ = writeln!(
+        s,
+        "## Coverage of the papers\n\nEvery quantitative or comparative statement of each paper \
+         (`claims/coverage/`), mapped to the claims that check it, to the model input it is, \
+         or to the reason nothing here checks it.\n\n| paper | statements | checked by claims | \
+         inputs of the model | not checked |\n|---|---|---|---|---|"
+    );
+    for (p, k) in cov.summary() {
+        let _ = writeln!(
+            s,
+            "| {p} | {} | {} | {} | {} |",
+            k.statements, k.checked, k.inputs, k.not_checked
+        );
+    }
+    s.push('\n');
+}
+
+/// The figures of the runs a paper's claims (`rows`) are judged on, each run's once, with the
+/// command that redraws them.
+fn markdown_figures(s: &mut String, ctx: &Results, rows: &[&Judged], figures: &[Figure]) {
+    let mut shown = std::collections::BTreeSet::new();
+    for j in rows {
+        let Some(run) = j.run.as_deref() else {
+            continue;
+        };
+        if !shown.insert(run) {
+            continue;
+        }
+        for f in figures.iter().filter(|f| f.run == run) {
+            let cmd = f.rerun(ctx);
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} | {} |",
-                m.name,
-                md(&m.what),
-                md(&m.breaks),
-                if m.killed {
-                    m.killed_by
-                        .iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                "![{c}](figures/{})\n\n*{c}: {}.* Rerun: `{cmd}`\n",
+                f.file(),
+                f.note,
+                c = f.caption
+            );
+        }
+    }
+}
+
+/// A claim's row: verdict, id and place, the paper's words, the band, and what was measured
+/// (why we differ, each check, the counterfactual).
+fn markdown_claim_row(j: &Judged) -> String {
+    let mut measured: Vec<String> = j.checks.iter().map(check_line).collect();
+    if let Some(r) = &j.reason {
+        measured.insert(
+            0,
+            format!(
+                "*{}:* {r}",
+                if j.verdict == Verdict::NotCheckable {
+                    "Why"
                 } else {
-                    "**nothing: the mutant survives**".into()
+                    "Why we differ"
                 }
-            );
-        }
-        s.push('\n');
-    }
-    if let Some(cov) = &ctx.coverage {
-        let _ = writeln!(
-            s,
-            "## Coverage of the papers\n\nEvery quantitative or comparative statement of each paper \
-             (`claims/coverage/`), mapped to the claims that check it, to the model input it is, \
-             or to the reason nothing here checks it.\n\n| paper | statements | checked by claims | \
-             inputs of the model | not checked |\n|---|---|---|---|---|"
+            ),
         );
-        for (p, k) in cov.summary() {
-            let _ = writeln!(
-                s,
-                "| {p} | {} | {} | {} | {} |",
-                k.statements, k.checked, k.inputs, k.not_checked
-            );
-        }
-        s.push('\n');
     }
-    for (paper, title) in &ctx.ledger.papers {
-        let rows: Vec<&Judged> = ctx.judged.iter().filter(|j| j.paper == *paper).collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "## {paper}: {title}\n");
-        let mut shown = std::collections::BTreeSet::new();
-        for j in &rows {
-            let Some(run) = j.run.as_deref() else {
-                continue;
-            };
-            if !shown.insert(run) {
-                continue;
-            }
-            for f in figures.iter().filter(|f| f.run == run) {
-                let cmd = f.rerun(ctx);
-                let _ = writeln!(
-                    s,
-                    "![{c}](figures/{})\n\n*{c}: {}.* Rerun: `{cmd}`\n",
-                    f.file(),
-                    f.note,
-                    c = f.caption
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            "| verdict | claim | the paper says | expected | measured |\n|---|---|---|---|---|"
-        );
-        for j in rows {
-            let mut measured: Vec<String> = j.checks.iter().map(check_line).collect();
-            if let Some(r) = &j.reason {
-                measured.insert(
-                    0,
-                    format!(
-                        "*{}:* {r}",
-                        if j.verdict == Verdict::NotCheckable {
-                            "Why"
-                        } else {
-                            "Why we differ"
-                        }
-                    ),
-                );
-            }
-            if let Some(cf) = counterfactual_text(j) {
-                measured.push(cf);
-            }
-            let _ = writeln!(
-                s,
-                "| {} | `{}` ({}) | \"{}\" | {} | {} |",
-                j.verdict.word(),
-                j.id,
-                md(&j.place),
-                md(&j.quote),
-                md(j.band_text.as_deref().unwrap_or("")),
-                md(&measured.join("; "))
-            );
-        }
-        s.push('\n');
+    if let Some(cf) = counterfactual_text(j) {
+        measured.push(cf);
     }
+    format!(
+        "| {} | `{}` ({}) | \"{}\" | {} | {} |\n",
+        j.verdict.word(),
+        j.id,
+        md(&j.place),
+        md(&j.quote),
+        md(j.band_text.as_deref().unwrap_or("")),
+        md(&measured.join("; "))
+    )
+}
+
+/// The runs section: each simulation and benchmark run, its points and repetitions, and the
+/// command that reruns it.
+fn markdown_runs(s: &mut String, ctx: &Results) {
     let _ = writeln!(s, "## Runs\n");
     let _ = writeln!(
         s,
@@ -456,7 +493,6 @@ fn markdown(ctx: &Results, commit: Option<&str>, figures: &[Figure]) -> String {
             b.command()
         );
     }
-    s
 }
 
 /// (caught, applicable) mutants.
@@ -487,294 +523,4 @@ pub(super) fn bench_note(ctx: &Results) -> String {
             .join(", "),
         cmds.join(", ")
     )
-}
-
-/// A run's figure: run id, caption, what its marks are, chart.
-pub(super) struct Figure {
-    pub(super) run: String,
-    /// Which of the run's figures.
-    pub(super) index: usize,
-    /// The claim whose counterfactual runs it shows, if not the ledger's own runs.
-    pub(super) counterfactual: Option<String>,
-    pub(super) caption: String,
-    /// What the marks show ("mean and 95% interval per point").
-    pub(super) note: String,
-    pub(super) chart: Chart,
-}
-
-impl Figure {
-    /// The command that makes it again: its run's, or, for a counterfactual's figure, the
-    /// claim's (only `mslink reproduce` applies a counterfactual's edits).
-    pub(super) fn rerun(&self, ctx: &Results) -> String {
-        match &self.counterfactual {
-            Some(id) => format!(
-                "mslink reproduce{} --claim {id} --out results/{id}",
-                if ctx.opts.quick { " --quick" } else { "" }
-            ),
-            None => rerun(ctx, &self.run),
-        }
-    }
-
-    /// File name under OUT/figures/.
-    pub(super) fn file(&self) -> String {
-        let run = self.run.replace('/', "-");
-        let cf = self
-            .counterfactual
-            .as_ref()
-            .map(|c| format!("-cf-{c}"))
-            .unwrap_or_default();
-        if self.index == 0 && cf.is_empty() {
-            format!("{run}.png")
-        } else {
-            format!("{run}-{}{cf}.png", self.index + 1)
-        }
-    }
-}
-
-/// The figure of every run that has one; and the same figure from the runs of a claim's
-/// counterfactual, where the claim judges that figure's metric (004 Figs. 18-19 again with a
-/// share that covers the media's overhead).
-pub(super) fn figures(ctx: &Results) -> Result<Vec<Figure>> {
-    let mut out = Vec::new();
-    for r in &ctx.runs {
-        for (fi, f) in r.figures.iter().enumerate() {
-            if f.kind == FigureKind::Seq {
-                let flow = f
-                    .flow
-                    .clone()
-                    .or_else(|| r.flow.clone())
-                    .unwrap_or_default();
-                out.push(seq_figure(ctx, r, fi, f, &flow)?);
-                continue;
-            }
-            out.push(curve_figure(ctx, r, fi, f, None));
-            let metric = f.metric.clone().unwrap_or_default();
-            for c in &ctx.ledger.claims {
-                let Some(cf) = c.differs.as_ref().and_then(|d| d.counterfactual.as_ref()) else {
-                    continue;
-                };
-                let judged = c.checks.iter().any(|(_, e)| {
-                    e.cells()
-                        .iter()
-                        .any(|cell| cell.run == r.id && cell.metric == metric)
-                });
-                let variant = format!("cf:{}", c.id);
-                if judged && ctx.obs.get(&variant, &r.id, 0).is_some() {
-                    let mut fig = curve_figure(ctx, r, fi, f, Some((&variant, c.id.as_str())));
-                    // The figure's own name ("004 Fig. 19") and whose counterfactual it is: the
-                    // whole caption would not fit above the chart.
-                    let name = fig.caption.split(':').next().unwrap_or_default();
-                    fig.chart.title = format!("{name}: counterfactual of {}", c.id);
-                    fig.caption =
-                        format!("{} — counterfactual of {}: {}", fig.caption, c.id, cf.what);
-                    out.push(fig);
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// One curve figure of run `r` (its `fi`-th), from the ledger's runs or, with `cf` = (variant,
-/// claim id), from that claim's counterfactual runs.
-fn curve_figure(
-    ctx: &Results,
-    r: &Run,
-    fi: usize,
-    f: &FigureSpec,
-    cf: Option<(&str, &str)>,
-) -> Figure {
-    let variant = cf.map_or("", |(v, _)| v);
-    let flow = f
-        .flow
-        .clone()
-        .or_else(|| r.flow.clone())
-        .unwrap_or_default();
-    let x = f.x.as_deref().unwrap_or_default();
-    let metric = f.metric.clone().unwrap_or_default();
-    let (xpos, xaxis) = &r.axes[x];
-    let numeric = xaxis
-        .values
-        .iter()
-        .all(|v| v.as_float().is_some() || v.as_integer().is_some());
-    let xval = |i: usize| -> f64 {
-        let v = &xaxis.values[i];
-        if numeric {
-            v.as_float()
-                .or(v.as_integer().map(|n| n as f64))
-                .unwrap_or(i as f64)
-        } else {
-            i as f64
-        }
-    };
-    let series: Vec<(String, Option<(usize, usize)>)> = match &f.series {
-        None => vec![(flow.clone(), None)],
-        Some(a) => {
-            let (pos, ax) = &r.axes[a];
-            ax.values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    // A number alone says little in a legend: "p = 0.1".
-                    let name = match v {
-                        toml::Value::String(t) => t.clone(),
-                        other => format!("{a} = {other}"),
-                    };
-                    (name, Some((*pos, i)))
-                })
-                .collect()
-        }
-    };
-    let fixed: Vec<(usize, usize)> = f
-        .fixed
-        .iter()
-        .filter_map(|(a, v)| {
-            let (pos, ax) = &r.axes[a];
-            ax.values.iter().position(|x| x == v).map(|i| (*pos, i))
-        })
-        .collect();
-    let mut lines = Vec::new();
-    for (name, sel) in &series {
-        let mut points = Vec::new();
-        for (pi, (idx, _)) in r.points.iter().enumerate() {
-            if sel.is_some_and(|(pos, i)| idx[pos] != i)
-                || fixed.iter().any(|(pos, i)| idx[*pos] != *i)
-            {
-                continue;
-            }
-            let cell = super::ledger::Cell {
-                run: r.id.clone(),
-                point: pi,
-                flow: flow.clone(),
-                metric: metric.clone(),
-                label: String::new(),
-                bench: None,
-            };
-            let e = judge::estimate(ctx.obs, variant, &cell);
-            let half = if e.half.is_finite() { e.half } else { 0.0 };
-            points.push((xval(idx[*xpos]), e.mean * f.y_scale, half * f.y_scale));
-        }
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        lines.push(Line {
-            label: name.clone(),
-            points,
-        });
-        if let Some(paper) = f.paper.get(name) {
-            // `nan` where the paper gives no number at that x.
-            lines.push(Line {
-                label: format!("{name} (paper)"),
-                points: paper
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, y)| y.is_finite())
-                    .map(|(i, y)| (xval(i), *y, 0.0))
-                    .collect(),
-            });
-        }
-    }
-    let chart = Chart {
-        title: f.title.clone(),
-        x_label: xaxis.label.clone(),
-        y_label: f.y_label.clone().unwrap_or_default(),
-        lines,
-        categories: (!numeric).then(|| xaxis.values.iter().map(label).collect()),
-        error_bars: true,
-        scale: Scale {
-            log10_y: f.log_y,
-            ..Scale::default()
-        },
-        markers: true,
-        scatter: false,
-    };
-    Figure {
-        run: r.id.clone(),
-        index: fi,
-        counterfactual: cf.map(|(_, id)| id.to_string()),
-        caption: f.title.clone(),
-        note: "mean and 95% interval per point".into(),
-        chart,
-    }
-}
-
-/// A sequence figure (003 Figs. 2, 4, 7): every data segment of `flow` that its sender put on
-/// its hop in one repetition of one point, time against sequence number, new data and
-/// retransmissions as two marks.
-fn seq_figure(ctx: &Results, r: &Run, index: usize, f: &FigureSpec, flow: &str) -> Result<Figure> {
-    let (point, at) = r.select(&f.at)?;
-    let trace = ctx
-        .obs
-        .get("", &r.id, point)
-        .and_then(|reps| reps.get(f.rep as usize))
-        .and_then(|rep| rep.seq.get(flow))
-        .with_context(|| format!("run {}: no sequence trace of flow {flow}", r.id))?;
-    let from = f.from_s.unwrap_or(f64::NEG_INFINITY);
-    let to = f.to_s.unwrap_or(f64::INFINITY);
-    let mut new = Vec::new();
-    let mut resent = Vec::new();
-    for p in trace
-        .packets
-        .iter()
-        .filter(|p| (from..=to).contains(&p.t_s))
-    {
-        let y = p.seq as f64 / 1024.0;
-        if p.retransmit {
-            resent.push((p.t_s, y, 0.0));
-        } else {
-            new.push((p.t_s, y, 0.0));
-        }
-    }
-    let n = |v: &Vec<(f64, f64, f64)>| v.len();
-    let chart = Chart {
-        title: f.title.clone(),
-        x_label: "time (s)".into(),
-        y_label: "sequence number (KB)".into(),
-        lines: vec![
-            Line {
-                label: format!("new data ({})", n(&new)),
-                points: new,
-            },
-            Line {
-                label: format!("retransmitted ({})", n(&resent)),
-                points: resent,
-            },
-        ],
-        categories: None,
-        error_bars: false,
-        scale: Scale::default(),
-        markers: true,
-        scatter: true,
-    };
-    let window = match (f.from_s, f.to_s) {
-        (None, None) => String::new(),
-        (a, b) => format!(
-            ", {} s to {} s",
-            a.map_or("start".into(), judge::sig),
-            b.map_or("end".into(), judge::sig)
-        ),
-    };
-    let at = if at.is_empty() {
-        String::new()
-    } else {
-        format!(" at {at}")
-    };
-    Ok(Figure {
-        run: r.id.clone(),
-        index,
-        counterfactual: None,
-        caption: f.title.clone(),
-        note: format!(
-            "each data segment of {flow} as its sender put it on the hop (the packets that \
-             mslink sim --pcap writes), repetition {}{at}{window}; first byte in KB (1024 bytes), \
-             retransmissions by TCP marked apart",
-            f.rep
-        ),
-        chart,
-    })
-}
-
-pub(super) fn label(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }

@@ -50,14 +50,55 @@ el.setAttribute('data-drawn',drawn);el.setAttribute('data-verdicts',JSON.stringi
 el.setAttribute('data-broken-links',JSON.stringify(broken));el.setAttribute('data-overflow',JSON.stringify(wide));el.setAttribute('data-width',w);\
 el.textContent='Self-check: '+rows.length+' claims, '+drawn+' of '+figs.length+' figures drawn, '+broken.length+' broken links, '+wide.length+' elements wider than the page, '+window.__errors.length+' script errors.'});</script>";
 
+/// A figure of the page: (run id, caption, SVG, the command that redraws it).
+type HtmlFigure = (String, String, String, String);
+
 /// The whole page; `figures` are (run id, caption, SVG, the command that redraws it).
-pub(super) fn html(
-    ctx: &Results,
-    commit: Option<&str>,
-    figures: &[(String, String, String, String)],
-) -> String {
-    let c = super::count(&ctx.judged);
+pub(super) fn html(ctx: &Results, commit: Option<&str>, figures: &[HtmlFigure]) -> String {
     let mut s = String::new();
+    head(&mut s, ctx, commit);
+    let sums = summary(ctx);
+    contents(&mut s, ctx, &sums);
+    for (head, rows) in &sums {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            s,
+            "<h2 id=\"{}\">{}</h2><table><colgroup><col class=\"c\"><col></colgroup><tr><th>claim</th><th></th></tr>",
+            anchor(head),
+            esc(head)
+        );
+        for (id, t) in rows {
+            let _ = write!(
+                s,
+                "<tr><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td></tr>",
+                anchor(id),
+                esc(id),
+                esc(t)
+            );
+        }
+        s.push_str("</table>");
+    }
+    if let Some(ms) = &ctx.mutants {
+        mutants_table(&mut s, ms);
+    }
+    if let Some(cov) = &ctx.coverage {
+        coverage_table(&mut s, cov);
+    }
+    for (paper, title) in &ctx.ledger.papers {
+        paper_section(&mut s, ctx, paper, title, figures);
+    }
+    runs_table(&mut s, ctx);
+    s.push_str("<p><a href=\"#top\">Back to the top</a></p></body></html>\n");
+    s
+}
+
+/// The page's head and its first lines: the title, what made the report and how to read it,
+/// the verdict counts as badges, the self-check line, the mutation score and the note on
+/// benchmarks of this machine.
+fn head(s: &mut String, ctx: &Results, commit: Option<&str>) {
+    let c = super::count(&ctx.judged);
     let _ = write!(
         s,
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">{SELFCHECK}<title>mslink reproduce</title><style>{STYLE}</style></head><body>"
@@ -108,10 +149,13 @@ pub(super) fn html(
             .collect();
         let _ = write!(s, "<p id=\"bench-note\">{html}</p>");
     }
-    // Table of contents.
-    let sums = summary(ctx);
+}
+
+/// The table of contents: the summary's non-empty sections, the mutants, the coverage, each
+/// paper with claims, the runs.
+fn contents(s: &mut String, ctx: &Results, sums: &[(&'static str, Vec<(String, String)>)]) {
     s.push_str("<nav id=\"contents\"><h2>Contents</h2><ol>");
-    for (head, rows) in &sums {
+    for (head, rows) in sums {
         if !rows.is_empty() {
             let _ = write!(
                 s,
@@ -140,103 +184,95 @@ pub(super) fn html(
         }
     }
     s.push_str("<li><a href=\"#runs\">Runs</a></li></ol></nav>");
-    for (head, rows) in &sums {
-        if rows.is_empty() {
-            continue;
-        }
+}
+
+/// The mutants section: each mutant, what it breaks and links to the claims that caught it.
+fn mutants_table(s: &mut String, ms: &[super::mutants::MutantResult]) {
+    s.push_str("<h2 id=\"mutants\">Mutants</h2><p>Each mutant is a deliberately broken engine; a claim that holds (or is undecided) on the engine and fails on the mutant catches it.</p><table><tr><th>mutant</th><th>what it breaks</th><th>should break</th><th>caught by</th></tr>");
+    for m in ms {
+        let caught = if !m.applies() {
+            "does not apply to the chosen claims (changes none of their runs)".to_string()
+        } else if m.killed {
+            m.killed_by
+                .iter()
+                .map(|k| format!("<a href=\"#{}\"><code>{}</code></a>", anchor(k), esc(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            "<b class=\"m-fails\">nothing: the mutant survives</b>".into()
+        };
         let _ = write!(
             s,
-            "<h2 id=\"{}\">{}</h2><table><colgroup><col class=\"c\"><col></colgroup><tr><th>claim</th><th></th></tr>",
-            anchor(head),
-            esc(head)
+            "<tr class=\"mutant\" data-killed=\"{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{caught}</td></tr>",
+            m.killed,
+            esc(&m.name),
+            esc(&m.what),
+            esc(&m.breaks)
         );
-        for (id, t) in rows {
-            let _ = write!(
-                s,
-                "<tr><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td></tr>",
-                anchor(id),
-                esc(id),
-                esc(t)
-            );
-        }
-        s.push_str("</table>");
     }
-    if let Some(ms) = &ctx.mutants {
-        s.push_str("<h2 id=\"mutants\">Mutants</h2><p>Each mutant is a deliberately broken engine; a claim that holds (or is undecided) on the engine and fails on the mutant catches it.</p><table><tr><th>mutant</th><th>what it breaks</th><th>should break</th><th>caught by</th></tr>");
-        for m in ms {
-            let caught = if !m.applies() {
-                "does not apply to the chosen claims (changes none of their runs)".to_string()
-            } else if m.killed {
-                m.killed_by
-                    .iter()
-                    .map(|k| format!("<a href=\"#{}\"><code>{}</code></a>", anchor(k), esc(k)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            } else {
-                "<b class=\"m-fails\">nothing: the mutant survives</b>".into()
-            };
-            let _ = write!(
-                s,
-                "<tr class=\"mutant\" data-killed=\"{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{caught}</td></tr>",
-                m.killed,
-                esc(&m.name),
-                esc(&m.what),
-                esc(&m.breaks)
-            );
-        }
-        s.push_str("</table>");
-    }
-    if let Some(cov) = &ctx.coverage {
-        s.push_str("<h2 id=\"coverage\">Coverage of the papers</h2><p>Every quantitative or comparative statement of each paper (<code>claims/coverage/</code>), mapped to the claims that check it, to the model input it is, or to the reason nothing here checks it.</p><table><tr><th>paper</th><th>statements</th><th>checked by claims</th><th>inputs of the model</th><th>not checked</th></tr>");
-        for (p, k) in cov.summary() {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&p),
-                k.statements,
-                k.checked,
-                k.inputs,
-                k.not_checked
-            );
-        }
-        s.push_str("</table>");
-    }
-    for (paper, title) in &ctx.ledger.papers {
-        let rows: Vec<&Judged> = ctx.judged.iter().filter(|j| j.paper == *paper).collect();
-        if rows.is_empty() {
-            continue;
-        }
+    s.push_str("</table>");
+}
+
+/// The coverage section: per paper, its statements and how many are checked, inputs of the
+/// model or not checked.
+fn coverage_table(s: &mut String, cov: &super::coverage::Coverage) {
+    s.push_str("<h2 id=\"coverage\">Coverage of the papers</h2><p>Every quantitative or comparative statement of each paper (<code>claims/coverage/</code>), mapped to the claims that check it, to the model input it is, or to the reason nothing here checks it.</p><table><tr><th>paper</th><th>statements</th><th>checked by claims</th><th>inputs of the model</th><th>not checked</th></tr>");
+    for (p, k) in cov.summary() {
         let _ = write!(
             s,
-            "<h2 id=\"paper-{}\">{} — {}</h2>",
-            anchor(paper),
-            esc(paper),
-            esc(title)
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&p),
+            k.statements,
+            k.checked,
+            k.inputs,
+            k.not_checked
         );
-        let mut shown = std::collections::BTreeSet::new();
-        for j in &rows {
-            if let Some(run) = j.run.as_deref() {
-                if shown.insert(run) {
-                    for (n, (id, caption, svg, cmd)) in
-                        figures.iter().filter(|f| f.0 == run).enumerate()
-                    {
-                        let _ = write!(
-                            s,
-                            "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{}. Rerun: <code>{}</code></figcaption></figure>",
-                            anchor(id),
-                            esc(caption),
-                            esc(cmd)
-                        );
-                    }
+    }
+    s.push_str("</table>");
+}
+
+/// A paper's section (nothing when none of its claims is chosen): the figures of the runs its
+/// claims are judged on, each run's once, then a row per claim.
+fn paper_section(s: &mut String, ctx: &Results, paper: &str, title: &str, figures: &[HtmlFigure]) {
+    let rows: Vec<&Judged> = ctx.judged.iter().filter(|j| j.paper == *paper).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = write!(
+        s,
+        "<h2 id=\"paper-{}\">{} — {}</h2>",
+        anchor(paper),
+        esc(paper),
+        esc(title)
+    );
+    let mut shown = std::collections::BTreeSet::new();
+    for j in &rows {
+        if let Some(run) = j.run.as_deref() {
+            if shown.insert(run) {
+                for (n, (id, caption, svg, cmd)) in
+                    figures.iter().filter(|f| f.0 == run).enumerate()
+                {
+                    let _ = write!(
+                        s,
+                        "<figure id=\"fig-{}-{n}\">{svg}<figcaption>{}. Rerun: <code>{}</code></figcaption></figure>",
+                        anchor(id),
+                        esc(caption),
+                        esc(cmd)
+                    );
                 }
             }
         }
-        s.push_str("<table><colgroup><col class=\"v\"><col class=\"c\"><col class=\"q\"><col class=\"b\"><col></colgroup><tr><th>verdict</th><th>claim</th><th>the paper says</th><th>expected</th><th>measured</th></tr>");
-        for j in rows {
-            s.push_str(&claim_row(j));
-        }
-        s.push_str("</table>");
     }
+    s.push_str("<table><colgroup><col class=\"v\"><col class=\"c\"><col class=\"q\"><col class=\"b\"><col></colgroup><tr><th>verdict</th><th>claim</th><th>the paper says</th><th>expected</th><th>measured</th></tr>");
+    for j in rows {
+        s.push_str(&claim_row(j));
+    }
+    s.push_str("</table>");
+}
+
+/// The runs section: each simulation and benchmark run, its points and repetitions, its seed
+/// and the command that reruns it.
+fn runs_table(s: &mut String, ctx: &Results) {
     s.push_str("<h2 id=\"runs\">Runs</h2><table><tr><th>run</th><th>scenario</th><th>points × reps</th><th>seed</th><th>rerun</th></tr>");
     for r in &ctx.runs {
         let added = ctx
@@ -265,10 +301,11 @@ pub(super) fn html(
             c = esc(&b.command())
         );
     }
-    s.push_str("</table><p><a href=\"#top\">Back to the top</a></p></body></html>\n");
-    s
+    s.push_str("</table>");
 }
 
+/// A claim's row: verdict badge, id and place, the paper's words, the band, and what was
+/// measured (why we differ, each check, the counterfactual).
 fn claim_row(j: &Judged) -> String {
     let mut measured = String::new();
     if let Some(r) = &j.reason {

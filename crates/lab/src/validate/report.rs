@@ -144,6 +144,28 @@ pub fn report(
 ) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
+    let p = dir.join("runs.csv");
+    std::fs::write(&p, runs_csv(links, rows))
+        .with_context(|| format!("writing {}", p.display()))?;
+    files.push(p);
+
+    let sums = summaries(links, rows);
+    let md = markdown(links, &sums, settings, command, machine);
+    let p = dir.join("report.md");
+    std::fs::write(&p, &md).with_context(|| format!("writing {}", p.display()))?;
+    files.push(p);
+
+    let chart = goodput_chart(links, &sums);
+    files.extend(mslink_plot::chart::save(dir, "goodput", &chart).context("drawing goodput")?);
+    Ok(Written {
+        summaries: sums,
+        markdown: md,
+        files,
+    })
+}
+
+/// runs.csv: one line per transfer, the link's settings and what was measured, numbers only.
+fn runs_csv(links: &[Link], rows: &[Row]) -> String {
     let mut csv = String::from(
         "rate_bps,rtt_ms,loss,burst_frames,cc,side,rep,goodput_bps,retrans_rate,timeouts,rtt_mean_ms\n",
     );
@@ -167,11 +189,18 @@ pub fn report(
             r.rtt_mean_ms
         );
     }
-    let p = dir.join("runs.csv");
-    std::fs::write(&p, csv).with_context(|| format!("writing {}", p.display()))?;
-    files.push(p);
+    csv
+}
 
-    let sums = summaries(links, rows);
+/// report.md: what made it, the kernel's settings, what the simulator is given to match the
+/// kernel, the table of `sums` and the verdict counts.
+fn markdown(
+    links: &[Link],
+    sums: &[Summary],
+    settings: Option<&KernelSettings>,
+    command: &str,
+    machine: &str,
+) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# The simulator's TCP against the kernel's\n");
     let _ = writeln!(
@@ -202,30 +231,8 @@ pub fn report(
         "| link | cc | real Mbit/s | sim Mbit/s | sim/real | verdict | real retx % | sim retx % | real RTOs | sim RTOs | real RTT ms |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
-    for s in &sums {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            links[s.link].label(),
-            s.cc.name(),
-            pm(&s.goodput[1], 1e-6, 2),
-            pm(&s.goodput[0], 1e-6, 2),
-            if s.goodput[1].n == 0 {
-                "-".to_string()
-            } else {
-                format!("{:.2} ± {:.2}", s.ratio.0, s.ratio.1)
-            },
-            if s.goodput[1].n == 0 {
-                "-"
-            } else {
-                s.verdict()
-            },
-            pm(&s.retrans[1], 100.0, 2),
-            pm(&s.retrans[0], 100.0, 2),
-            pm(&s.timeouts[1], 1.0, 1),
-            pm(&s.timeouts[0], 1.0, 1),
-            pm(&s.rtt_ms, 1.0, 1),
-        );
+    for s in sums {
+        md.push_str(&table_row(links, s));
     }
     let counts = ["within 10%", "outside 10%", "undecided"]
         .map(|v| sums.iter().filter(|s| s.verdict() == v).count());
@@ -237,10 +244,38 @@ pub fn report(
         counts[1],
         counts[2]
     );
-    let p = dir.join("report.md");
-    std::fs::write(&p, &md).with_context(|| format!("writing {}", p.display()))?;
-    files.push(p);
+    md
+}
 
+/// The table row of one (link, control): both sides' goodput, their ratio and verdict (none
+/// without real transfers), retransmissions, timeouts and the real RTT.
+fn table_row(links: &[Link], s: &Summary) -> String {
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        links[s.link].label(),
+        s.cc.name(),
+        pm(&s.goodput[1], 1e-6, 2),
+        pm(&s.goodput[0], 1e-6, 2),
+        if s.goodput[1].n == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2} ± {:.2}", s.ratio.0, s.ratio.1)
+        },
+        if s.goodput[1].n == 0 {
+            "-"
+        } else {
+            s.verdict()
+        },
+        pm(&s.retrans[1], 100.0, 2),
+        pm(&s.retrans[0], 100.0, 2),
+        pm(&s.timeouts[1], 1.0, 1),
+        pm(&s.timeouts[0], 1.0, 1),
+        pm(&s.rtt_ms, 1.0, 1),
+    )
+}
+
+/// The goodput figure: per link, each control's real and simulated goodput with its interval.
+fn goodput_chart(links: &[Link], sums: &[Summary]) -> mslink_plot::chart::Chart {
     let mut lines = Vec::new();
     for cc in [Cc::Reno, Cc::Cubic] {
         for (side, i) in [(Side::Real, 1), (Side::Sim, 0)] {
@@ -261,7 +296,7 @@ pub fn report(
             }
         }
     }
-    let chart = mslink_plot::chart::Chart {
+    mslink_plot::chart::Chart {
         title: "Goodput: the simulator against the kernel on the same link".into(),
         x_label: "link".into(),
         y_label: "goodput (Mbit/s)".into(),
@@ -271,13 +306,7 @@ pub fn report(
         scale: Default::default(),
         markers: true,
         scatter: true,
-    };
-    files.extend(mslink_plot::chart::save(dir, "goodput", &chart).context("drawing goodput")?);
-    Ok(Written {
-        summaries: sums,
-        markdown: md,
-        files,
-    })
+    }
 }
 
 #[cfg(test)]
