@@ -650,41 +650,45 @@ fn veth_fig4_cell(
     let (mut client, _, ce) = fig4_flows(&cc, &cs, flows, 7)?;
     let mut threads = VethFig4Threads::spawn(server, dev_b, Fig4Configs { cc, cs, flows });
     // The client: every flow's first message (the probe last), then echo every reply back.
-    let (start, mut sent_at) = start_flows(dev_a, &mut client, &ce, bg_size)?;
     let warm = samples / 10;
     let mut rtts: Vec<f64> = Vec::with_capacity(samples + warm);
-    let mut waits = 0;
-    let result = loop {
-        if rtts.len() >= samples + warm {
-            break Ok(());
-        }
-        if start.elapsed() > VETH_FIG4_CELL_BUDGET {
-            notes.short_cells += 1;
-            break Ok(());
-        }
-        match dev_a.receive(Instant::ZERO, &mut client) {
-            Ok(true) => waits = 0,
-            Ok(false) => {
-                waits += 1;
-                if waits > 20 {
-                    break Err(BenchError::Missing("no reply over the veth after 2 s"));
+    // Whatever fails on the client's side, the server threads are stopped and joined first.
+    let mut measure = || -> Result<(), BenchError> {
+        let (start, mut sent_at) = start_flows(dev_a, &mut client, &ce, bg_size)?;
+        let mut waits = 0;
+        loop {
+            if rtts.len() >= samples + warm {
+                break Ok(());
+            }
+            if start.elapsed() > VETH_FIG4_CELL_BUDGET {
+                notes.short_cells += 1;
+                break Ok(());
+            }
+            match dev_a.receive(Instant::ZERO, &mut client) {
+                Ok(true) => waits = 0,
+                Ok(false) => {
+                    waits += 1;
+                    if waits > 20 {
+                        break Err(BenchError::Missing("no reply over the veth after 2 s"));
+                    }
                 }
+                Err(e) => break Err(e.into()),
             }
-            Err(e) => break Err(e.into()),
-        }
-        while let Some(d) = client.poll_deliver() {
-            let f = d.endpoint.0 as usize;
-            let now = WallClock::now();
-            if f == 0 {
-                rtts.push(now.duration_since(sent_at[0]).as_secs_f64() * 1e6);
+            while let Some(d) = client.poll_deliver() {
+                let f = d.endpoint.0 as usize;
+                let now = WallClock::now();
+                if f == 0 {
+                    rtts.push(now.duration_since(sent_at[0]).as_secs_f64() * 1e6);
+                }
+                client.send(Instant::ZERO, ce[f], &d.data)?;
+                sent_at[f] = WallClock::now();
             }
-            client.send(Instant::ZERO, ce[f], &d.data)?;
-            sent_at[f] = WallClock::now();
-        }
-        if let Err(e) = dev_a.transmit(&mut client) {
-            break Err(e.into());
+            if let Err(e) = dev_a.transmit(&mut client) {
+                break Err(e.into());
+            }
         }
     };
+    let result = measure();
     threads.join()?;
     result?;
     drain(dev_a, dev_b)?;
