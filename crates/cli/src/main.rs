@@ -5,8 +5,8 @@
 //! folder, help ends with runnable examples), which `tests/cli_convention.rs` checks by walking
 //! [`command`]; errors are reported with context and a non-zero exit status, never a panic.
 //!
-//! This file is the root of the `mslink_cli` library (so the Python package runs the very same
-//! CLI through [`main_with_args`]); the `mslink` binary is the thin `src/bin/mslink.rs`.
+//! This file is the root of the `mslink_cli` library (so tests and docs walk the same
+//! [`command`] tree the binary parses); the `mslink` binary is the thin `src/bin/mslink.rs`.
 
 #![warn(missing_docs)]
 

@@ -1,5 +1,5 @@
-//! The `mslink` binary: a thin wrapper over [`mslink_cli::main_with_args`], which the Python
-//! package (`mslink` console script) calls too, so there is one implementation of the CLI.
+//! The `mslink` binary: a thin wrapper over [`mslink_cli::main_with_args`]; the Python
+//! package's `mslink` script execs this binary, so there is one implementation of the CLI.
 //!
 //! A reader that closes the pipe early (`mslink trace stats F | head -c1`) ends the command
 //! quietly with status 141, as a shell reports a process that SIGPIPE ended: the standard
