@@ -69,7 +69,7 @@ impl Progress for Bar {
     }
 }
 
-pub use mslink_lab::files::{out_dir, parent_dir};
+pub use mslink_io::files::{out_dir, parent_dir};
 
 /// The mslink executable to start for a child run (`bench local`'s server, `reproduce`'s
 /// benchmark runs): `MSLINK_EXE` when set (an override for tests and wrappers), else this process's own
