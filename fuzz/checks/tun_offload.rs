@@ -2,13 +2,13 @@
 //! (crates/cli/tests/fuzz_seeds.rs), which runs every committed seed through them.
 //!
 //! Input: one TUN read, the 10-byte virtio-net header then the packet
-//! (crates/emu/src/gso.rs). Invariants: the read gives IP packets, or an error and no
-//! output; the write planner (crates/emu/src/coalesce.rs) carries each resulting packet
+//! (crates/io/src/gso.rs). Invariants: the read gives IP packets, or an error and no
+//! output; the write planner (crates/io/src/coalesce.rs) carries each resulting packet
 //! exactly once, and a coalesced write cut again gives back exactly the packets it carried.
 //! Returns what the read gave and the packet count of each planned write.
 
-use mslink_emu::coalesce::plan;
-use mslink_emu::gso::{process, OffloadError, Processed};
+use mslink_io::coalesce::plan;
+use mslink_io::gso::{process, OffloadError, Processed};
 
 /// What one read gave.
 #[derive(Clone, Debug, PartialEq, Eq)]

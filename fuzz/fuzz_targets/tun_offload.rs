@@ -1,4 +1,4 @@
-//! Fuzz target: the TUN offloads (crates/emu/src/gso.rs, coalesce.rs) on arbitrary reads.
+//! Fuzz target: the TUN offloads (crates/io/src/gso.rs, coalesce.rs) on arbitrary reads.
 //! A read either gives IP packets or an error with no output; whatever packets come out, the
 //! write planner carries each exactly once, and a coalesced write cut again gives them back.
 //!

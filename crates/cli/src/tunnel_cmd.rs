@@ -58,7 +58,7 @@ enum KeyCmd {
 }
 
 fn fresh_key() -> Result<Key> {
-    let seed = rt::os_random().context("reading the kernel's random generator")?;
+    let seed = mslink_io::seed::os_random().context("reading the kernel's random generator")?;
     Ok(Key::generate(&mut rand_chacha::ChaCha20Rng::from_seed(
         seed,
     )))

@@ -107,10 +107,10 @@ pub struct EmuConfig {
     pub drain_ms: f64,
     /// TUN segmentation offloads: the kernel hands over TCP super-packets (and packets with a
     /// partial checksum) that the emulator cuts into MTU-sized packets before the link sees
-    /// them (`crate::gso`). Off: one plain packet per read and write.
+    /// them (`mslink_io::gso`). Off: one plain packet per read and write.
     pub tun_offload: bool,
     /// With `tun_offload`: consecutive segments of one TCP flow that leave the link together
-    /// are written as one super-packet (`crate::coalesce`).
+    /// are written as one super-packet (`mslink_io::coalesce`).
     pub tun_coalesce: bool,
     /// Bounded busy polling ([`DEFAULT_BUSY_POLL_US`] by default; 0: off): after a packet
     /// moves, the event loop polls its devices without sleeping for this many microseconds, so

@@ -8,8 +8,10 @@
 //! * [`EmulatedHop::handle_timeout`]`(now)` whenever `now` reaches [`EmulatedHop::poll_timeout`]
 //!   (a call with nothing due does nothing);
 //! * [`EmulatedHop::front_deliver`] / [`EmulatedHop::pop_deliver`] to write the packets that
-//!   came out on a side; a packet stays at the front until the driver could write it, which is
-//!   the back-pressure toward the receiving namespace (nothing is dropped for a busy device).
+//!   came out on a side (or [`EmulatedHop::deliver_queue`] and
+//!   [`EmulatedHop::count_written`]); a packet stays at the front until the driver could write
+//!   it, which is the back-pressure toward the receiving namespace (a driver that drops
+//!   packets for a device that stays full counts them as `write_failed`).
 //!
 //! Model of one direction, in order (the simulator's wireless segment, crates/sim/src/world.rs,
 //! plus a queue and a capacity model; each direction has its own error process, 004 §III.A;
@@ -349,14 +351,26 @@ impl EmulatedHop {
     /// Removes the front packet of `side` after the driver tried to write it: `written` false
     /// means the device refused it for good (counted as `write_failed`).
     pub fn pop_deliver(&mut self, side: usize, written: bool) {
-        let d = &mut self.dirs[1 - side];
-        if let Some(p) = d.out.pop_front() {
-            if written {
-                d.packets.delivered += 1;
-                d.packets.delivered_bytes += p.len() as u64;
-            } else {
-                d.packets.write_failed += 1;
-            }
+        if let Some(p) = self.dirs[1 - side].out.pop_front() {
+            self.count_written(side, p.len(), written);
+        }
+    }
+
+    /// The packets waiting to be written on `side`, for a driver that takes them off the
+    /// front itself and reports each with [`Self::count_written`].
+    pub fn deliver_queue(&mut self, side: usize) -> &mut VecDeque<Vec<u8>> {
+        &mut self.dirs[1 - side].out
+    }
+
+    /// Counts a packet of `len` bytes that left `side`'s queue: written to the device, or not
+    /// (refused by the device, or dropped while it stayed full: `write_failed`).
+    pub fn count_written(&mut self, side: usize, len: usize, written: bool) {
+        let c = &mut self.dirs[1 - side].packets;
+        if written {
+            c.delivered += 1;
+            c.delivered_bytes += len as u64;
+        } else {
+            c.write_failed += 1;
         }
     }
 
@@ -620,12 +634,13 @@ impl EmulatedHop {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::EmuConfig;
     use mslink_link::Duration;
 
-    fn udp(len: usize, seq: u32) -> Vec<u8> {
+    /// An IPv4/UDP packet of `len` bytes carrying `seq` at byte 28.
+    pub(crate) fn udp(len: usize, seq: u32) -> Vec<u8> {
         let mut p = vec![0u8; len];
         p[0] = 0x45;
         p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
@@ -639,7 +654,8 @@ mod tests {
         p
     }
 
-    fn hop(toml_text: &str) -> EmulatedHop {
+    /// A hop built from a link file's text.
+    pub(crate) fn hop(toml_text: &str) -> EmulatedHop {
         let c: EmuConfig = toml::from_str(toml_text).unwrap();
         c.build(Instant::ZERO, &mut |_| {
             Err(std::io::Error::other("no files"))

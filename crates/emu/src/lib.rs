@@ -8,14 +8,11 @@
 //!   direction, from `mslink_channel`), with every packet accounted for by cause. It applies
 //!   the same per-frame step as the simulator (`mslink_channel::medium::on_air`), so an error
 //!   trace gives the same per-frame outcomes in both.
-//! * [`clock`], [`tun`] and [`runtime`] do the I/O: a monotonic clock turned into
-//!   `mslink_link::Instant`, TUN devices, and the event loop that feeds real packets and real
-//!   time to the hop with nanosecond timer deadlines. The unnamed network namespaces that
-//!   vanish with the process (no leftovers after a crash), and the netlink requests that
-//!   configure the devices in them, are `mslink_netns`'s.
-//! * [`gso`] and [`coalesce`] (sans-IO) are the TUN offloads: super-packets the kernel hands
-//!   over are cut into the MTU-sized packets the link carries, and packets of one TCP flow that
-//!   come out together are written back as one super-packet.
+//! * [`runtime`] feeds real packets and real time to the hop through the one driver loop of
+//!   `mslink_io::driver` (shared with the tunnel): TUN devices with their offloads, the
+//!   monotonic clock, nanosecond timer deadlines, back-pressure. The unnamed network
+//!   namespaces that vanish with the process (no leftovers after a crash), and the netlink
+//!   requests that configure the devices in them, are `mslink_netns`'s.
 //! * [`linkpcap`] writes the frames on the emulated air to a pcap file (`--pcap-link`).
 //! * [`linklog`] writes per-packet logs in Mahimahi's format (the driver feeds it) and
 //!   [`linklog_read`] reads them back (ours or Mahimahi's) for `mslink graph`.
@@ -32,10 +29,7 @@
 
 #![warn(missing_docs)]
 
-pub mod clock;
-pub mod coalesce;
 pub mod config;
-pub mod gso;
 pub mod hop;
 pub mod linklog;
 pub mod linklog_read;
@@ -44,7 +38,6 @@ pub mod linkpcap;
 pub mod nat;
 pub mod runtime;
 pub mod session;
-pub mod tun;
 pub mod verb;
 
 pub use config::{EmuConfig, EmuConfigError};

@@ -32,20 +32,20 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
+use mslink_io::clock::Clock;
+use mslink_io::signals;
+use mslink_io::tun::Tun;
 use mslink_link::{Duration, Instant};
 use mslink_netns::{
     dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, LinkChange,
     Netns,
 };
 
-use crate::clock::Clock;
 use crate::config::{EmuConfig, EmuConfigError};
 use crate::hop::{EmulatedHop, Summary};
 use crate::linklog::{LinkLog, LogHeader, LogTotals};
-use crate::runtime::{self, Control, OffloadCounts};
-use crate::tun::Tun;
+use crate::runtime::{self, Control, DeviceCounts};
 
 /// When a pair run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -368,7 +368,7 @@ pub struct SessionEnd {
     /// Everything the hop counted.
     pub summary: Summary,
     /// What the TUN offloads did, per side.
-    pub offload: [OffloadCounts; 2],
+    pub offload: [DeviceCounts; 2],
     /// The devices have a virtio-net header (the kernel took the offloads).
     pub offload_enabled: bool,
     /// The devices also take UDP segmentation offload.
@@ -384,30 +384,9 @@ impl SessionEnd {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-/// The signal that stopped the run (0: none), for the exit code 128 + signal.
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn catch_signals() {
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::signal(s, on_signal as *const () as libc::sighandler_t);
-        }
-    }
-}
-
-/// A seed from the kernel's entropy pool.
+/// A seed from the kernel's random generator.
 pub fn fresh_seed() -> io::Result<u64> {
-    use std::io::Read;
-    let mut b = [0u8; 8];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b))?;
-    Ok(u64::from_le_bytes(b))
+    mslink_io::seed::os_seed()
 }
 
 /// What `PROMPT_COMMAND` runs in bash before each prompt: puts `$MSLINK_PROMPT` in front of
@@ -675,7 +654,7 @@ impl Watch<'_> {
                 self.next_stats = Some(t + every);
             }
         }
-        if STOP.load(Ordering::SeqCst) {
+        if signals::stop_requested() {
             return Control::Interrupt;
         }
         if now >= self.next_check {
@@ -932,7 +911,7 @@ impl Session {
         captures: &mut Captures,
         logs: &mut Logs,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> Result<(bool, [OffloadCounts; 2]), SessionError> {
+    ) -> Result<(bool, [DeviceCounts; 2]), SessionError> {
         let stats_every = self.config.stats_interval;
         let mut watch = Watch {
             children,
@@ -987,7 +966,8 @@ impl Session {
                 on_event(Event::StaleNatRemoved(&table));
             }
         }
-        catch_signals();
+        signals::install(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+            .map_err(os("installing signal handlers"))?;
         let mut sides = self.sides()?;
         let tuns = if self.config.direct {
             Self::veth(&sides[0], &sides[1])?;
@@ -1049,11 +1029,11 @@ impl Session {
         let (drained, offload) = match &tuns {
             Some(tuns) => self.carry(tuns, &mut children, &mut captures, &mut logs, on_event)?,
             None => {
-                while !children.finished() && !STOP.load(Ordering::SeqCst) {
+                while !children.finished() && !signals::stop_requested() {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                     children.poll();
                 }
-                (true, [OffloadCounts::default(); 2])
+                (true, [DeviceCounts::default(); 2])
             }
         };
         children.stop();
@@ -1070,7 +1050,7 @@ impl Session {
                 counters: s.ns.net_dev().ok().and_then(|t| dev_counters(&t, &s.dev)),
             }
         };
-        let sig = SIGNAL.load(Ordering::SeqCst);
+        let sig = signals::stop_signal().unwrap_or(0);
         Ok(SessionEnd {
             // Stopped by a signal: the shell's convention, 128 + its number, not the status of
             // the commands the session then stopped.

@@ -4,11 +4,10 @@
 //! Contract: everything except [`rt`] is sans-IO (docs/architecture.md rule 1): [`wire`] (the datagram
 //! format), [`replay`] (RFC 6479 window), [`keys`], [`handshake`] (Noise IK / NNpsk0),
 //! [`crypto`] (sealing), [`events`] (what happened, as values), [`cookie`] (handshake MACs, cookie replies), [`ratelimit`]
-//! (initiations a responder processes), [`pool`] (the
-//! driver's bounded buffer free-list), [`session`] (the [`Tunnel`] state machine that runs a
+//! (initiations a responder processes), [`session`] (the [`Tunnel`] state machine that runs a
 //! `MultiServiceLink` end to end inside the sessions, 004 §IV) and [`config`]. [`rt`] is the
-//! only real-time glue: TUN device, UDP socket, clock, poll loop and signals, kept in one file
-//! so it can move onto the emulator's driver.
+//! only real-time glue: it sets up the TUN device and the UDP socket and runs the tunnel in the
+//! driver loop it shares with the emulator (`mslink_io::driver`).
 #![warn(missing_docs)]
 
 pub mod config;
@@ -17,7 +16,6 @@ pub mod crypto;
 pub mod events;
 pub mod handshake;
 pub mod keys;
-pub mod pool;
 pub mod ratelimit;
 pub mod replay;
 #[cfg(target_os = "linux")]

@@ -44,7 +44,7 @@ fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
             let r = &s.tunnel.rejected;
             assert_eq!(r.forged + r.replayed + r.truncated + r.garbage, 0, "{s:?}");
             assert!(s.tunnel.sessions_started >= 1, "{s:?}");
-            assert_eq!(s.udp_send_errors, 0);
+            assert_eq!(s.udp.send_errors, 0);
         }
         // TCP went to the selective-repeat service (the classifier ran end to end).
         let bulk = &sb.link.services[1];
@@ -59,11 +59,14 @@ fn kernel_tcp_crosses_the_tunnel_intact_in_both_modes() {
         // The TUN offloads were used (config default): the kernel handed A super-packets,
         // which A cut into MTU-sized packets for the link, and B wrote runs of one flow back
         // as one; nothing made no sense.
-        assert!(sa.tun_super_reads > 0, "{sa:?}");
-        assert!(sa.tun_reads > sa.tun_super_reads);
-        assert!(sb.tun_coalesced_writes > 0, "{sb:?}");
-        assert_eq!(sa.tun_offload_errors + sb.tun_offload_errors, 0);
-        assert_eq!(sa.tun_write_errors + sb.tun_write_errors, 0);
+        assert!(sa.tun.gso_reads > 0, "{sa:?}");
+        assert!(sa.tun.packets_read > sa.tun.gso_reads);
+        assert!(sb.tun.coalesced_writes > 0, "{sb:?}");
+        assert_eq!(sa.tun.offload_errors + sb.tun.offload_errors, 0);
+        assert_eq!(
+            sa.tun.write_errors + sb.tun.write_errors + sa.tun.dropped_full + sb.tun.dropped_full,
+            0
+        );
     }
 }
 
@@ -165,7 +168,7 @@ fn forged_replayed_truncated_and_garbage_datagrams_are_counted_and_go_nowhere() 
         n_bad
     );
     // Nothing reached the link or the TUN device, nothing was sent, the peer did not move.
-    assert_eq!(after.tun_writes, before.tun_writes);
+    assert_eq!(after.tun.packets_written, before.tun.packets_written);
     assert_eq!(after.tunnel.frames_received, before.tunnel.frames_received);
     assert_eq!(
         after.tunnel.packets_delivered,

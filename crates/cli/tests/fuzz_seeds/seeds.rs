@@ -919,8 +919,8 @@ fn stack_headers() -> Vec<Seed> {
 
 fn tun_offload() -> Vec<Seed> {
     use crate::tun_offload::{run, Outcome};
-    use mslink_emu::coalesce::plan;
-    use mslink_emu::gso::{
+    use mslink_io::coalesce::plan;
+    use mslink_io::gso::{
         OffloadError, Processed, VnetHdr, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4,
     };
     use mslink_wire::checksum::pseudo_header;

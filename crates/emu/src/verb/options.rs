@@ -310,7 +310,8 @@ fn onoff(text: &str) -> Result<toml::Table> {
 
 /// A seed from the kernel's entropy pool.
 fn fresh_seed() -> Result<u64> {
-    session::fresh_seed().context("reading /dev/urandom for a fresh seed (give one with --seed)")
+    session::fresh_seed()
+        .context("reading the kernel's random generator for a fresh seed (give one with --seed)")
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 
 use super::{counters_line, EmulateOptions};
 use crate::linklog::LogTotals;
-use crate::runtime::OffloadCounts;
+use crate::runtime::DeviceCounts;
 use crate::session::SessionEnd;
 use crate::EmuConfig;
 
@@ -106,7 +106,7 @@ pub fn print_summary(args: &EmulateOptions, cfg: &EmuConfig, end: &SessionEnd) {
     );
     if end.offload_enabled {
         let offload = &end.offload;
-        let o = |f: fn(&OffloadCounts) -> u64| f(&offload[0]) + f(&offload[1]);
+        let o = |f: fn(&DeviceCounts) -> u64| f(&offload[0]) + f(&offload[1]);
         eprintln!(
             "mslink emulate: offloads: {} super-packets read as {} packets, {} written as {} super-packets, {} offload errors",
             o(|c| c.gso_reads),

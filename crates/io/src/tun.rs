@@ -148,65 +148,40 @@ impl Tun {
 
     /// Reads one packet into `buf`.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: buf is valid for writes of buf.len() bytes.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        crate::device::read_fd(self.fd.as_raw_fd(), buf)
     }
 
     /// Writes one packet.
     pub fn write(&self, packet: &[u8]) -> io::Result<usize> {
-        // SAFETY: packet is valid for reads of packet.len() bytes.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), packet.as_ptr().cast(), packet.len()) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        self.write_vectored(&[io::IoSlice::new(packet)])
     }
-}
 
-impl Tun {
     /// Writes one packet gathered from `parts` (`writev(2)`).
     pub fn write_vectored(&self, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        // SAFETY: IoSlice is ABI-compatible with struct iovec on Unix; parts is valid for
-        // reads of parts.len() entries, each valid for its length.
-        let n = unsafe {
-            libc::writev(
-                self.fd.as_raw_fd(),
-                parts.as_ptr().cast(),
-                parts.len() as libc::c_int,
-            )
-        };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
+        crate::device::writev_fd(self.fd.as_raw_fd(), parts)
     }
-}
 
-impl Tun {
-    /// Writes the first `plan.count` of `packets` as [`crate::coalesce::plan`] planned them:
-    /// `head`, then each packet from `plan.header_len` on. Returns the bytes written and the
-    /// bytes the write should take (a TUN write takes all or fails).
+    /// Writes the first `plan.count` of `packets` as [`crate::coalesce::plan`] planned them
+    /// ([`crate::device::write_planned`]).
     pub fn write_planned<'a>(
         &self,
         head: &[u8],
         plan: crate::coalesce::Plan,
         packets: impl IntoIterator<Item = &'a [u8]>,
     ) -> io::Result<(usize, usize)> {
-        let mut iov = [io::IoSlice::new(&[]); crate::coalesce::MAX_SEGMENTS + 1];
-        iov[0] = io::IoSlice::new(head);
-        for (k, p) in packets.into_iter().take(plan.count).enumerate() {
-            iov[k + 1] = io::IoSlice::new(&p[plan.header_len..]);
-        }
-        let parts = &iov[..plan.count + 1];
-        let want = parts.iter().map(|s| s.len()).sum();
-        self.write_vectored(parts).map(|n| (n, want))
+        crate::device::write_planned(self, head, plan, packets)
+    }
+}
+
+impl crate::device::Device for Tun {
+    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Tun::read(self, buf)
+    }
+    fn write_vectored(&self, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        Tun::write_vectored(self, parts)
+    }
+    fn has_vnet_hdr(&self) -> bool {
+        Tun::has_vnet_hdr(self)
     }
 }
 
