@@ -468,13 +468,13 @@ fn a_seeded_random_model_gives_the_simulator_s_draws() {
     let gap = mslink_link::Duration::from_micros(2500);
     let mut now = mslink_link::Instant::ZERO;
     for _ in 0..count {
-        hop.handle_packet(now, 0, &packet);
+        hop.handle_packet(now, mslink_link::Side::Left, &packet);
         now += gap;
         while let Some(t) = hop.poll_timeout().filter(|t| *t <= now) {
             hop.handle_timeout(t);
         }
-        while hop.front_deliver(1).is_some() {
-            hop.pop_deliver(1, true);
+        while hop.front_deliver(mslink_link::Side::Right).is_some() {
+            hop.pop_delivered(mslink_link::Side::Right);
         }
     }
     let emu = hop.summary().directions[0].frames;

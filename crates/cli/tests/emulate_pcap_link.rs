@@ -23,7 +23,7 @@ use mslink_emu::hop::{FrameFate, TappedFrame};
 use mslink_emu::linkpcap::{framings, LinkPcap};
 use mslink_emu::{EmuConfig, EmulatedHop};
 use mslink_link::wire::{FragPos, Header, HeaderFormat, LinkFormat, LinkFrame};
-use mslink_link::{Duration, Instant};
+use mslink_link::{Duration, Instant, Side};
 
 fn dissector() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/mslink.lua")
@@ -128,9 +128,9 @@ fn frames_of(toml_text: &str, n: u16, len: usize) -> (EmuConfig, EmulatedHop, Ve
     h.set_frame_tap(true);
     let mut out = Vec::new();
     let drive = |h: &mut EmulatedHop, until: Instant, out: &mut Vec<TappedFrame>| loop {
-        for side in 0..2 {
+        for side in Side::BOTH {
             while h.front_deliver(side).is_some() {
-                h.pop_deliver(side, true);
+                h.pop_delivered(side);
             }
         }
         h.drain_tapped(&mut |f| out.push(f.clone()));
@@ -142,8 +142,8 @@ fn frames_of(toml_text: &str, n: u16, len: usize) -> (EmuConfig, EmulatedHop, Ve
     let mut now = Instant::ZERO;
     for k in 0..n {
         let port = 7001 + k % 2;
-        h.handle_packet(now, 0, &udp(len, k, port));
-        h.handle_packet(now, 1, &udp(len, 10_000 + k, port));
+        h.handle_packet(now, Side::Left, &udp(len, k, port));
+        h.handle_packet(now, Side::Right, &udp(len, 10_000 + k, port));
         drive(&mut h, now, &mut out);
         now += Duration::from_millis(2);
     }
@@ -334,7 +334,7 @@ fn dissector_reads_every_scheme_as_the_wire_format_does() {
         for (i, (f, r)) in frames.iter().zip(&rows).enumerate() {
             let want = expect(&c, f);
             assert_eq!(shown(r), want, "{name}: frame {} ({f:?})", i + 1);
-            assert_eq!(number(&r["mslink.dir"]) as usize, f.dir, "{name}");
+            assert_eq!(number(&r["mslink.dir"]) as usize, f.dir.index(), "{name}");
             assert_eq!(number(&r["mslink.service"]) as usize, f.service, "{name}");
             let lost = f.fate == FrameFate::Lost;
             assert_eq!(r["mslink.channel"], if lost { "1" } else { "0" }, "{name}");
@@ -344,7 +344,7 @@ fn dissector_reads_every_scheme_as_the_wire_format_does() {
                 assert_eq!(r["mslink.crc_ok"], "", "{name}: no link CRC");
             }
             if r["mslink.retransmission"] == "1" {
-                *resent.entry((f.dir, f.service)).or_default() += 1;
+                *resent.entry((f.dir.index(), f.service)).or_default() += 1;
             }
             *types.entry(want.ftype).or_default() += 1;
         }

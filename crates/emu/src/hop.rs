@@ -1,16 +1,18 @@
 //! The emulated wireless hop: two link ends, two one-way channels, every packet accounted for.
 //!
-//! Contract (sans-IO; the real-time twin of `mslink_link::hop::Hop`). Side 0 is the left
-//! namespace, side 1 the right; direction `i` carries packets from side `i` to side `1 - i`.
+//! Contract (sans-IO; the real-time twin of `mslink_link::hop::Hop`). [`Side::Left`] is the
+//! left namespace, [`Side::Right`] the right; a side sends on [`Side::sending`] and receives
+//! from [`Side::receiving`] (`mslink_link::side`: left to right is direction 0).
 //! The driver calls, with non-decreasing `now`:
 //!
 //! * [`EmulatedHop::handle_packet`]`(now, side, packet)` for each IP packet read on a side;
 //! * [`EmulatedHop::handle_timeout`]`(now)` whenever `now` reaches [`EmulatedHop::poll_timeout`]
 //!   (a call with nothing due does nothing);
-//! * [`EmulatedHop::front_deliver`] / [`EmulatedHop::pop_deliver`] to write the packets that
-//!   came out on a side (or [`EmulatedHop::deliver_queue`] and
-//!   [`EmulatedHop::count_written`]); a packet stays at the front until the driver could write
-//!   it, which is the back-pressure toward the receiving namespace (a driver that drops
+//! * [`EmulatedHop::front_deliver`] then [`EmulatedHop::pop_delivered`] (written) or
+//!   [`EmulatedHop::pop_failed`] (not) to write the packets that came out on a side (or
+//!   [`EmulatedHop::deliver_queue`] and [`EmulatedHop::count_delivered`] /
+//!   [`EmulatedHop::count_write_failed`]); a packet stays at the front until the driver could
+//!   write it, which is the back-pressure toward the receiving namespace (a driver that drops
 //!   packets for a device that stays full counts them as `write_failed`).
 //!
 //! Model of one direction, in order (the simulator's wireless segment, crates/sim/src/world.rs,
@@ -45,7 +47,7 @@ use mslink_channel::medium::{on_air, FrameCounts};
 use mslink_channel::queue::{Queue, QueueConfig, QueueStats};
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::{LinkStats, MultiServiceLink, Refused};
-use mslink_link::Instant;
+use mslink_link::{Direction, Instant, Side};
 use rand_chacha::ChaCha8Rng;
 
 /// How one direction is built.
@@ -101,8 +103,8 @@ impl FrameFate {
 pub struct TappedFrame {
     /// When it started on the air.
     pub at: Instant,
-    /// Its direction: 0 left to right, 1 right to left.
-    pub dir: usize,
+    /// Its direction.
+    pub dir: Direction,
     /// The index of its service in the link configuration (its tag on a tagged link).
     pub service: usize,
     /// What the channel did to it.
@@ -209,7 +211,7 @@ pub struct Summary {
     pub quiet: bool,
 }
 
-struct Direction {
+struct Way {
     /// Packets, stamped with the time they were read.
     queue: Queue<Vec<u8>>,
     capacity: Capacity,
@@ -232,7 +234,7 @@ struct Direction {
 /// Two link ends joined by an emulated wireless hop.
 pub struct EmulatedHop {
     ends: [MultiServiceLink; 2],
-    dirs: [Direction; 2],
+    dirs: [Way; 2],
     now: Instant,
     /// The time of the previous run: a frame that was not ready then became ready after it.
     prev: Instant,
@@ -256,7 +258,7 @@ fn is_ip(p: &[u8]) -> bool {
 impl EmulatedHop {
     /// Joins `ends[0]` (left) and `ends[1]` (right); `dirs[i]` carries side `i`'s packets.
     pub fn new(ends: [MultiServiceLink; 2], dirs: [DirectionSetup; 2]) -> Self {
-        let dirs = dirs.map(|d| Direction {
+        let dirs = dirs.map(|d| Way {
             queue: Queue::new(&d.queue, d.queue_rng),
             capacity: d.capacity,
             delay: d.delay,
@@ -297,8 +299,8 @@ impl EmulatedHop {
     }
 
     /// A packet read on `side` at `now` enters the hop.
-    pub fn handle_packet(&mut self, now: Instant, side: usize, packet: &[u8]) {
-        let d = &mut self.dirs[side];
+    pub fn handle_packet(&mut self, now: Instant, side: Side, packet: &[u8]) {
+        let d = &mut self.dirs[side.sending()];
         d.packets.received += 1;
         d.packets.received_bytes += packet.len() as u64;
         if !is_ip(packet) {
@@ -339,53 +341,65 @@ impl EmulatedHop {
     }
 
     /// The next packet to write on `side`, if any.
-    pub fn front_deliver(&self, side: usize) -> Option<&[u8]> {
-        self.dirs[1 - side].out.front().map(|p| p.as_slice())
+    pub fn front_deliver(&self, side: Side) -> Option<&[u8]> {
+        self.dirs[side.receiving()]
+            .out
+            .front()
+            .map(|p| p.as_slice())
     }
 
     /// The packets waiting to be written on `side`, front first.
-    pub fn pending(&self, side: usize) -> impl Iterator<Item = &[u8]> + '_ {
-        self.dirs[1 - side].out.iter().map(|p| p.as_slice())
+    pub fn pending(&self, side: Side) -> impl Iterator<Item = &[u8]> + '_ {
+        self.dirs[side.receiving()].out.iter().map(|p| p.as_slice())
     }
 
-    /// Removes the front packet of `side` after the driver tried to write it: `written` false
-    /// means the device refused it for good (counted as `write_failed`).
-    pub fn pop_deliver(&mut self, side: usize, written: bool) {
-        if let Some(p) = self.dirs[1 - side].out.pop_front() {
-            self.count_written(side, p.len(), written);
+    /// Removes the front packet of `side`, which the driver wrote (counted as `delivered`).
+    pub fn pop_delivered(&mut self, side: Side) {
+        if let Some(p) = self.dirs[side.receiving()].out.pop_front() {
+            self.count_delivered(side, p.len());
+        }
+    }
+
+    /// Removes the front packet of `side`, which the device refused for good (counted as
+    /// `write_failed`).
+    pub fn pop_failed(&mut self, side: Side) {
+        if self.dirs[side.receiving()].out.pop_front().is_some() {
+            self.count_write_failed(side);
         }
     }
 
     /// The packets waiting to be written on `side`, for a driver that takes them off the
-    /// front itself and reports each with [`Self::count_written`].
-    pub fn deliver_queue(&mut self, side: usize) -> &mut VecDeque<Vec<u8>> {
-        &mut self.dirs[1 - side].out
+    /// front itself and reports each with [`Self::count_delivered`] or
+    /// [`Self::count_write_failed`].
+    pub fn deliver_queue(&mut self, side: Side) -> &mut VecDeque<Vec<u8>> {
+        &mut self.dirs[side.receiving()].out
     }
 
-    /// Counts a packet of `len` bytes that left `side`'s queue: written to the device, or not
-    /// (refused by the device, or dropped while it stayed full: `write_failed`).
-    pub fn count_written(&mut self, side: usize, len: usize, written: bool) {
-        let c = &mut self.dirs[1 - side].packets;
-        if written {
-            c.delivered += 1;
-            c.delivered_bytes += len as u64;
-        } else {
-            c.write_failed += 1;
-        }
+    /// Counts a packet of `len` bytes that left `side`'s queue and was written to the device.
+    pub fn count_delivered(&mut self, side: Side, len: usize) {
+        let c = &mut self.dirs[side.receiving()].packets;
+        c.delivered += 1;
+        c.delivered_bytes += len as u64;
+    }
+
+    /// Counts a packet that left `side`'s queue without being written (refused by the device,
+    /// or dropped while it stayed full): `write_failed`.
+    pub fn count_write_failed(&mut self, side: Side) {
+        self.dirs[side.receiving()].packets.write_failed += 1;
     }
 
     /// The capacity model of direction `dir` (for logs of its delivery opportunities).
-    pub fn capacity(&self, dir: usize) -> &Capacity {
+    pub fn capacity(&self, dir: Direction) -> &Capacity {
         &self.dirs[dir].capacity
     }
 
     /// The outage process of direction `dir`, if it has one (a clone replays its periods).
-    pub fn onoff(&self, dir: usize) -> Option<&OnOff> {
+    pub fn onoff(&self, dir: Direction) -> Option<&OnOff> {
         self.dirs[dir].onoff.as_ref()
     }
 
     /// Packets and bytes the queue of direction `dir` has dropped so far, every cause.
-    pub fn queue_drops(&self, dir: usize) -> (u64, u64) {
+    pub fn queue_drops(&self, dir: Direction) -> (u64, u64) {
         let s = self.dirs[dir].queue.stats();
         (s.dropped, s.dropped_bytes)
     }
@@ -393,7 +407,7 @@ impl EmulatedHop {
     /// Packets and bytes of direction `dir` dropped before the air so far, every cause: the
     /// queue's drops ([`Self::queue_drops`]) and the packets refused as malformed, as too large
     /// or for a full service queue (the link logs' `d` lines).
-    pub fn drops_before_air(&self, dir: usize) -> (u64, u64) {
+    pub fn drops_before_air(&self, dir: Direction) -> (u64, u64) {
         let d = &self.dirs[dir];
         let (q, qb) = self.queue_drops(dir);
         let p = &d.packets;
@@ -404,8 +418,8 @@ impl EmulatedHop {
     }
 
     /// Packets waiting to be written on `side`.
-    pub fn pending_deliver(&self, side: usize) -> usize {
-        self.dirs[1 - side].out.len()
+    pub fn pending_deliver(&self, side: Side) -> usize {
+        self.dirs[side.receiving()].out.len()
     }
 
     /// True when no packet is queued, on the air or waiting to be written, and no link end
@@ -616,7 +630,7 @@ impl EmulatedHop {
             if let Some(tap) = self.tap.as_mut() {
                 tap.push(TappedFrame {
                     at: start,
-                    dir: i,
+                    dir: Direction::BOTH[i],
                     service: tx.service,
                     fate: FrameFate::of(&outcome, tx.len),
                     bytes: self.buf[..tx.len].to_vec(),
@@ -667,10 +681,10 @@ pub(crate) mod tests {
     fn drive(h: &mut EmulatedHop, until: Instant) -> Vec<(usize, Instant, Vec<u8>)> {
         let mut out = Vec::new();
         loop {
-            for side in 0..2 {
+            for side in Side::BOTH {
                 while let Some(p) = h.front_deliver(side) {
-                    out.push((side, h.now, p.to_vec()));
-                    h.pop_deliver(side, true);
+                    out.push((side.index(), h.now, p.to_vec()));
+                    h.pop_delivered(side);
                 }
             }
             match h.poll_timeout() {
@@ -686,8 +700,8 @@ pub(crate) mod tests {
         // 8 Mbit/s, 10 ms: a 1000-byte packet (1004 on the air with the CRC) leaves after
         // 1.004 ms and arrives 10 ms later; the second waits for the first.
         let mut h = hop("rate_bps = 8e6\ndelay_ms = 10");
-        h.handle_packet(Instant::ZERO, 0, &udp(1000, 0));
-        h.handle_packet(Instant::ZERO, 0, &udp(1000, 1));
+        h.handle_packet(Instant::ZERO, Side::Left, &udp(1000, 0));
+        h.handle_packet(Instant::ZERO, Side::Left, &udp(1000, 1));
         let out = drive(&mut h, Instant::from_millis(100));
         let t: Vec<u64> = out.iter().map(|o| o.1.as_nanos()).collect();
         assert_eq!(t, [11_004_000, 12_008_000]);
@@ -708,13 +722,13 @@ pub(crate) mod tests {
         let c: EmuConfig = toml::from_str("capacity_trace = 't'").unwrap();
         let mut h = c.build(Instant::ZERO, &mut |_| Ok(trace.clone())).unwrap();
         for k in 0..1000 {
-            h.handle_packet(Instant::ZERO, 0, &udp(1500, k));
+            h.handle_packet(Instant::ZERO, Side::Left, &udp(1500, k));
         }
         let mut delivered = 0;
         while let Some(t) = h.poll_timeout() {
             h.handle_timeout(t + Duration::from_micros(30));
-            while h.front_deliver(1).is_some() {
-                h.pop_deliver(1, true);
+            while h.front_deliver(Side::Right).is_some() {
+                h.pop_delivered(Side::Right);
                 delivered += 1;
             }
             if h.now >= Instant::from_millis(50) {
@@ -731,10 +745,10 @@ pub(crate) mod tests {
             "rate_bps = 1e6\nqueue_packets = 5\n[error]\nmodel = 'pattern'\ngood = 3\nbad = 1\n",
         );
         for k in 0..20 {
-            h.handle_packet(Instant::ZERO, 0, &udp(500, k));
+            h.handle_packet(Instant::ZERO, Side::Left, &udp(500, k));
         }
-        h.handle_packet(Instant::ZERO, 0, &[0x00, 1, 2]);
-        h.handle_packet(Instant::ZERO, 1, &udp(1600, 99));
+        h.handle_packet(Instant::ZERO, Side::Left, &[0x00, 1, 2]);
+        h.handle_packet(Instant::ZERO, Side::Right, &udp(1600, 99));
         let s = h.summary();
         assert!(!s.quiet);
         for d in &s.directions {
@@ -754,8 +768,11 @@ pub(crate) mod tests {
         assert!(s.directions.iter().all(|d| d.balanced));
         // Before the air: fourteen queue drops of 500 bytes and the 3-byte malformed packet;
         // the other way, the 1600-byte packet over the MTU.
-        assert_eq!(h.drops_before_air(0), (15, 14 * 500 + 3));
-        assert_eq!(h.drops_before_air(1), (1, 1600));
+        assert_eq!(
+            h.drops_before_air(Direction::LeftToRight),
+            (15, 14 * 500 + 3)
+        );
+        assert_eq!(h.drops_before_air(Direction::RightToLeft), (1, 1600));
         // The one class carries what the link carried: its row is the direction's.
         let c = &s.directions[0].services[0];
         assert_eq!(
@@ -779,14 +796,14 @@ pub(crate) mod tests {
             "delay_ms = 20\n[[link.service]]\nname = 'x'\nscheme = 'selective_repeat'\nwindow = 2\nqueue_limit = 2\n",
         );
         for k in 0..10 {
-            h.handle_packet(Instant::ZERO, 0, &udp(300, k));
+            h.handle_packet(Instant::ZERO, Side::Left, &udp(300, k));
         }
         drive(&mut h, Instant::from_millis(1));
         let p = h.summary().directions[0].packets;
         assert!(p.dropped_service_queue > 0, "{p:?}");
         assert_eq!(p.dropped_queue, 0);
         assert_eq!(
-            h.drops_before_air(0),
+            h.drops_before_air(Direction::LeftToRight),
             (p.dropped_service_queue, 300 * p.dropped_service_queue)
         );
     }
@@ -828,7 +845,7 @@ pub(crate) mod tests {
             for (k, (side, len, dt_us)) in steps.into_iter().enumerate() {
                 now += Duration::from_micros(dt_us);
                 let p = if len < 32 { vec![0u8; len] } else { udp(len, k as u32) };
-                h.handle_packet(now, side, &p);
+                h.handle_packet(now, Side::BOTH[side], &p);
                 drive(&mut h, now);
                 for d in &h.summary().directions {
                     proptest::prop_assert!(d.balanced, "{:?}", d);
@@ -862,7 +879,7 @@ pub(crate) mod tests {
         let mut now = Instant::ZERO;
         // 1000-byte packets every 727 µs: 11 Mbit/s.
         for k in 0..13_750 {
-            h.handle_packet(now, 0, &udp(1000, k));
+            h.handle_packet(now, Side::Left, &udp(1000, k));
             drive(&mut h, now);
             now += Duration::from_micros(727);
         }
@@ -913,7 +930,7 @@ pub(crate) mod tests {
             let mut sent = Vec::new();
             let mut out = Vec::new();
             for k in 0..500u32 {
-                h.handle_packet(now, 0, &udp(200, k));
+                h.handle_packet(now, Side::Left, &udp(200, k));
                 sent.push(now);
                 out.extend(drive(&mut h, now));
                 now += Duration::from_millis(1);
@@ -949,9 +966,9 @@ pub(crate) mod tests {
     fn outages_hold_frames_until_the_link_is_back() {
         let mut h = hop("delay_ms = 1\n[onoff]\non_ms = 100\noff_ms = 50\ndist = 'fixed'");
         // Sent at 120 ms, in the first outage (100..150 ms): leaves at 150 ms, arrives at 151.
-        h.handle_packet(Instant::from_millis(10), 0, &udp(200, 0));
+        h.handle_packet(Instant::from_millis(10), Side::Left, &udp(200, 0));
         let mut out = drive(&mut h, Instant::from_millis(100));
-        h.handle_packet(Instant::from_millis(120), 0, &udp(200, 1));
+        h.handle_packet(Instant::from_millis(120), Side::Left, &udp(200, 1));
         out.extend(drive(&mut h, Instant::from_millis(500)));
         let t: Vec<u64> = out.iter().map(|o| o.1.as_nanos() / 1_000_000).collect();
         assert_eq!(t, [11, 151]);
@@ -966,7 +983,7 @@ pub(crate) mod tests {
             ));
             let mut now = Instant::ZERO;
             for k in 0..200 {
-                h.handle_packet(now, 0, &udp(1000, k));
+                h.handle_packet(now, Side::Left, &udp(1000, k));
                 drive(&mut h, now);
                 now += Duration::from_millis(2);
             }

@@ -111,7 +111,7 @@ pub fn pseudo_header(f: &TappedFrame, framing: Option<&ServiceFraming>) -> [u8; 
     let mut h = [0u8; PSEUDO_LEN];
     h[0] = VERSION;
     h[1] = PSEUDO_LEN as u8;
-    h[2] = f.dir as u8;
+    h[2] = f.dir.index() as u8;
     h[3] = channel;
     h[4] = f.service as u8;
     h[5] = s.scheme;
@@ -201,7 +201,7 @@ mod tests {
     use crate::config::EmuConfig;
     use crate::hop::EmulatedHop;
     use mslink_link::wire::{Header, HeaderFormat, LinkFormat, LinkFrame, SeqWidth};
-    use mslink_link::Duration;
+    use mslink_link::{Direction, Duration, Side};
 
     /// A UDP packet (even `seq`) or a TCP one (odd), numbered `seq`.
     fn ip(len: usize, seq: u32) -> Vec<u8> {
@@ -233,9 +233,9 @@ mod tests {
         let drive = |h: &mut EmulatedHop, until: Instant| {
             let mut at = Instant::ZERO;
             loop {
-                for side in 0..2 {
+                for side in Side::BOTH {
                     while h.front_deliver(side).is_some() {
-                        h.pop_deliver(side, true);
+                        h.pop_delivered(side);
                     }
                 }
                 match h.poll_timeout() {
@@ -249,7 +249,7 @@ mod tests {
         };
         for k in 0..n {
             let p = ip(400, k);
-            h.handle_packet(now, 0, &p);
+            h.handle_packet(now, Side::Left, &p);
             sent.push(p);
             drive(&mut h, now);
             h.drain_tapped(&mut |f| tapped.push(f.clone()));
@@ -295,7 +295,7 @@ mod tests {
                 ..link.header_format(spec).unwrap()
             };
             match hf.parse(v.service_bytes()).unwrap() {
-                (Header::Data { seq, .. }, off) if f.dir == 0 => {
+                (Header::Data { seq, .. }, off) if f.dir == Direction::LeftToRight => {
                     // Each service carries its packets whole behind its header: UDP on media
                     // (even numbers), TCP on bulk (odd).
                     let k = 2 * seq as usize + if f.service == 0 { 1 } else { 0 };
@@ -321,7 +321,7 @@ mod tests {
         // Turned off, the tap keeps nothing.
         let mut h = h;
         h.set_frame_tap(false);
-        h.handle_packet(Instant::from_secs(10), 0, &ip(400, 0));
+        h.handle_packet(Instant::from_secs(10), Side::Left, &ip(400, 0));
         let mut any = false;
         h.drain_tapped(&mut |_| any = true);
         assert!(!any);
@@ -351,7 +351,7 @@ mod tests {
             let h = &p.data[..PSEUDO_LEN];
             assert_eq!(
                 (h[0], h[1], h[2] as usize, h[4] as usize),
-                (1, 16, f.dir, f.service)
+                (1, 16, f.dir.index(), f.service)
             );
             // SR on service 0 (piggybacked ack), XOR FEC on 1; both tagged, with the CRC.
             assert_eq!(

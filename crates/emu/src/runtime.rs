@@ -21,7 +21,7 @@
 //! the hop's queue (with its counted drops) absorbs the difference, never the kernel's device
 //! queue. Packets beyond the driver's backlog waiting for a device that stays full are
 //! dropped and counted (the hop's `write_failed`, the side's
-//! [`DeviceCounts::dropped_full`]). `capture` sees every packet read (`inbound == true`) or
+//! [`DeviceCounts::dropped_full`]). `capture` sees every packet read ([`Passage::Read`]) or
 //! written on a side, for pcap files; `frames` sees every frame the hop put on the air when
 //! its frame tap is on (`--pcap-link`), drained from the hop once per turn.
 
@@ -31,7 +31,7 @@ use std::io;
 use mslink_io::clock::Clock;
 use mslink_io::device::Device;
 use mslink_io::driver::{self, Fate, IoCounts, Machine, Options};
-use mslink_link::{Duration, Instant};
+use mslink_link::{Duration, Instant, Side};
 
 pub use mslink_io::driver::{Control, DeviceCounts, BATCH, INTERRUPT_DRAIN, SPIN};
 
@@ -40,8 +40,18 @@ use crate::hop::{EmulatedHop, TappedFrame};
 /// Longest sleep, so `tick` runs at least this often.
 pub const MAX_SLEEP: Duration = Duration::from_millis(10);
 
-/// Receives a copy of each packet: (side, inbound, time, bytes).
-pub type Capture<'c> = &'c mut dyn FnMut(usize, bool, Instant, &[u8]);
+/// Receives a copy of each packet: its side, whether it was read from the side's device or
+/// written to it, when, and its bytes.
+pub type Capture<'c> = &'c mut dyn FnMut(Side, Passage, Instant, &[u8]);
+
+/// Which way a captured packet crossed its side's device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passage {
+    /// Read from the device: it enters the hop on the side's sending direction.
+    Read,
+    /// Written to the device: it left the hop from the side's receiving direction.
+    Written,
+}
 
 /// Receives each frame the hop put on the air, when its frame tap is on
 /// ([`EmulatedHop::set_frame_tap`]); drained once per turn of the loop and at its end.
@@ -58,7 +68,7 @@ pub struct RunEnd {
     pub offload: [DeviceCounts; 2],
 }
 
-/// The hop as the driver loop's machine: device `i` is side `i`.
+/// The hop as the driver loop's machine: device `i` is side `i` (left, right).
 struct HopMachine<'h, 't, 'c, 'f> {
     hop: &'h mut EmulatedHop,
     tick: &'t mut dyn FnMut(Instant, &EmulatedHop) -> Control,
@@ -67,9 +77,10 @@ struct HopMachine<'h, 't, 'c, 'f> {
 }
 
 impl Machine for HopMachine<'_, '_, '_, '_> {
-    fn handle_packet(&mut self, now: Instant, side: usize, packet: &[u8]) {
+    fn handle_packet(&mut self, now: Instant, device: usize, packet: &[u8]) {
+        let side = Side::BOTH[device];
         if let Some(c) = self.capture.as_mut() {
-            c(side, true, now, packet);
+            c(side, Passage::Read, now, packet);
         }
         self.hop.handle_packet(now, side, packet);
     }
@@ -79,17 +90,19 @@ impl Machine for HopMachine<'_, '_, '_, '_> {
     fn poll_timeout(&self) -> Option<Instant> {
         self.hop.poll_timeout()
     }
-    fn outbox(&mut self, side: usize) -> &mut VecDeque<Vec<u8>> {
-        self.hop.deliver_queue(side)
+    fn outbox(&mut self, device: usize) -> &mut VecDeque<Vec<u8>> {
+        self.hop.deliver_queue(Side::BOTH[device])
     }
-    fn written(&mut self, now: Instant, side: usize, packet: &[u8], fate: Fate) {
-        let ok = fate == Fate::Written;
-        if ok {
+    fn written(&mut self, now: Instant, device: usize, packet: &[u8], fate: Fate) {
+        let side = Side::BOTH[device];
+        if fate == Fate::Written {
             if let Some(c) = self.capture.as_mut() {
-                c(side, false, now, packet);
+                c(side, Passage::Written, now, packet);
             }
+            self.hop.count_delivered(side, packet.len());
+        } else {
+            self.hop.count_write_failed(side);
         }
-        self.hop.count_written(side, packet.len(), ok);
     }
     fn turn(&mut self, now: Instant, _io: IoCounts<'_>) -> Control {
         if let Some(f) = self.frames.as_mut() {
@@ -151,6 +164,7 @@ mod tests {
     use std::io;
 
     use mslink_io::device::PacketPipe;
+    use mslink_link::Direction;
 
     use super::*;
     use crate::hop::tests::{hop, udp};
@@ -178,7 +192,7 @@ mod tests {
                     Err(e) => panic!("{e}"),
                 }
             }
-            let c = hop.live_summary().directions[0].packets;
+            let c = hop.live_summary().directions[Direction::LeftToRight].packets;
             let fated = c.delivered + c.write_failed;
             // Once everything was sent and the device has been full a while, read it.
             if next == N {
@@ -211,7 +225,7 @@ mod tests {
             received.push(seq(&buf[..k]));
         }
         let s = h.summary();
-        let c = s.directions[0].packets;
+        let c = s.directions[Direction::LeftToRight].packets;
         let d = &end.offload[1];
         assert!(s.directions.iter().all(|d| d.balanced), "{s:?}");
         assert!(d.would_block > 0, "the device never filled: {d:?}");

@@ -36,7 +36,7 @@ use std::process::Child;
 use mslink_io::clock::Clock;
 use mslink_io::signals;
 use mslink_io::tun::Tun;
-use mslink_link::{Duration, Instant};
+use mslink_link::{Direction, Duration, Instant, Side};
 use mslink_netns::{
     dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, LinkChange,
     Netns,
@@ -45,7 +45,7 @@ use mslink_netns::{
 use crate::config::{EmuConfig, EmuConfigError};
 use crate::hop::{EmulatedHop, Summary};
 use crate::linklog::{LinkLog, LogHeader, LogTotals};
-use crate::runtime::{self, Control, DeviceCounts};
+use crate::runtime::{self, Control, DeviceCounts, Passage};
 
 /// When a pair run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,9 +218,10 @@ impl Logs {
         let init_unix_ms =
             (unix_now.as_nanos() as u64).saturating_sub(clock.now().as_nanos()) / 1_000_000;
         let mut logs = [None, None];
-        for (dir, (slot, path)) in logs.iter_mut().zip(&config.link_logs).enumerate() {
+        let slots = logs.iter_mut().zip(&config.link_logs);
+        for (dir, (slot, path)) in Direction::BOTH.into_iter().zip(slots) {
             let Some(path) = path else { continue };
-            let trace = if dir == 1 {
+            let trace = if dir == Direction::RightToLeft {
                 emu.capacity_trace_reverse
                     .as_ref()
                     .or(emu.capacity_trace.as_ref())
@@ -233,7 +234,7 @@ impl Logs {
                 (None, _) => "unlimited".to_string(),
             };
             let header = LogHeader {
-                direction: dir,
+                direction: dir.index(),
                 capacity,
                 path: path.display().to_string(),
                 command_line: config.command_line.clone(),
@@ -255,21 +256,23 @@ impl Logs {
         self.logs.iter().any(Option::is_some)
     }
 
-    /// A packet read on `side` (`inbound`) enters direction `side`; one written on `side`
-    /// leaves direction `1 - side`.
-    fn packet(&mut self, side: usize, inbound: bool, t: Instant, p: &[u8]) {
-        let dir = if inbound { side } else { 1 - side };
+    /// A packet read on `side` enters the direction it sends on; one written on `side`
+    /// leaves the direction it receives from.
+    fn packet(&mut self, side: Side, passage: Passage, t: Instant, p: &[u8]) {
+        let dir = match passage {
+            Passage::Read => side.sending(),
+            Passage::Written => side.receiving(),
+        };
         if let Some((log, _)) = self.logs[dir].as_mut() {
-            if inbound {
-                log.arrival(t, p);
-            } else {
-                log.departure(t, p);
+            match passage {
+                Passage::Read => log.arrival(t, p),
+                Passage::Written => log.departure(t, p),
             }
         }
     }
 
     fn tick(&mut self, now: Instant, hop: &EmulatedHop) {
-        for (dir, l) in self.logs.iter_mut().enumerate() {
+        for (dir, l) in Direction::BOTH.into_iter().zip(self.logs.iter_mut()) {
             if let Some((log, _)) = l.as_mut() {
                 log.tick(now, hop.drops_before_air(dir));
             }
@@ -282,7 +285,7 @@ impl Logs {
         hop: &EmulatedHop,
     ) -> Result<[Option<LogTotals>; 2], SessionError> {
         let mut totals = [None, None];
-        for (dir, l) in self.logs.into_iter().enumerate() {
+        for (dir, l) in Direction::BOTH.into_iter().zip(self.logs) {
             if let Some((log, path)) = l {
                 let (_, t) = log
                     .finish(now, hop.drops_before_air(dir))
@@ -454,7 +457,8 @@ pub fn shell_join(words: &[String]) -> String {
         .join(" ")
 }
 
-struct Side {
+/// One side's network namespace, its address and its device.
+struct SideNs {
     ns: Netns,
     created: bool,
     addr: Ipv4Addr,
@@ -512,7 +516,7 @@ fn has_ipv6(ns: &Netns, dev: &str) -> bool {
 }
 
 fn configure(
-    side: &Side,
+    side: &SideNs,
     peer: Ipv4Addr,
     peer6: Option<Ipv6Addr>,
     mtu: usize,
@@ -730,7 +734,7 @@ impl Captures {
         self.writers.iter().any(Option::is_some)
     }
 
-    fn write(&mut self, side: usize, p: &[u8]) {
+    fn write(&mut self, side: Side, p: &[u8]) {
         if let Some(w) = self.writers[side].as_mut() {
             let ts = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -789,7 +793,7 @@ impl Session {
     }
 
     /// The two sides: namespaces, addresses, device names.
-    fn sides(&self) -> Result<[Side; 2], SessionError> {
+    fn sides(&self) -> Result<[SideNs; 2], SessionError> {
         // Named by pid and PID namespace: nested emulators run in PID namespaces of their own
         // (`Netns::spawn`), where pids are small and repeat.
         let owner = DeviceOwner::me().map_err(os("naming the devices"))?;
@@ -802,14 +806,14 @@ impl Session {
             ((base + 1).into(), (base + 2).into())
         };
         let (la6, ra6) = ula_pair(self.pair(), instance);
-        let left = Side {
+        let left = SideNs {
             ns: Netns::create().map_err(os("creating the left network namespace"))?,
             created: true,
             addr: self.config.left_addr.unwrap_or(la),
             addr6: Some(la6),
             dev: owner.device('l'),
         };
-        let right = Side {
+        let right = SideNs {
             ns: if self.pair() {
                 Netns::create().map_err(os("creating the right network namespace"))?
             } else {
@@ -825,11 +829,11 @@ impl Session {
 
     /// Baseline: a veth pair, no emulator; its right end is made straight in the right
     /// namespace (by descriptor).
-    fn veth(left: &Side, right: &Side) -> io::Result<()> {
+    fn veth(left: &SideNs, right: &SideNs) -> io::Result<()> {
         left.ns.add_veth(&left.dev, &right.ns, &right.dev)
     }
 
-    fn tuns(&self, left: &Side, right: &Side) -> Result<[Tun; 2], SessionError> {
+    fn tuns(&self, left: &SideNs, right: &SideNs) -> Result<[Tun; 2], SessionError> {
         let offload = self.config.emu.tun_offload;
         let create = |dev: &str| {
             if offload {
@@ -851,7 +855,7 @@ impl Session {
         Ok([l, r])
     }
 
-    fn spawn(&self, sides: &[Side; 2]) -> Result<Children, SessionError> {
+    fn spawn(&self, sides: &[SideNs; 2]) -> Result<Children, SessionError> {
         let (cmds, interactive, until) = match &self.config.commands {
             Commands::Single(words) if words.is_empty() => {
                 ([Some("exec ${SHELL:-sh}".to_string()), None], true, None)
@@ -928,9 +932,9 @@ impl Session {
             logs.borrow_mut().tick(now, hop);
             watch.tick(now, hop)
         };
-        let mut capture = |side: usize, inbound: bool, t: Instant, p: &[u8]| {
+        let mut capture = |side: Side, passage: Passage, t: Instant, p: &[u8]| {
             captures.borrow_mut().write(side, p);
-            logs.borrow_mut().packet(side, inbound, t, p);
+            logs.borrow_mut().packet(side, passage, t, p);
         };
         let mut frame = |f: &crate::hop::TappedFrame| captures.borrow_mut().frame(f);
         let cfg = &self.config.emu;

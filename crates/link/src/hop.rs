@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 
 use crate::event::EventQueue;
 use crate::link::{MultiServiceLink, Refused};
+use crate::side::{Direction, Side};
 use crate::time::{Duration, Instant};
 
 /// What the channel does to one frame.
@@ -49,7 +50,7 @@ pub struct DirectionStats {
     pub duplicated: u64,
 }
 
-struct Direction {
+struct Way {
     rate_bps: u64,
     delay: Duration,
     channel: Channel,
@@ -62,7 +63,7 @@ struct Direction {
 /// Two link ends joined by two one-way channels.
 pub struct Hop {
     ends: [MultiServiceLink; 2],
-    dirs: [Direction; 2],
+    dirs: [Way; 2],
     now: Instant,
     delivered: [VecDeque<(Instant, Vec<u8>)>; 2],
     buf: Vec<u8>,
@@ -80,7 +81,7 @@ impl Hop {
         ab: Channel,
         ba: Channel,
     ) -> Self {
-        let dir = |channel| Direction {
+        let dir = |channel| Way {
             rate_bps,
             delay,
             channel,
@@ -109,25 +110,25 @@ impl Hop {
     }
 
     /// One end.
-    pub fn end(&self, i: usize) -> &MultiServiceLink {
-        &self.ends[i]
+    pub fn end(&self, side: Side) -> &MultiServiceLink {
+        &self.ends[side]
     }
 
-    /// Counters of the direction from end `i` to the other.
-    pub fn direction(&self, i: usize) -> DirectionStats {
-        self.dirs[i].stats
+    /// Counters of one direction.
+    pub fn direction(&self, dir: Direction) -> DirectionStats {
+        self.dirs[dir].stats
     }
 
-    /// Hands a packet to end `i` at the current time.
-    pub fn send(&mut self, i: usize, packet: &[u8]) -> Result<usize, Refused> {
-        let r = self.ends[i].handle_packet(self.now, packet);
+    /// Hands a packet to the end on `side` at the current time.
+    pub fn send(&mut self, side: Side, packet: &[u8]) -> Result<usize, Refused> {
+        let r = self.ends[side].handle_packet(self.now, packet);
         self.transmit();
         r
     }
 
-    /// The next packet end `i` delivered above, with its delivery time.
-    pub fn recv(&mut self, i: usize) -> Option<(Instant, Vec<u8>)> {
-        self.delivered[i].pop_front()
+    /// The next packet the end on `side` delivered above, with its delivery time.
+    pub fn recv(&mut self, side: Side) -> Option<(Instant, Vec<u8>)> {
+        self.delivered[side].pop_front()
     }
 
     /// The earliest pending event, if any.

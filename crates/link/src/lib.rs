@@ -7,7 +7,7 @@
 //!
 //! Map: [`time`] (our own instants), [`budget`] (scheduler shares and delay bounds), [`wire`] (frame formats), [`service`] (recovery schemes),
 //! [`sched`] (frame schedulers), [`classifier`], [`sar`] (segmentation), [`link`] (the
-//! multi-service link), [`config`], [`hop`] (an in-memory driver), [`timer`] (timer tables).
+//! multi-service link), [`config`], [`hop`] (an in-memory driver), [`side`] (the two sides of a hop and its two directions, as types), [`timer`] (timer tables).
 // Unsafe code is denied everywhere except fec/simd.rs and its two children (simd_x86_shuffle.rs,
 // simd_aarch64_neon.rs), which allow it for their SIMD kernels.
 #![deny(unsafe_code)]
@@ -24,6 +24,7 @@ pub mod rto;
 pub mod sar;
 pub mod sched;
 pub mod service;
+pub mod side;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod time;
@@ -31,4 +32,5 @@ pub mod timer;
 /// The link's frames and service headers, which live in `mslink-wire` with every other format.
 pub use mslink_wire::link as wire;
 
+pub use side::{Direction, Side};
 pub use time::{Duration, Instant};

@@ -11,7 +11,7 @@
 use mslink_link::config::LinkConfig;
 use mslink_link::hop::{Channel, Fate, Hop};
 use mslink_link::link::MultiServiceLink;
-use mslink_link::{Duration, Instant};
+use mslink_link::{Duration, Instant, Side};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -105,17 +105,17 @@ fn run(
         let t = Instant::from_millis(5 * i as u64);
         hop.run_until(t);
         if hop
-            .send(0, &packet(i, size + (i as usize * 97) % 400))
+            .send(Side::Left, &packet(i, size + (i as usize * 97) % 400))
             .is_ok()
         {
             accepted.push(i);
         }
-        while let Some((_, p)) = hop.recv(1) {
+        while let Some((_, p)) = hop.recv(Side::Right) {
             delivered.push(check(&p));
         }
     }
     hop.run_idle(hop.now() + Duration::from_secs(3600));
-    while let Some((_, p)) = hop.recv(1) {
+    while let Some((_, p)) = hop.recv(Side::Right) {
         delivered.push(check(&p));
     }
     Run {

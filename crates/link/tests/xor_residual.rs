@@ -7,7 +7,7 @@
 use mslink_link::config::LinkConfig;
 use mslink_link::hop::{Fate, Hop};
 use mslink_link::link::MultiServiceLink;
-use mslink_link::{Duration, Instant};
+use mslink_link::{Duration, Instant, Side};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,14 +37,14 @@ fn residual(p: f64, k: usize, packets: u32, seed: u64) -> f64 {
     };
     // Whole blocks only: the sender never falls silent mid-block, so every block is k frames.
     for i in 0..packets {
-        hop.send(0, &packet(i)).unwrap();
+        hop.send(Side::Left, &packet(i)).unwrap();
         hop.run_until(Instant::from_micros(i as u64));
-        while hop.recv(1).is_some() {
+        while hop.recv(Side::Right).is_some() {
             got += 1;
         }
     }
     hop.run_idle(Instant::from_secs(10));
-    while hop.recv(1).is_some() {
+    while hop.recv(Side::Right).is_some() {
         got += 1;
     }
     1.0 - got as f64 / packets as f64

@@ -14,7 +14,7 @@
 use mslink_link::config::{LinkConfig, LinkConfigError};
 use mslink_link::hop::{Fate, Hop};
 use mslink_link::link::MultiServiceLink;
-use mslink_link::{Duration, Instant};
+use mslink_link::{Direction, Duration, Instant, Side};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -174,18 +174,19 @@ pub fn run_scheme(scheme: &str, extra: &str, args: &DemoConfig) -> Result<Scheme
     for (i, &t) in times.iter().enumerate() {
         h.run_until(t);
         sent_at.push(t);
-        h.send(0, &packet(i as u32, CBR_PORT, PACKET)).ok();
-        while let Some((at, p)) = h.recv(1) {
+        h.send(Side::Left, &packet(i as u32, CBR_PORT, PACKET)).ok();
+        while let Some((at, p)) = h.recv(Side::Right) {
             record(&mut seen, &mut delays, &sent_at, at, &p);
         }
     }
     h.run_idle(h.now() + Duration::from_secs(30));
-    while let Some((at, p)) = h.recv(1) {
+    while let Some((at, p)) = h.recv(Side::Right) {
         record(&mut seen, &mut delays, &sent_at, at, &p);
     }
-    let stats = h.end(0).stats();
+    let stats = h.end(Side::Left).stats();
     let svc = &stats.services[0].service;
-    let wire = h.direction(0).bytes + h.direction(1).bytes;
+    let wire =
+        h.direction(Direction::LeftToRight).bytes + h.direction(Direction::RightToLeft).bytes;
     let offered = (times.len() * PACKET) as f64;
     let (mean, std) = mean_std(&delays);
     Ok(SchemeRow {
@@ -197,7 +198,7 @@ pub fn run_scheme(scheme: &str, extra: &str, args: &DemoConfig) -> Result<Scheme
         delay_std_ms: std * 1e3,
         overhead: wire as f64 / offered - 1.0,
         retransmissions: svc.retransmissions,
-        recovered: h.end(1).stats().services[0].service.recovered,
+        recovered: h.end(Side::Right).stats().services[0].service.recovered,
     })
 }
 
@@ -335,7 +336,7 @@ pub fn run_multi(args: &DemoConfig) -> Result<Vec<ClassRow>> {
     let mut delays: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
     let sent_at = [cbr.clone(), bulk.clone()];
     let mut collect = |h: &mut Hop| {
-        while let Some((at, p)) = h.recv(1) {
+        while let Some((at, p)) = h.recv(Side::Right) {
             let class = usize::from(u16::from_be_bytes([p[22], p[23]]) == BULK_PORT);
             record(
                 &mut seen[class],
@@ -349,13 +350,13 @@ pub fn run_multi(args: &DemoConfig) -> Result<Vec<ClassRow>> {
     for (t, class, i) in events {
         h.run_until(t);
         let port = [CBR_PORT, BULK_PORT][class];
-        h.send(0, &packet(i as u32, port, PACKET)).ok();
+        h.send(Side::Left, &packet(i as u32, port, PACKET)).ok();
         collect(&mut h);
     }
     let end = h.now();
     h.run_idle(end + Duration::from_secs(30));
     collect(&mut h);
-    let stats = h.end(0).stats();
+    let stats = h.end(Side::Left).stats();
     Ok([("cbr", 0usize, 1usize), ("bulk", 1, 0)]
         .into_iter()
         .map(|(name, class, svc)| {

@@ -20,7 +20,7 @@ use mslink_channel::Outcome;
 use mslink_link::config::LinkConfig;
 use mslink_link::hop::{Channel, Fate, Hop};
 use mslink_link::link::MultiServiceLink;
-use mslink_link::{Duration, Instant};
+use mslink_link::{Duration, Instant, Side};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -185,7 +185,7 @@ fn media(p: &Preset, scheme: usize, model: &str, seed: u64, bulk: bool) -> (u64,
     let mut seen = vec![false; n as usize];
     let mut delay_sum = 0.0;
     let mut collect = |hop: &mut Hop| {
-        while let Some((at, pkt)) = hop.recv(1) {
+        while let Some((at, pkt)) = hop.recv(Side::Right) {
             let port = u16::from_be_bytes([pkt[22], pkt[23]]);
             if port == MEDIA_PORT {
                 let seq = u32::from_be_bytes([pkt[28], pkt[29], pkt[30], pkt[31]]) as usize;
@@ -197,7 +197,7 @@ fn media(p: &Preset, scheme: usize, model: &str, seed: u64, bulk: bool) -> (u64,
     };
     for (at, port, seq) in events {
         hop.run_until(Instant::from_nanos(at));
-        let _ = hop.send(0, &packet(seq, port, p.packet)); // bulk beyond its share is refused
+        let _ = hop.send(Side::Left, &packet(seq, port, p.packet)); // bulk beyond its share is refused
         collect(&mut hop);
     }
     let end = hop.now();
@@ -384,7 +384,7 @@ proptest::proptest! {
         let mut accepted = [0u64; 2];
         let mut seen = [vec![false; sent[0]], vec![false; sent[1]]];
         let mut collect = |hop: &mut Hop| {
-            while let Some((_, pkt)) = hop.recv(1) {
+            while let Some((_, pkt)) = hop.recv(Side::Right) {
                 let c = usize::from(u16::from_be_bytes([pkt[22], pkt[23]]) == BULK_PORT);
                 let seq = u32::from_be_bytes([pkt[28], pkt[29], pkt[30], pkt[31]]) as usize;
                 assert!(!seen[c][seq], "class {c} packet {seq} delivered twice");
@@ -393,7 +393,7 @@ proptest::proptest! {
         };
         for (at, class, port, seq) in events {
             hop.run_until(Instant::from_nanos(at));
-            if hop.send(0, &packet(seq, port, WLAN.packet)).is_ok() {
+            if hop.send(Side::Left, &packet(seq, port, WLAN.packet)).is_ok() {
                 accepted[class] += 1;
             }
             collect(&mut hop);
@@ -405,7 +405,7 @@ proptest::proptest! {
             let got = seen[c].iter().filter(|&&s| s).count() as u64;
             proptest::prop_assert_eq!(got, accepted[c], "class {} of {}", c, text);
         }
-        for end in 0..2 {
+        for end in Side::BOTH {
             for row in hop.end(end).stats().services {
                 let s = row.service;
                 proptest::prop_assert_eq!(
