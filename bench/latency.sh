@@ -13,6 +13,8 @@
 # refuses to run as root: it is run as user nobody through setpriv). Mahimahi needs
 # net.ipv4.ip_forward=1: the script sets it for the run and restores it at exit.
 #   bench/latency.sh [MSLINK [REPS [COUNT]]]      defaults: target/release/mslink 5 20000
+# With BASELINE=/path/to/another/mslink, the second case is that build instead of Mahimahi
+# (a before/after of the emulator's loop; mm-delay is then not needed).
 # Environment: SIZE (UDP payload bytes, 64), WARMUP (untimed round trips per run, 1000),
 #   GAP_US (sleep between round trips, 0: back to back; e.g. 1000 for a lightly loaded path,
 #   where every packet finds the emulator asleep),
@@ -27,8 +29,15 @@ SIZE=${SIZE:-64}; WARMUP=${WARMUP:-1000}; GAP_US=${GAP_US:-0}; MSLINK_ARGS=${MSL
 die() { echo "bench/latency.sh: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (namespaces, TUN devices)"
 [ -x "$M" ] || die "no mslink binary at $M (cargo build --release -p mslink-cli, or pass its path)"
-MM=$(command -v mm-delay) || die "mm-delay (Mahimahi) is not on PATH: build Mahimahi and install mm-delay setuid root (docs/PERFORMANCE.md, 'Emulator latency against Mahimahi')"
-[ -u "$MM" ] || die "$MM is not setuid root (chown root $MM && chmod u+s $MM)"
+BASELINE=${BASELINE:-}
+if [ -n "$BASELINE" ]; then
+  [ -x "$BASELINE" ] || die "BASELINE=$BASELINE is not an executable"
+  other=baseline
+else
+  MM=$(command -v mm-delay) || die "mm-delay (Mahimahi) is not on PATH: build Mahimahi and install mm-delay setuid root (docs/PERFORMANCE.md, 'Emulator latency against Mahimahi'), or compare with BASELINE=another-mslink"
+  [ -u "$MM" ] || die "$MM is not setuid root (chown root $MM && chmod u+s $MM)"
+  other=mahimahi
+fi
 command -v cc >/dev/null || die "needs a C compiler (cc)"
 command -v python3 >/dev/null || die "needs python3"
 [ -x /usr/bin/time ] || die "needs /usr/bin/time (apt-get install time)"
@@ -79,6 +88,9 @@ run() { # $1 = case, $2 = repetition
     mahimahi) timed $1 $pin setpriv --reuid=65534 --regid=65534 --clear-groups \
         "$MM" 0 sh -c "$client \$MAHIMAHI_BASE $args" > "$out" ;;
     # shellcheck disable=SC2086
+    baseline) timed $1 $pin "$BASELINE" emulate --quiet --set delay_ms=0 --set rate_bps=0 $MSLINK_ARGS \
+        -- sh -c "$client \$MSLINK_RIGHT $args" > "$out" ;;
+    # shellcheck disable=SC2086
     mslink) timed $1 $pin "$M" emulate --quiet --set delay_ms=0 --set rate_bps=0 $MSLINK_ARGS \
         -- sh -c "$client \$MSLINK_RIGHT $args" > "$out" ;;
   esac
@@ -86,19 +98,19 @@ run() { # $1 = case, $2 = repetition
 }
 
 echo "bench/latency.sh: $REPS repetitions x $COUNT round trips of $SIZE-byte UDP ($WARMUP untimed first, ${GAP_US} us apart), $(nproc) CPUs, $(uname -r), ${pin:-no pinning}"
-set -- direct mahimahi mslink
+set -- direct "$other" mslink
 for r in $(seq "$REPS"); do
   for c in "$@"; do run "$c" "$r"; done
   first=$1; shift; set -- "$@" "$first"   # rotate the order
 done
 
-python3 - "$tmp" "$REPS" <<'EOF'
+python3 - "$tmp" "$REPS" "$other" <<'EOF'
 import sys
-tmp, reps = sys.argv[1], int(sys.argv[2])
+tmp, reps, other = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def q(xs, p):
     return xs[min(len(xs) - 1, int(p * len(xs)))]
 rows, direct = [], None
-for case in ("direct", "mahimahi", "mslink"):
+for case in ("direct", other, "mslink"):
     pooled, p50s = [], []
     for r in range(1, reps + 1):
         xs = sorted(int(l) / 1000 for l in open(f"{tmp}/{case}.{r}"))
@@ -116,7 +128,8 @@ for case, n, p, lo, hi, busy in rows:
     added = "" if case == "direct" else f"{(p[50] - direct) / 2:+.1f} us"
     print(f"{case:<9} {n:>8} {p[50]:>8.1f} {p[90]:>7.1f} {p[99]:>7.1f}  {lo:>6.1f}-{hi:<6.1f}  {busy:>4.0f}%  {added}")
 mm, ms = rows[1][2][50], rows[2][2][50]
-print(f"mslink / mahimahi: RTT p50 {ms / mm:.2f}, added one-way p50 {(ms - direct) / max(1e-9, mm - direct):.2f}")
+added = f"{(ms - direct) / (mm - direct):.2f}" if ms > direct and mm > direct else "n/a (not above direct)"
+print(f"mslink / {other}: RTT p50 {ms / mm:.2f}, added one-way p50 {added}")
 print("(RTT in microseconds, percentiles pooled over all runs of a case; CPU: the client and the")
 print(" emulator, user + system time over wall time of their runs, in % of one CPU)")
 EOF
