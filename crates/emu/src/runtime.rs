@@ -30,11 +30,12 @@ use std::io;
 
 use mslink_io::clock::Clock;
 use mslink_io::device::Device;
-use mslink_io::driver::{self, Fate, IoCounts, Machine, Options};
+use mslink_io::driver::{self, Fate, IoCounts, Machine};
 use mslink_link::{Duration, Instant, Side};
 
-pub use mslink_io::driver::{Control, DeviceCounts, BATCH, INTERRUPT_DRAIN, SPIN};
+pub use mslink_io::driver::{Control, DeviceCounts, Options, BATCH, INTERRUPT_DRAIN, SPIN};
 
+use crate::config::EmuConfig;
 use crate::hop::{EmulatedHop, TappedFrame};
 
 /// Longest sleep, so `tick` runs at least this often.
@@ -56,6 +57,18 @@ pub enum Passage {
 /// Receives each frame the hop put on the air, when its frame tap is on
 /// ([`EmulatedHop::set_frame_tap`]); drained once per turn of the loop and at its end.
 pub type FrameTap<'t> = &'t mut dyn FnMut(&TappedFrame);
+
+/// The loop settings of a link configuration: coalescing (`tun_coalesce`), busy polling
+/// (`busy_poll_us`), the longest drain (the link's delay plus `drain_ms`), and [`MAX_SLEEP`].
+pub fn loop_options(cfg: &EmuConfig) -> Options {
+    Options {
+        coalesce: cfg.tun_coalesce,
+        busy_poll: Duration::from_secs_f64(cfg.busy_poll_us.max(0.0) / 1e6),
+        drain: cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
+        max_sleep: MAX_SLEEP,
+        ..Options::default()
+    }
+}
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,19 +134,16 @@ impl Machine for HopMachine<'_, '_, '_, '_> {
 }
 
 /// Runs the hop between `tuns` until `tick` returns [`Control::Stop`], then drains for at most
-/// `drain` ([`INTERRUPT_DRAIN`] after [`Control::Interrupt`], which `tick` may also return while
-/// draining). `coalesce`: on devices with a virtio-net header, write runs of one TCP flow as one
-/// super-packet. `busy_poll`: for this long after a packet was read or written, poll the
-/// devices without sleeping (zero: always sleep; see the module contract).
-// Nine: the two observers (`capture`, `frames`) are separate so each costs nothing when off.
-#[allow(clippy::too_many_arguments)]
+/// `opts.drain` ([`INTERRUPT_DRAIN`] after [`Control::Interrupt`], which `tick` may also return
+/// while draining). `opts.coalesce`: on devices with a virtio-net header, write runs of one TCP
+/// flow as one super-packet; `opts.busy_poll`: for this long after a packet was read or
+/// written, poll the devices without sleeping (zero: always sleep; see the module contract);
+/// [`loop_options`] gives the emulator's other settings.
 pub fn run<D: Device>(
     hop: &mut EmulatedHop,
     tuns: [&D; 2],
     clock: &Clock,
-    coalesce: bool,
-    busy_poll: Duration,
-    drain: Duration,
+    opts: Options,
     tick: &mut dyn FnMut(Instant, &EmulatedHop) -> Control,
     capture: Option<Capture<'_>>,
     frames: Option<FrameTap<'_>>,
@@ -143,13 +153,6 @@ pub fn run<D: Device>(
         tick,
         capture,
         frames,
-    };
-    let opts = Options {
-        coalesce,
-        busy_poll,
-        drain,
-        max_sleep: MAX_SLEEP,
-        ..Options::default()
     };
     let end = driver::run(&mut m, &tuns, None, clock, opts)?;
     Ok(RunEnd {
@@ -213,9 +216,11 @@ mod tests {
             &mut h,
             [&dev0, &dev1],
             &Clock::new(),
-            true,
-            Duration::ZERO,
-            Duration::from_millis(100),
+            Options {
+                drain: Duration::from_millis(100),
+                max_sleep: MAX_SLEEP,
+                ..Options::default()
+            },
             &mut tick,
             None,
             None,

@@ -38,8 +38,8 @@ use mslink_io::signals;
 use mslink_io::tun::Tun;
 use mslink_link::{Direction, Duration, Instant, Side};
 use mslink_netns::{
-    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, LinkChange,
-    Netns,
+    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Family,
+    LinkChange, Netns,
 };
 
 use crate::config::{EmuConfig, EmuConfigError};
@@ -552,9 +552,9 @@ fn configure(
         side.ns.add_peer_address(dev, local.into(), peer.into())?;
     }
     if default_route {
-        side.ns.add_default_route(dev, false)?;
+        side.ns.add_default_route(dev, Family::V4)?;
         if v6.is_some() {
-            side.ns.add_default_route(dev, true)?;
+            side.ns.add_default_route(dev, Family::V6)?;
         }
     }
     Ok(())
@@ -942,9 +942,7 @@ impl Session {
             &mut self.hop,
             [&tuns[0], &tuns[1]],
             &self.clock,
-            cfg.tun_coalesce,
-            Duration::from_secs_f64(cfg.busy_poll_us.max(0.0) / 1e6),
-            cfg.delay().max(Duration::ZERO) + Duration::from_secs_f64(cfg.drain_ms / 1e3),
+            runtime::loop_options(cfg),
             &mut tick,
             if has_capture {
                 Some(&mut capture)

@@ -34,6 +34,6 @@ pub use netns::{
     dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Entered, Netns,
 };
 #[cfg(target_os = "linux")]
-pub use rtnl::LinkChange;
+pub use rtnl::{Family, LinkChange};
 #[cfg(target_os = "linux")]
 pub use veth::VethPair;

@@ -267,10 +267,10 @@ impl Netns {
         self.run(|| rtnl::add_peer_address(dev, local, peer))?
     }
 
-    /// Adds a default route (IPv4, or IPv6 with `v6`) out of link `dev` inside
+    /// Adds a default route of `family` out of link `dev` inside
     /// ([`rtnl::add_default_route`]).
-    pub fn add_default_route(&self, dev: &str, v6: bool) -> io::Result<()> {
-        self.run(|| rtnl::add_default_route(dev, v6))?
+    pub fn add_default_route(&self, dev: &str, family: rtnl::Family) -> io::Result<()> {
+        self.run(|| rtnl::add_default_route(dev, family))?
     }
 
     /// Adds a route to `dst/prefix` via router `via` on link `dev` inside

@@ -259,14 +259,22 @@ pub fn add_peer_address(name: &str, local: IpAddr, peer: IpAddr) -> io::Result<(
     )
 }
 
-/// Adds a default route (IPv4, or IPv6 with `v6`) out of link `name`, no gateway (`ip route
-/// add default dev NAME`).
-pub fn add_default_route(name: &str, v6: bool) -> io::Result<()> {
+/// An IP version, for requests that need one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// Adds a default route of `family` out of link `name`, no gateway (`ip route add default
+/// dev NAME`).
+pub fn add_default_route(name: &str, family: Family) -> io::Result<()> {
     let mut m = RouteMessage::default();
-    m.header.address_family = if v6 {
-        AddressFamily::Inet6
-    } else {
-        AddressFamily::Inet
+    m.header.address_family = match family {
+        Family::V4 => AddressFamily::Inet,
+        Family::V6 => AddressFamily::Inet6,
     };
     m.header.table = RouteHeader::RT_TABLE_MAIN;
     m.header.protocol = RouteProtocol::Boot;
@@ -276,7 +284,10 @@ pub fn add_default_route(name: &str, v6: bool) -> io::Result<()> {
     request(
         &format!(
             "adding a default {} route via {name}",
-            if v6 { "IPv6" } else { "IPv4" }
+            match family {
+                Family::V4 => "IPv4",
+                Family::V6 => "IPv6",
+            }
         ),
         RouteNetlinkMessage::NewRoute(m),
         NLM_F_CREATE | NLM_F_EXCL,

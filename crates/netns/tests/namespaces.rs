@@ -13,7 +13,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
-use mslink_netns::{rtnl, sweep_stale, LinkChange, Netns, VethPair};
+use mslink_netns::{rtnl, sweep_stale, Family, LinkChange, Netns, VethPair};
 
 const MAC_A: [u8; 6] = [2, 0, 0, 0, 0x5a, 1];
 const MAC_B: [u8; 6] = [2, 0, 0, 0, 0x5a, 2];
@@ -170,9 +170,9 @@ fn addresses_routes_and_neighbours_and_the_kernels_refusals() {
     };
     let e = probe(a, "198.51.100.7:9").unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENETUNREACH), "{e}");
-    a.add_default_route("r0", false).unwrap();
+    a.add_default_route("r0", Family::V4).unwrap();
     probe(a, "198.51.100.7:9").expect("a route now");
-    let e = a.add_default_route("r0", false).unwrap_err();
+    let e = a.add_default_route("r0", Family::V4).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
     assert!(e.to_string().contains("default IPv4 route via r0"), "{e}");
 
@@ -181,8 +181,8 @@ fn addresses_routes_and_neighbours_and_the_kernels_refusals() {
     let v6: IpAddr = "2001:db8:212::2".parse::<Ipv6Addr>().unwrap().into();
     if b.sysctl("net/ipv6/conf/r1/disable_ipv6", "0").is_ok() {
         b.add_address("r1", v6, 64).unwrap();
-        b.add_default_route("r1", true).unwrap();
-        let e = b.add_default_route("r1", true).unwrap_err();
+        b.add_default_route("r1", Family::V6).unwrap();
+        let e = b.add_default_route("r1", Family::V6).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{e}");
     }
 

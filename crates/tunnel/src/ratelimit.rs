@@ -53,6 +53,15 @@ impl Bucket {
     }
 }
 
+/// What an initiation shows of its source address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proof {
+    /// Nothing: it may come from a spoofed address.
+    Unproven,
+    /// A valid mac2 made with a cookie we sent to its address: the sender receives there.
+    Cookie,
+}
+
 /// What [`InitiationLimiter::admit`] decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
@@ -96,11 +105,12 @@ impl InitiationLimiter {
     }
 
     /// Whether an initiation from `from` may be opened now (and spends its tokens if so).
-    /// `proven` says its mac2 shows the sender receives at `from`: such an initiation is held
-    /// only to its source's budget, so a flood from spoofed addresses cannot shut it out. An
-    /// unproven one spends from the total too, and gets [`Admit::Busy`] while the responder
-    /// is under load.
-    pub fn admit(&mut self, now: Instant, from: IpAddr, proven: bool) -> Admit {
+    /// [`Proof::Cookie`]: its mac2 shows the sender receives at `from`, so it is held only to
+    /// its source's budget and a flood from spoofed addresses cannot shut it out. An
+    /// [`Proof::Unproven`] one spends from the total too, and gets [`Admit::Busy`] while the
+    /// responder is under load.
+    pub fn admit(&mut self, now: Instant, from: IpAddr, proof: Proof) -> Admit {
+        let proven = proof == Proof::Cookie;
         if !proven && self.under_load(now) {
             return Admit::Busy;
         }
@@ -164,21 +174,21 @@ mod tests {
     fn one_source_gets_its_rate_and_no_more() {
         let mut l = InitiationLimiter::new(2.0, 0.0);
         let t0 = Instant::ZERO;
-        assert!(l.admit(t0, ip(1), false) == Admit::Yes);
-        assert!(l.admit(t0, ip(1), false) == Admit::Yes);
+        assert!(l.admit(t0, ip(1), Proof::Unproven) == Admit::Yes);
+        assert!(l.admit(t0, ip(1), Proof::Unproven) == Admit::Yes);
         assert!(
-            l.admit(t0, ip(1), false) == Admit::SourceLimited,
+            l.admit(t0, ip(1), Proof::Unproven) == Admit::SourceLimited,
             "burst of 2 spent"
         );
         assert!(
-            l.admit(t0, ip(2), false) == Admit::Yes,
+            l.admit(t0, ip(2), Proof::Unproven) == Admit::Yes,
             "another source has its own bucket"
         );
         // Over ten seconds at 2 per second: 20 more, whatever the offered load.
         let mut admitted = 0;
         for ms in (1..=10_001).step_by(10) {
-            admitted +=
-                (l.admit(t0 + Duration::from_millis(ms), ip(1), false) == Admit::Yes) as u32;
+            admitted += (l.admit(t0 + Duration::from_millis(ms), ip(1), Proof::Unproven)
+                == Admit::Yes) as u32;
         }
         assert_eq!(admitted, 20);
     }
@@ -189,20 +199,23 @@ mod tests {
         let t0 = Instant::ZERO;
         let mut admitted = 0;
         for i in 0..1000u32 {
-            admitted += (l.admit(t0 + Duration::from_millis(u64::from(i)), ip(i), false)
-                == Admit::Yes) as u32;
+            admitted += (l.admit(
+                t0 + Duration::from_millis(u64::from(i)),
+                ip(i),
+                Proof::Unproven,
+            ) == Admit::Yes) as u32;
         }
         // 10 in store, then under load: nothing unproven until a second after it ran dry.
         assert_eq!(admitted, 10);
         assert!(l.under_load(t0 + Duration::from_millis(999)));
         // A proven sender is held to its own budget only.
         assert_eq!(
-            l.admit(t0 + Duration::from_millis(999), ip(5000), true),
+            l.admit(t0 + Duration::from_millis(999), ip(5000), Proof::Cookie),
             Admit::Yes
         );
         // A refused source kept its token: once the total refills it is admitted at once.
         assert_eq!(
-            l.admit(t0 + Duration::from_secs(5), ip(999), false),
+            l.admit(t0 + Duration::from_secs(5), ip(999), Proof::Unproven),
             Admit::Yes
         );
     }
@@ -212,19 +225,19 @@ mod tests {
         let mut l = InitiationLimiter::new(1.0, 0.0);
         let t0 = Instant::ZERO;
         for i in 0..(MAX_SOURCES as u32 + 10) {
-            l.admit(t0, ip(i), false);
+            l.admit(t0, ip(i), Proof::Unproven);
         }
         assert!(l.tracked() <= MAX_SOURCES);
         // After the buckets refill, new sources evict the idle ones and are admitted.
         let later = t0 + Duration::from_secs(2);
-        assert_eq!(l.admit(later, ip(1 << 20), false), Admit::Yes);
+        assert_eq!(l.admit(later, ip(1 << 20), Proof::Unproven), Admit::Yes);
         assert!(l.tracked() <= MAX_SOURCES);
     }
 
     #[test]
     fn zero_means_unlimited() {
         let mut l = InitiationLimiter::new(0.0, 0.0);
-        assert!((0..10_000).all(|_| l.admit(Instant::ZERO, ip(1), false) == Admit::Yes));
+        assert!((0..10_000).all(|_| l.admit(Instant::ZERO, ip(1), Proof::Unproven) == Admit::Yes));
         assert_eq!(l.tracked(), 0);
     }
 }

@@ -62,7 +62,7 @@ use crate::cookie::{self, CookieError, MacCheck, NONCE_LEN};
 use crate::crypto::{Keypair, OpenError};
 use crate::events::{Cause, Events, TunnelEvent};
 use crate::handshake::{respond, Credentials, HandshakeError, Initiator, MAX_NOISE_LEN};
-use crate::ratelimit::Admit;
+use crate::ratelimit::{Admit, Proof};
 use crate::wire::{Datagram, DatagramRepr, Kind, WireError, MACS_LEN, TRANSPORT_HEADER_LEN};
 
 /// How long an end keeps retrying a handshake that silence started (WireGuard's 90 s).
@@ -433,7 +433,12 @@ impl Tunnel {
             // Not even mac1: the sender does not know who we are. No Diffie-Hellman for it.
             return self.reject(Cause::Forged);
         }
-        match self.limiter.admit(now, from.ip(), check == MacCheck::Mac2) {
+        let proof = if check == MacCheck::Mac2 {
+            Proof::Cookie
+        } else {
+            Proof::Unproven
+        };
+        match self.limiter.admit(now, from.ip(), proof) {
             Admit::Yes => {}
             Admit::SourceLimited => return self.reject(Cause::RateLimited),
             Admit::Busy => {
