@@ -33,7 +33,7 @@ use mslink_channel::delay::{Delay, OnOff};
 use mslink_channel::queue::Queue;
 use mslink_channel::{ErrorModel, Outcome};
 use mslink_link::link::{MultiServiceLink, TxFrame};
-use mslink_link::{Duration, Instant};
+use mslink_link::{Direction, Duration, Instant, Side};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
@@ -61,20 +61,20 @@ enum Ev {
     Send(usize),
     WiredFree {
         seg: usize,
-        dir: usize,
+        dir: Direction,
     },
     Arrive {
         seg: usize,
-        dir: usize,
+        dir: Direction,
         bytes: Vec<u8>,
     },
     MacFree {
         seg: usize,
-        dir: usize,
+        dir: Direction,
     },
     LinkTimer {
         seg: usize,
-        end: usize,
+        end: Side,
     },
     /// A timer of host `node`'s network subsystem.
     Host {
@@ -711,12 +711,16 @@ impl World<'_, '_> {
             }
             return;
         }
-        let (seg, dir) = if dst > node { (node, 0) } else { (node - 1, 1) };
+        let (seg, dir) = if dst > node {
+            (node, Direction::LeftToRight)
+        } else {
+            (node - 1, Direction::RightToLeft)
+        };
         if self.xcp_egress[seg][dir].is_some() {
             self.xcp_forward(now, seg, dir, &mut p);
         }
         if let Some(c) = self.capture.as_mut() {
-            c(seg, dir, now, &p);
+            c(seg, dir.index(), now, &p);
         }
         match &mut self.segs[seg] {
             Seg::Wired(wd) => {
@@ -729,10 +733,10 @@ impl World<'_, '_> {
             Seg::Wireless(wl) => {
                 // The buffer travels on as the service's SDU (no copy); the frames arriving at
                 // the far end refill the pool (`arrive`).
-                if wl.ends[dir].handle_packet_owned(now, p).is_err() {
+                if wl.ends[dir.from()].handle_packet_owned(now, p).is_err() {
                     self.dirs[seg][dir].refused += 1;
                 }
-                self.after_end(now, seg, dir);
+                self.after_end(now, seg, dir.from());
             }
         }
     }
@@ -741,17 +745,17 @@ impl World<'_, '_> {
     /// queue is what that interface has waiting (the link end's send queues, or the wired
     /// queue), and it lowers the packet's feedback (001 Fig. 3: the access point's wireless
     /// interface is the bottleneck of a download).
-    fn xcp_forward(&mut self, now: Instant, seg: usize, dir: usize, p: &mut [u8]) {
+    fn xcp_forward(&mut self, now: Instant, seg: usize, dir: Direction, p: &mut [u8]) {
         let queue = match &self.segs[seg] {
             Seg::Wired(wd) => wd.queue[dir].bytes(),
-            Seg::Wireless(wl) => wl.ends[dir].queued_bytes(),
+            Seg::Wireless(wl) => wl.ends[dir.from()].queued_bytes(),
         };
         if let Some(r) = self.xcp_egress[seg][dir].as_mut() {
             r.mark(now, p, queue);
         }
     }
 
-    fn wired_next(&mut self, now: Instant, seg: usize, dir: usize) {
+    fn wired_next(&mut self, now: Instant, seg: usize, dir: Direction) {
         let Seg::Wired(wd) = &mut self.segs[seg] else {
             return;
         };
@@ -767,7 +771,7 @@ impl World<'_, '_> {
         let Some(e) = wd.queue[dir].dequeue(now) else {
             wd.busy[dir] = false;
             // The sending node of direction `dir` is `seg + dir`.
-            self.device_free(now, seg + dir);
+            self.device_free(now, seg + dir.from().index());
             return;
         };
         let p = e.item;
@@ -782,7 +786,7 @@ impl World<'_, '_> {
     }
 
     /// Lets the MAC of direction `dir` send, if it is idle and its end has a frame.
-    fn mac(&mut self, now: Instant, seg: usize, dir: usize) {
+    fn mac(&mut self, now: Instant, seg: usize, dir: Direction) {
         let Seg::Wireless(wl) = &mut self.segs[seg] else {
             return;
         };
@@ -803,8 +807,8 @@ impl World<'_, '_> {
             }
         }
         self.buf.clear();
-        let Some(tx) = wl.ends[dir].poll_transmit(now, &mut self.buf) else {
-            self.device_free(now, seg + dir);
+        let Some(tx) = wl.ends[dir.from()].poll_transmit(now, &mut self.buf) else {
+            self.device_free(now, seg + dir.from().index());
             return;
         };
         let done = now + Duration::transmission(tx.len as u64, wl.rate);
@@ -813,7 +817,7 @@ impl World<'_, '_> {
         // arrives goes into a pooled buffer.
         let mut bytes = self.pool.pop().unwrap_or_default();
         let (outcome, arrives) = mslink_channel::medium::on_air_into(
-            &mut wl.ends[dir],
+            &mut wl.ends[dir.from()],
             tx,
             &self.buf,
             &mut *wl.models[dir],
@@ -829,7 +833,7 @@ impl World<'_, '_> {
             self.recycle(bytes);
         }
         self.q.schedule(done, Ev::MacFree { seg, dir });
-        self.arm(seg, dir);
+        self.arm(seg, dir.from());
     }
 
     /// The 802.11b medium of segment `seg` (`world/dcf.rs` decides who sends when): tells the
@@ -889,7 +893,13 @@ impl World<'_, '_> {
             let t = t.max(now);
             if wl.dcf_armed.is_none_or(|a| t < a || a < now) {
                 wl.dcf_armed = Some(t);
-                self.q.schedule(t, Ev::MacFree { seg, dir: 0 });
+                self.q.schedule(
+                    t,
+                    Ev::MacFree {
+                        seg,
+                        dir: Direction::LeftToRight,
+                    },
+                );
             }
         }
     }
@@ -956,21 +966,22 @@ impl World<'_, '_> {
                 // The receiver has the frame when its data frame ends; the SIFS and MAC ACK
                 // after it keep the medium busy but are no part of its delay.
                 let at = wl.delay[i].arrival(data_end);
-                self.q.schedule(at, Ev::Arrive { seg, dir: i, bytes });
+                let dir = Direction::BOTH[i];
+                self.q.schedule(at, Ev::Arrive { seg, dir, bytes });
             } else if self.pool.len() < 1024 {
                 self.pool.push(bytes);
             }
         }
-        self.arm(seg, 0);
-        self.arm(seg, 1);
+        self.arm(seg, Side::Left);
+        self.arm(seg, Side::Right);
     }
 
-    fn arrive(&mut self, now: Instant, seg: usize, dir: usize, bytes: Vec<u8>) {
-        let rx_node = if dir == 0 { seg + 1 } else { seg };
+    fn arrive(&mut self, now: Instant, seg: usize, dir: Direction, bytes: Vec<u8>) {
+        let rx_node = seg + dir.to().index();
         match &mut self.segs[seg] {
             Seg::Wired(_) => self.at_node(now, rx_node, bytes),
             Seg::Wireless(wl) => {
-                let end = 1 - dir;
+                let end = dir.to();
                 wl.ends[end].handle_frame(now, &bytes);
                 self.recycle(bytes);
                 self.after_end(now, seg, end);
@@ -980,8 +991,8 @@ impl World<'_, '_> {
 
     /// After anything happened at wireless end `end`: hand up its packets, let its MAC send,
     /// and keep its timer armed.
-    fn after_end(&mut self, now: Instant, seg: usize, end: usize) {
-        let node = seg + end;
+    fn after_end(&mut self, now: Instant, seg: usize, end: Side) {
+        let node = seg + end.index();
         loop {
             let Seg::Wireless(wl) = &mut self.segs[seg] else {
                 return;
@@ -991,11 +1002,11 @@ impl World<'_, '_> {
             };
             self.at_node(now, node, p);
         }
-        self.mac(now, seg, end);
+        self.mac(now, seg, end.sending());
         self.arm(seg, end);
     }
 
-    fn arm(&mut self, seg: usize, end: usize) {
+    fn arm(&mut self, seg: usize, end: Side) {
         let Seg::Wireless(wl) = &mut self.segs[seg] else {
             return;
         };
