@@ -129,6 +129,30 @@ pub struct SduRecord {
     pub delivered: Vec<Instant>,
 }
 
+/// A minimal IPv4/UDP packet of `len` bytes (at least 32) from 10.0.0.1:1000 to
+/// 10.0.0.2:2000 carrying `seq`, big-endian, at byte 28 (read it back with [`udp_seq`]); no
+/// checksums, which nothing on a link reads.
+pub fn ipv4_udp(seq: u32, len: usize) -> Vec<u8> {
+    let len = len.max(32);
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+    p[20..22].copy_from_slice(&1000u16.to_be_bytes());
+    p[22..24].copy_from_slice(&2000u16.to_be_bytes());
+    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
+    p[28..32].copy_from_slice(&seq.to_be_bytes());
+    p
+}
+
+/// The sequence number an [`ipv4_udp`] packet carries.
+pub fn udp_seq(p: &[u8]) -> u32 {
+    u32::from_be_bytes(p[28..32].try_into().expect("an ipv4_udp packet"))
+}
+
 /// The payload of SDU `id` with `len` bytes (at least 8): the id, big-endian, then a filler
 /// that depends on the id and the position.
 pub fn payload(id: u64, len: usize) -> Vec<u8> {

@@ -169,12 +169,15 @@ pub enum RtError {
     /// The configuration is wrong.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// A key file could not be read or parsed.
-    #[error("key file {path}: {what}")]
-    KeyFile {
-        /// The file.
-        path: String,
-        /// What went wrong.
+    /// A setting of the configuration could not be used: its key, its value, what went wrong
+    /// and what to do about it.
+    #[error("{key} = {value}: {what}")]
+    Setting {
+        /// The configuration key (`private_key_file`, `listen`, `tun.name`, ...).
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// What went wrong, and the fix.
         what: String,
     },
     /// The link inside could not be built.
@@ -195,6 +198,58 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RtError {
     move |source| RtError::Io { what, source }
 }
 
+/// Why `listen` could not be bound, and what to do.
+fn listen_error(cfg: &TunnelConfig, e: io::Error) -> RtError {
+    let what = match e.kind() {
+        io::ErrorKind::AddrInUse => format!(
+            "the port is in use by another program (another tunnel end?): stop it, or choose \
+             another port ({e})"
+        ),
+        io::ErrorKind::AddrNotAvailable => format!(
+            "no interface of this host has that address: use one of its addresses, or \
+             0.0.0.0 for all ({e})"
+        ),
+        io::ErrorKind::PermissionDenied => format!(
+            "ports below 1024 need CAP_NET_BIND_SERVICE: choose a higher port, or give the \
+             program the capability ({e})"
+        ),
+        _ => format!("cannot be bound: {e}"),
+    };
+    RtError::Setting {
+        key: "listen",
+        value: cfg.listen.to_string(),
+        what,
+    }
+}
+
+/// Why the TUN device `tun.name` could not be made, and what to do.
+fn tun_error(cfg: &TunnelConfig, e: io::Error) -> RtError {
+    let what = match e.raw_os_error() {
+        Some(libc::EBUSY) => format!(
+            "a TUN device of that name is in use by another program (another tunnel end?): \
+             stop it, or choose another tun.name ({e})"
+        ),
+        Some(libc::EINVAL) => format!(
+            "a device of that name exists and is not a TUN device (`ip link show {}`): \
+             choose another tun.name ({e})",
+            cfg.tun.name
+        ),
+        Some(libc::EPERM | libc::EACCES) => format!(
+            "making a TUN device needs CAP_NET_ADMIN: run as root, or give the program the \
+             capability (docs/tunnel.md, systemd) ({e})"
+        ),
+        Some(libc::ENOENT | libc::ENODEV) => {
+            format!("no /dev/net/tun: load the tun module (`modprobe tun`) ({e})")
+        }
+        _ => format!("the TUN device cannot be made: {e}"),
+    };
+    RtError::Setting {
+        key: "tun.name",
+        value: cfg.tun.name.clone(),
+        what,
+    }
+}
+
 /// Where the driver's log events come from: the tunnel end's label.
 struct Log {
     label: String,
@@ -212,28 +267,44 @@ impl Log {
     }
 }
 
-/// Reads the credentials, from the config or the key files it names.
+/// Reads the credentials, from the config or the key files it names; an error names the key
+/// (`private_key_file`, `psk_file`), the file and how to make one.
 pub fn credentials(cfg: &TunnelConfig) -> Result<Credentials, RtError> {
-    let from_file = |p: &std::path::Path| -> Result<Key, RtError> {
-        let path = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| RtError::KeyFile {
-            path: path.clone(),
-            what: e.to_string(),
+    let from_file = |key: &'static str, p: &std::path::Path| -> Result<Key, RtError> {
+        let setting = |what: String| RtError::Setting {
+            key,
+            value: p.display().to_string(),
+            what,
+        };
+        let text = std::fs::read_to_string(p).map_err(|e| {
+            setting(match e.kind() {
+                io::ErrorKind::NotFound => format!(
+                    "no such file (make one with `mslink tunnel genkey > {}`, or give the key \
+                     itself as {})",
+                    p.display(),
+                    key.trim_end_matches("_file")
+                ),
+                _ => format!("cannot be read: {e}"),
+            })
         })?;
-        Key::from_base64(&text).map_err(|e| RtError::KeyFile {
-            path,
-            what: e.to_string(),
+        Key::from_base64(&text).map_err(|e| {
+            setting(format!(
+                "{e} (a key file holds one base64 key of 32 bytes, as `mslink tunnel genkey` \
+                 writes)"
+            ))
         })
     };
     if let Some(psk) = cfg.psk {
         return Ok(Credentials::Psk { psk });
     }
     if let Some(p) = &cfg.psk_file {
-        return Ok(Credentials::Psk { psk: from_file(p)? });
+        return Ok(Credentials::Psk {
+            psk: from_file("psk_file", p)?,
+        });
     }
     let private = match (&cfg.private_key, &cfg.private_key_file) {
         (Some(k), _) => *k,
-        (None, Some(p)) => from_file(p)?,
+        (None, Some(p)) => from_file("private_key_file", p)?,
         (None, None) => unreachable!("validate() requires a key"),
     };
     Ok(Credentials::Keys {
@@ -291,16 +362,18 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
             .map_err(io_err("installing signal handlers"))?;
     }
 
+    // The socket first: a port in use is reported without touching the TUN device.
+    let sock = UdpSocket::bind(cfg.listen).map_err(|e| listen_error(cfg, e))?;
+    let mut port = UdpPort::new(sock, SOCKET_BUFFER_BYTES, cfg.udp_gso)
+        .map_err(io_err("non-blocking socket"))?;
+
     let opened = if cfg.tun.offload {
         // A kernel without the offloads refuses them: fall back to plain reads and writes.
         Tun::create_with_offloads(&cfg.tun.name).or_else(|_| Tun::create(&cfg.tun.name))
     } else {
         Tun::create(&cfg.tun.name)
     };
-    let tun = opened.map_err(io_err(format!(
-        "creating TUN device {} (needs CAP_NET_ADMIN and /dev/net/tun)",
-        cfg.tun.name
-    )))?;
+    let tun = opened.map_err(|e| tun_error(cfg, e))?;
     // The device is configured with route-netlink requests in this thread's namespace (what
     // `ip link set` and `ip addr add` would do, without running them).
     let name = cfg.tun.name.as_str();
@@ -326,10 +399,6 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     }
     rtnl::set_link(name, &LinkChange::up()).map_err(io_err("bringing the TUN device up"))?;
 
-    let sock =
-        UdpSocket::bind(cfg.listen).map_err(io_err(format!("binding UDP {}", cfg.listen)))?;
-    let mut port = UdpPort::new(sock, SOCKET_BUFFER_BYTES, cfg.udp_gso)
-        .map_err(io_err("non-blocking socket"))?;
     let mode = match creds {
         Credentials::Keys { .. } => "Noise IK (key pairs)",
         Credentials::Psk { .. } => "Noise NNpsk0 (pre-shared key)",

@@ -17,38 +17,18 @@ use std::time::{Duration, Instant};
 use mslink_io::device::{Device, PacketPipe};
 use mslink_io::udp::UdpPort;
 use mslink_link::config::LinkConfig;
+use mslink_link::testkit::{ipv4_udp, udp_seq};
 use mslink_tunnel::config::SessionConfig;
 use mslink_tunnel::handshake::Credentials;
 use mslink_tunnel::keys::Key;
 use mslink_tunnel::rt::{self, Control, RunOptions};
 use mslink_tunnel::Tunnel;
 
-/// A minimal IPv4/UDP packet carrying `seq`.
-fn packet(seq: u32) -> Vec<u8> {
-    let len = 28 + 1000;
-    let mut p = vec![0u8; len];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-    p[8] = 64;
-    p[9] = 17;
-    p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-    p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-    p[20..22].copy_from_slice(&1000u16.to_be_bytes());
-    p[22..24].copy_from_slice(&2000u16.to_be_bytes());
-    p[24..26].copy_from_slice(&((len - 20) as u16).to_be_bytes());
-    p[28..32].copy_from_slice(&seq.to_be_bytes());
-    p
-}
-
-fn seq(p: &[u8]) -> u32 {
-    u32::from_be_bytes(p[28..32].try_into().unwrap())
-}
-
 /// Reads every packet waiting in `pipe`.
 fn read_all(pipe: &PacketPipe, into: &mut Vec<u32>) {
     let mut buf = vec![0u8; 2048];
     while let Ok(n) = pipe.read(&mut buf) {
-        into.push(seq(&buf[..n]));
+        into.push(udp_seq(&buf[..n]));
     }
 }
 
@@ -88,7 +68,7 @@ fn a_full_tun_device_is_waited_for_and_what_it_cannot_take_is_counted() {
         let mut next = 0;
         let deadline = Instant::now() + Duration::from_secs(60);
         while next < N {
-            match user_a.write(&packet(next)) {
+            match user_a.write(&ipv4_udp(next, 1028)) {
                 Ok(_) => next += 1,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_micros(200))
