@@ -279,8 +279,13 @@ pub fn credentials(cfg: &TunnelConfig) -> Result<Credentials, RtError> {
         let text = std::fs::read_to_string(p).map_err(|e| {
             setting(match e.kind() {
                 io::ErrorKind::NotFound => format!(
-                    "no such file (make one with `mslink tunnel genkey > {}`, or give the key \
+                    "no such file (make one with `mslink tunnel {} > {}`, or give the key \
                      itself as {})",
+                    if key == "psk_file" {
+                        "genpsk"
+                    } else {
+                        "genkey"
+                    },
                     p.display(),
                     key.trim_end_matches("_file")
                 ),
@@ -290,7 +295,7 @@ pub fn credentials(cfg: &TunnelConfig) -> Result<Credentials, RtError> {
         Key::from_base64(&text).map_err(|e| {
             setting(format!(
                 "{e} (a key file holds one base64 key of 32 bytes, as `mslink tunnel genkey` \
-                 writes)"
+                 and `genpsk` write)"
             ))
         })
     };
