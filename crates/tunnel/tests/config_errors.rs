@@ -52,7 +52,7 @@ fn a_missing_or_malformed_key_file_is_named_with_its_key_and_the_fix() {
     let e = start(&cfg);
     assert!(e.starts_with("psk_file = "), "{e}");
     assert!(
-        e.contains("absent.key") && e.contains("mslink tunnel genkey"),
+        e.contains("absent.key") && e.contains("mslink tunnel genpsk"),
         "{e}"
     );
 
