@@ -170,6 +170,46 @@ impl UdpPort {
     }
 }
 
+/// The path MTU the kernel knows for datagrams to `to`: the MTU of the route's device, or a
+/// smaller one it learned from ICMP "fragmentation needed" messages. Read from a UDP socket
+/// connected to `to` (`IP_MTU`, `IPV6_MTU`); nothing is sent.
+pub fn path_mtu(to: SocketAddr) -> io::Result<usize> {
+    let any: SocketAddr = match to {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let sock = UdpSocket::bind(any)?;
+    sock.connect(to)?;
+    let (level, name) = match to {
+        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_MTU),
+        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_MTU),
+    };
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `mtu`, an int, on our socket.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&mut mtu as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(mtu.max(0) as usize)
+}
+
+/// Bytes of the IP and UDP headers in front of a datagram's payload to `to`.
+pub fn ip_udp_header_len(to: SocketAddr) -> usize {
+    match to {
+        SocketAddr::V4(_) => 20 + 8,
+        SocketAddr::V6(_) => 40 + 8,
+    }
+}
+
 fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: libc::c_int) {
     // SAFETY: setsockopt with an int option on our socket; failure only leaves the default.
     unsafe {
@@ -406,5 +446,22 @@ fn send_batch(
         let sent = &counts[..k as usize];
         let in_gso = sent.iter().filter(|&&c| c > 1).sum();
         Ok((sent.iter().sum(), in_gso))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_mtu_to_loopback_is_the_loopback_device_s() {
+        let mtu = path_mtu("127.0.0.1:9".parse().unwrap()).unwrap();
+        let lo: usize = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // An IPv4 packet is at most 65,535 bytes, so the kernel caps the route's MTU there.
+        assert_eq!(mtu, lo.min(65_535));
     }
 }

@@ -58,6 +58,7 @@ use crate::events::Severity;
 use crate::handshake::Credentials;
 use crate::keys::Key;
 use crate::session::{Tunnel, TunnelStats};
+use crate::wire::{TAG_LEN, TRANSPORT_HEADER_LEN};
 
 /// How often [`Control::snapshot`] is refreshed.
 pub const SNAPSHOT_EVERY: StdDuration = StdDuration::from_millis(20);
@@ -196,6 +197,30 @@ pub enum RtError {
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RtError {
     let what = what.into();
     move |source| RtError::Io { what, source }
+}
+
+/// A warning when a datagram carrying a full link frame (`link.frame_size` plus the tunnel's
+/// header and tag, plus IP and UDP) exceeds the path MTU to `peer`: the kernel would then
+/// fragment every full-sized datagram, which costs a second packet and loses both if either
+/// is lost. None when it fits, or the path MTU is unknown.
+pub fn frame_size_note(cfg: &TunnelConfig, peer: SocketAddr) -> Option<String> {
+    let mtu = mslink_io::udp::path_mtu(peer).ok()?;
+    frame_size_check(cfg.link.frame_size, peer, mtu)
+}
+
+/// [`frame_size_note`] for a known path MTU.
+pub fn frame_size_check(frame_size: usize, peer: SocketAddr, mtu: usize) -> Option<String> {
+    let overhead = TRANSPORT_HEADER_LEN + TAG_LEN + mslink_io::udp::ip_udp_header_len(peer);
+    let datagram = frame_size + overhead;
+    (mtu > overhead && datagram > mtu).then(|| {
+        format!(
+            "link.frame_size = {frame_size}: a full frame travels in a {datagram}-byte IP packet, \
+             above the path MTU of {mtu} bytes to {peer}, so the kernel fragments it; set \
+             link.frame_size to at most {} (the path MTU less {overhead} bytes of IP, UDP, \
+             tunnel header and tag)",
+            mtu - overhead
+        )
+    })
 }
 
 /// Why `listen` could not be bound, and what to do.
@@ -404,6 +429,9 @@ pub fn run(cfg: &TunnelConfig, opts: &RunOptions, control: &Control) -> Result<(
     }
     rtnl::set_link(name, &LinkChange::up()).map_err(io_err("bringing the TUN device up"))?;
 
+    if let Some(note) = cfg.peer.and_then(|peer| frame_size_note(cfg, peer)) {
+        log.emit(Level::Warn, format_args!("{note}"));
+    }
     let mode = match creds {
         Credentials::Keys { .. } => "Noise IK (key pairs)",
         Credentials::Psk { .. } => "Noise NNpsk0 (pre-shared key)",
@@ -591,5 +619,26 @@ fn level(s: Severity) -> Level {
         Severity::Debug => Level::Debug,
         Severity::Info => Level::Info,
         Severity::Warn => Level::Warn,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_size_above_the_path_mtu_is_named_with_the_size_that_fits() {
+        let v4: SocketAddr = "192.0.2.1:51900".parse().unwrap();
+        let v6: SocketAddr = "[2001:db8::1]:51900".parse().unwrap();
+        // 1400 + 16 + 16 + 28 = 1460: fits 1500, not 1420.
+        assert_eq!(frame_size_check(1400, v4, 1500), None);
+        let n = frame_size_check(1400, v4, 1420).expect("too large");
+        assert!(
+            n.contains("link.frame_size = 1400") && n.contains("at most 1360"),
+            "{n}"
+        );
+        // IPv6 headers are 20 bytes longer.
+        assert_eq!(frame_size_check(1440, v4, 1500), None);
+        assert!(frame_size_check(1440, v6, 1500).is_some());
     }
 }
