@@ -432,6 +432,16 @@ impl<W: Write> LinkLog<W> {
         }
     }
 
+    /// Writes what the log holds so far to its writer's destination (the emulator does it
+    /// every second, so a log is readable after SIGKILL); an error is kept for [`Self::finish`].
+    pub fn flush(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.w.flush() {
+                self.error = Some(e);
+            }
+        }
+    }
+
     /// The totals so far.
     pub fn totals(&self) -> LogTotals {
         self.totals

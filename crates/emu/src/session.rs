@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::process::Child;
 
 use mslink_io::clock::Clock;
+use mslink_io::files::SharedFile;
 use mslink_io::signals;
 use mslink_io::tun::Tun;
 use mslink_link::{Direction, Duration, Instant, Side};
@@ -254,6 +255,13 @@ impl Logs {
 
     fn any(&self) -> bool {
         self.logs.iter().any(Option::is_some)
+    }
+
+    /// Writes what the logs hold so far (see [`FLUSH_EVERY`]).
+    fn flush(&mut self) {
+        for (log, _) in self.logs.iter_mut().flatten() {
+            log.flush();
+        }
     }
 
     /// A packet read on `side` enters the direction it sends on; one written on `side`
@@ -672,14 +680,20 @@ impl Watch<'_> {
     }
 }
 
-type Pcap = pcap_file::pcap::PcapWriter<std::io::BufWriter<std::fs::File>>;
+type Pcap = pcap_file::pcap::PcapWriter<SharedFile>;
+
+/// How often captures and link logs are flushed while the emulator runs, so that they are
+/// readable up to a second before the end even after SIGKILL.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// The pcap files of a run; the first write error is kept for the end.
 struct Captures {
     writers: [Option<Pcap>; 2],
     error: Option<pcap_file::PcapError>,
     /// `--pcap-link`: the frames on the air.
-    link: Option<crate::linkpcap::LinkPcap<std::io::BufWriter<std::fs::File>>>,
+    link: Option<crate::linkpcap::LinkPcap<SharedFile>>,
+    /// Every file above, to flush on a timer.
+    files: Vec<SharedFile>,
 }
 
 impl Captures {
@@ -692,13 +706,14 @@ impl Captures {
         clock: &Clock,
     ) -> Result<(), SessionError> {
         let Some(p) = path else { return Ok(()) };
-        let f = std::fs::File::create(p).map_err(os(format!("creating {}", p.display())))?;
-        let w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let w = SharedFile::create(p, 1 << 20).map_err(os(format!("creating {}", p.display())))?;
+        self.files.push(w.clone());
         let zero = crate::linkpcap::zero_unix_ns(clock.now());
         self.link = Some(
             crate::linkpcap::LinkPcap::new(w, &config.link_config(), zero)
                 .map_err(SessionError::PcapHeader)?,
         );
+        self.flush();
         hop.set_frame_tap(true);
         Ok(())
     }
@@ -711,23 +726,39 @@ impl Captures {
 
     fn open(paths: &[Option<PathBuf>; 2]) -> Result<Captures, SessionError> {
         let mut writers = [None, None];
+        let mut files = Vec::new();
         for (w, path) in writers.iter_mut().zip(paths) {
             let Some(p) = path else { continue };
-            let f = std::fs::File::create(p).map_err(os(format!("creating {}", p.display())))?;
+            let f =
+                SharedFile::create(p, 1 << 16).map_err(os(format!("creating {}", p.display())))?;
+            files.push(f.clone());
             let header = pcap_file::pcap::PcapHeader {
                 datalink: pcap_file::DataLink::RAW,
                 ..Default::default()
             };
             *w = Some(
-                pcap_file::pcap::PcapWriter::with_header(std::io::BufWriter::new(f), header)
+                pcap_file::pcap::PcapWriter::with_header(f, header)
                     .map_err(SessionError::PcapHeader)?,
             );
         }
-        Ok(Captures {
+        let mut c = Captures {
             writers,
             error: None,
             link: None,
-        })
+            files,
+        };
+        c.flush();
+        Ok(c)
+    }
+
+    /// Writes what the files hold so far (see [`FLUSH_EVERY`]); the first error is kept.
+    fn flush(&mut self) {
+        for f in &mut self.files {
+            use std::io::Write;
+            if let Err(e) = f.flush() {
+                self.error.get_or_insert(pcap_file::PcapError::IoError(e));
+            }
+        }
     }
 
     fn any(&self) -> bool {
@@ -928,8 +959,14 @@ impl Session {
         let has_link = captures.link.is_some();
         let captures = std::cell::RefCell::new(captures);
         let logs = std::cell::RefCell::new(logs);
+        let mut next_flush = self.clock.now() + FLUSH_EVERY;
         let mut tick = |now: Instant, hop: &EmulatedHop| {
             logs.borrow_mut().tick(now, hop);
+            if now >= next_flush {
+                next_flush = now + FLUSH_EVERY;
+                logs.borrow_mut().flush();
+                captures.borrow_mut().flush();
+            }
             watch.tick(now, hop)
         };
         let mut capture = |side: Side, passage: Passage, t: Instant, p: &[u8]| {

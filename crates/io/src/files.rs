@@ -2,7 +2,8 @@
 //!
 //! Contract: [`out_dir`] creates a folder (and its parents) and its error names the option
 //! that gave it and the folder; [`parent_dir`] does the same for the folder a file goes into;
-//! [`write_to`] writes a file given by an option, or standard output.
+//! [`write_to`] writes a file given by an option, or standard output; [`SharedFile`] is a
+//! buffered file a driver can flush on a timer while a writer owns it.
 
 use std::io::Write;
 use std::path::Path;
@@ -48,5 +49,34 @@ pub fn parent_dir(file: &Path, option: &str) -> Result<()> {
     match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => out_dir(p, option),
         _ => Ok(()),
+    }
+}
+
+/// A buffered file whose clones write to one buffer, so a writer that owns its output (a pcap
+/// writer) can be flushed from outside, on a timer: files of a long run are then readable up
+/// to the last flush even if the process is killed (`SIGKILL` runs no destructor). For one
+/// thread.
+#[derive(Clone, Debug)]
+pub struct SharedFile(std::rc::Rc<std::cell::RefCell<std::io::BufWriter<std::fs::File>>>);
+
+impl SharedFile {
+    /// Creates (or truncates) `path`, with a buffer of `capacity` bytes.
+    pub fn create(path: &Path, capacity: usize) -> std::io::Result<SharedFile> {
+        let f = std::fs::File::create(path)?;
+        Ok(SharedFile(std::rc::Rc::new(std::cell::RefCell::new(
+            std::io::BufWriter::with_capacity(capacity, f),
+        ))))
+    }
+}
+
+impl std::io::Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.borrow_mut().write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.borrow_mut().flush()
     }
 }
