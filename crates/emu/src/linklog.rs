@@ -55,6 +55,8 @@ pub const LINK_NAMES: [&str; 2] = ["Uplink", "Downlink"];
 pub struct LogHeader {
     /// 0: uplink (left to right), 1: downlink (right to left).
     pub direction: usize,
+    /// How packet sizes are written.
+    pub bytes: LogBytes,
     /// The capacity, as `mm-link` names its trace file: a trace's path, or `12000000 bit/s`.
     pub capacity: String,
     /// The log file's path, as given.
@@ -65,6 +67,29 @@ pub struct LogHeader {
     pub queue: String,
     /// The Unix time in ms of the clock's zero.
     pub init_unix_ms: u64,
+}
+
+/// How a log writes a packet's size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum LogBytes {
+    /// The IP packet's length (what crossed the link).
+    #[default]
+    Ip,
+    /// The IP packet's length plus the 4 bytes of the packet-information header Mahimahi's
+    /// TUN devices carry, as `mm-link` logs it, so Mahimahi's tools and ours agree byte for
+    /// byte on logs of the same traffic.
+    Mahimahi,
+}
+
+impl LogBytes {
+    /// Bytes added to each packet's IP length.
+    pub fn extra(self) -> u64 {
+        match self {
+            LogBytes::Ip => 0,
+            LogBytes::Mahimahi => 4,
+        }
+    }
 }
 
 /// Where the delivery opportunities come from.
@@ -107,6 +132,8 @@ pub struct LogTotals {
 /// One direction's log.
 pub struct LinkLog<W: Write> {
     w: W,
+    /// Added to each packet's IP length ([`LogBytes::extra`]).
+    extra: u64,
     error: Option<io::Error>,
     opportunities: Opportunities,
     onoff: Option<OnOff>,
@@ -245,6 +272,7 @@ impl<W: Write> LinkLog<W> {
         };
         let mut log = LinkLog {
             w,
+            extra: header.bytes.extra(),
             error: None,
             opportunities,
             onoff: onoff.cloned(),
@@ -268,7 +296,8 @@ impl<W: Write> LinkLog<W> {
              # base timestamp: 0\n\
              # mslink emulate: {name} = {from} to {to}; times in ms since the emulator's clock started; \
              '-' = written to the {to} side, delay = queue + serialisation + link-layer recovery + propagation; \
-             '#' = capacity ({}); 'd' = drops before the air (queue, refused, service queue full)\n",
+             '#' = capacity ({}); 'd' = drops before the air (queue, refused, service queue full); \
+             packet sizes: {}\n",
             header.capacity,
             header.path,
             header.command_line,
@@ -278,6 +307,10 @@ impl<W: Write> LinkLog<W> {
                 Capacity::Unlimited => "unlimited: none".to_string(),
                 Capacity::Rate { .. } => "bytes per ms of the rate".to_string(),
                 Capacity::Trace(_) => format!("one line per {OPPORTUNITY_BYTES}-byte opportunity"),
+            },
+            match header.bytes {
+                LogBytes::Ip => "IP length",
+                LogBytes::Mahimahi => "IP length + 4, as mm-link counts them",
             }
         );
         log.w.write_all(text.as_bytes())?;
@@ -369,15 +402,16 @@ impl<W: Write> LinkLog<W> {
         self.capacity_until(now);
         let t = ms(now);
         self.last_ms = self.last_ms.max(t);
+        let len = packet.len() as u64 + self.extra;
         self.totals.arrivals += 1;
-        self.totals.arrival_bytes += packet.len() as u64;
+        self.totals.arrival_bytes += len;
         match self.pending.entry(packet_hash(packet)) {
             std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().push(t),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(Arrivals::One(t));
             }
         }
-        self.event(t, b'+', packet.len() as u64, None);
+        self.event(t, b'+', len, None);
     }
 
     /// A packet left the hop (was written to the receiving side) at `now`.
@@ -403,9 +437,10 @@ impl<W: Write> LinkLog<W> {
                 0
             }
         };
+        let len = packet.len() as u64 + self.extra;
         self.totals.departures += 1;
-        self.totals.departure_bytes += packet.len() as u64;
-        self.event(t, b'-', packet.len() as u64, Some(delay));
+        self.totals.departure_bytes += len;
+        self.event(t, b'-', len, Some(delay));
     }
 
     /// Once per turn of the event loop: capacity up to `now`, the drops before the air so far
@@ -415,10 +450,8 @@ impl<W: Write> LinkLog<W> {
         self.capacity_until(now);
         let t = ms(now).max(self.last_ms);
         if drops.0 > self.drops_seen.0 {
-            let (n, b) = (
-                drops.0 - self.drops_seen.0,
-                drops.1.saturating_sub(self.drops_seen.1),
-            );
+            let n = drops.0 - self.drops_seen.0;
+            let b = drops.1.saturating_sub(self.drops_seen.1) + n * self.extra;
             self.drops_seen = drops;
             self.totals.drops += n;
             self.totals.drop_bytes += b;
@@ -476,7 +509,26 @@ mod tests {
             command_line: "mslink emulate --uplink-log up.log".into(),
             queue: "infinite".into(),
             init_unix_ms: 1_700_000_000_000,
+            bytes: LogBytes::Ip,
         }
+    }
+
+    #[test]
+    fn mahimahi_sizes_add_the_packet_information_header_to_every_event() {
+        let cap = Capacity::Unlimited;
+        let h = LogHeader {
+            bytes: LogBytes::Mahimahi,
+            ..header(0)
+        };
+        let mut log = LinkLog::new(Vec::new(), &h, &cap, None).unwrap();
+        let p = vec![0x45u8; 1000];
+        log.arrival(Instant::from_millis(1), &p);
+        log.departure(Instant::from_millis(3), &p);
+        log.tick(Instant::from_millis(4), (2, 3000));
+        let t = text(log, Instant::from_millis(5));
+        let events: Vec<&str> = t.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(events, ["1 + 1004", "3 - 1004 2", "4 d 2 3008"], "{t}");
+        assert!(t.contains("packet sizes: IP length + 4"), "{t}");
     }
 
     fn text(log: LinkLog<Vec<u8>>, now: Instant) -> String {

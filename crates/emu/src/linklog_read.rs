@@ -426,6 +426,7 @@ mod tests {
             command_line: "mslink emulate".into(),
             queue: "droptail [packets=10]".into(),
             init_unix_ms: 1,
+            bytes: crate::linklog::LogBytes::Ip,
         };
         let mut log = LinkLog::new(Vec::new(), &header, &Capacity::rate(12_000_000), None).unwrap();
         for k in 0..100u64 {

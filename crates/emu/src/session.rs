@@ -45,7 +45,7 @@ use mslink_netns::{
 
 use crate::config::{EmuConfig, EmuConfigError};
 use crate::hop::{EmulatedHop, Summary};
-use crate::linklog::{LinkLog, LogHeader, LogTotals};
+use crate::linklog::{LinkLog, LogBytes, LogHeader, LogTotals};
 use crate::runtime::{self, Control, DeviceCounts, Passage};
 
 /// When a pair run ends.
@@ -142,6 +142,8 @@ pub struct SessionConfig {
     /// Per-packet logs in Mahimahi's format ([`crate::linklog`]) of the uplink (left to right)
     /// and the downlink (right to left).
     pub link_logs: [Option<PathBuf>; 2],
+    /// How the link logs write packet sizes.
+    pub log_bytes: LogBytes,
     /// The command line the logs' headers quote.
     pub command_line: String,
     /// Single mode: NAT the command's traffic to whatever the host reaches ([`crate::nat`]).
@@ -236,6 +238,7 @@ impl Logs {
             };
             let header = LogHeader {
                 direction: dir.index(),
+                bytes: config.log_bytes,
                 capacity,
                 path: path.display().to_string(),
                 command_line: config.command_line.clone(),

@@ -138,6 +138,14 @@ pub struct EmulateOptions {
     /// command; to the left command in --pair), in Mahimahi's format.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub downlink_log: Option<PathBuf>,
+    /// Packet sizes in the link logs: `ip` (the IP length, what crossed the link) or
+    /// `mahimahi` (4 bytes more per packet, as mm-link logs them, so mm-throughput-graph gives
+    /// the same figures for the same traffic).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_enum, value_name = "HOW", default_value = "ip")
+    )]
+    pub log_bytes: crate::linklog::LogBytes,
     /// Baseline for benchmarks (`--pair`): join the namespaces with a plain veth pair instead
     /// of the emulator.
     #[cfg_attr(feature = "clap", arg(long, requires = "pair"))]

@@ -78,6 +78,7 @@ fn session_config(
         pcap_link: args.pcap_link.clone(),
         direct: args.direct,
         link_logs: [args.uplink_log.clone(), args.downlink_log.clone()],
+        log_bytes: args.log_bytes,
         command_line: args.command_line.clone(),
         nat: !args.no_nat,
         prompt: Some(prompt_text(args.link.as_deref(), cfg)),
