@@ -19,8 +19,11 @@
 //! [`OnOff`] is an outage process as Mahimahi's `mm-onoff`: alternating on and off periods,
 //! fixed or exponentially distributed, starting on at time 0. [`OnOff::available_at`]`(t)`
 //! says when a frame ready at `t` may start: `t` itself while on, else the end of the off
-//! period. Frames wait through an outage (in the queue, where the discipline applies); they are
-//! not dropped by it.
+//! period. What an outage does to packets that arrive during it is [`OutageMode`]: by default
+//! they wait (in the queue, where the discipline applies); with `drop`, as `mm-onoff` does, a
+//! packet that arrives while the link is off is dropped ([`OnOff::drops_at`]). Either way no
+//! frame starts during an outage. [`OutageDirections`] says which directions have one (each its
+//! own process).
 
 use mslink_link::{Duration, Instant};
 use rand::Rng;
@@ -91,8 +94,46 @@ pub enum PeriodDist {
     Exponential,
 }
 
+/// What an outage does to a packet that arrives while the link is off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutageMode {
+    /// It waits in the queue (where the discipline applies) and leaves when the link is back.
+    #[default]
+    Queue,
+    /// It is dropped and counted, as Mahimahi's `mm-onoff` drops what arrives while off; what
+    /// was queued before the outage waits for its end.
+    Drop,
+}
+
+/// Which directions of a link have outages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutageDirections {
+    /// Both, each its own process.
+    #[default]
+    Both,
+    /// Direction 0 only, left to right (the emulator's uplink: out of the shell).
+    #[serde(alias = "left_to_right")]
+    Uplink,
+    /// Direction 1 only, right to left (the emulator's downlink: into the shell).
+    #[serde(alias = "right_to_left")]
+    Downlink,
+}
+
+impl OutageDirections {
+    /// True if direction `dir` (0: left to right, 1: right to left) has outages.
+    pub fn includes(self, dir: usize) -> bool {
+        match self {
+            OutageDirections::Both => true,
+            OutageDirections::Uplink => dir == 0,
+            OutageDirections::Downlink => dir == 1,
+        }
+    }
+}
+
 /// An on/off outage process: `on_ms` of service, `off_ms` of outage, alternating.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OnOffConfig {
     /// On period (or its mean), ms.
@@ -102,6 +143,20 @@ pub struct OnOffConfig {
     /// Fixed or exponential periods.
     #[serde(default)]
     pub dist: PeriodDist,
+    /// What happens to packets arriving during an outage (default: they wait).
+    #[serde(default, skip_serializing_if = "is_queue")]
+    pub mode: OutageMode,
+    /// Which directions have outages (default: both).
+    #[serde(default, skip_serializing_if = "is_both")]
+    pub direction: OutageDirections,
+}
+
+fn is_queue(m: &OutageMode) -> bool {
+    *m == OutageMode::Queue
+}
+
+fn is_both(d: &OutageDirections) -> bool {
+    *d == OutageDirections::Both
 }
 
 impl OnOffConfig {
@@ -181,6 +236,12 @@ impl OnOff {
     /// True if the link is on at `t` (advancing the process to `t`).
     pub fn is_on(&mut self, t: Instant) -> bool {
         self.available_at(t) == t
+    }
+
+    /// True if a packet arriving at `t` is dropped: the mode is [`OutageMode::Drop`] and the
+    /// link is off at `t`. Queue mode never drops (and does not advance the process).
+    pub fn drops_at(&mut self, t: Instant) -> bool {
+        self.config.mode == OutageMode::Drop && !self.is_on(t)
     }
 }
 
@@ -344,6 +405,7 @@ mod tests {
             on_ms: 100.0,
             off_ms: 50.0,
             dist: PeriodDist::Fixed,
+            ..OnOffConfig::default()
         };
         let mut o = OnOff::new(c, stream(1, "onoff"));
         let ms = Instant::from_millis;
@@ -355,6 +417,56 @@ mod tests {
         assert_eq!(o.available_at(ms(260)), ms(300));
         assert!(o.is_on(ms(990)));
         assert!(!o.is_on(ms(1010)));
+        // Queue mode (the default) never drops, on or off.
+        assert!(!o.drops_at(ms(1010)));
+    }
+
+    /// Drop mode, as mm-onoff: a packet arriving while off is dropped, one arriving while on
+    /// is not; the process is the same as in queue mode (same seed, same periods).
+    #[test]
+    fn drop_mode_drops_what_arrives_while_off() {
+        let c = OnOffConfig {
+            on_ms: 30.0,
+            off_ms: 20.0,
+            dist: PeriodDist::Exponential,
+            mode: OutageMode::Drop,
+            ..OnOffConfig::default()
+        };
+        let queue = OnOffConfig {
+            mode: OutageMode::Queue,
+            ..c.clone()
+        };
+        let mut d = OnOff::new(c, stream(3, "onoff"));
+        let mut q = OnOff::new(queue, stream(3, "onoff"));
+        let mut dropped = 0;
+        for k in 0..100_000u64 {
+            let t = Instant::from_micros(k * 100);
+            let off = !q.is_on(t);
+            assert_eq!(d.drops_at(t), off, "at {t:?}");
+            dropped += usize::from(off);
+        }
+        // About 40% of the time is off.
+        assert!((35_000..45_000).contains(&dropped), "{dropped}");
+    }
+
+    #[test]
+    fn directions_and_modes_parse_with_their_names() {
+        let c: OnOffConfig =
+            toml::from_str("on_ms = 1\noff_ms = 2\nmode = 'drop'\ndirection = 'uplink'").unwrap();
+        assert_eq!(
+            (c.mode, c.direction),
+            (OutageMode::Drop, OutageDirections::Uplink)
+        );
+        assert!(c.direction.includes(0) && !c.direction.includes(1));
+        let c: OnOffConfig =
+            toml::from_str("on_ms = 1\noff_ms = 2\ndirection = 'right_to_left'").unwrap();
+        assert_eq!(
+            (c.mode, c.direction),
+            (OutageMode::Queue, OutageDirections::Downlink)
+        );
+        assert!(OutageDirections::Both.includes(0) && OutageDirections::Both.includes(1));
+        let e = toml::from_str::<OnOffConfig>("on_ms = 1\noff_ms = 2\nmode = 'lose'").unwrap_err();
+        assert!(e.to_string().contains("drop"), "{e}");
     }
 
     #[test]
@@ -363,6 +475,7 @@ mod tests {
             on_ms: 300.0,
             off_ms: 100.0,
             dist: PeriodDist::Exponential,
+            ..OnOffConfig::default()
         };
         assert!(c.validate("onoff.").is_ok());
         let mut o = OnOff::new(c.clone(), stream(2, "onoff"));

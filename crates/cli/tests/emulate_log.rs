@@ -62,7 +62,8 @@ fn check_log(path: &Path, v: &Value, dir: &str, json: &str) -> [u64; 7] {
     let before_air = n("dropped_queue")
         + n("refused_malformed")
         + n("refused_too_large")
-        + n("dropped_service_queue");
+        + n("dropped_service_queue")
+        + n("dropped_outage");
     assert_eq!(t[4], before_air, "{file}: drops ({p})");
     // Every packet of the log is accounted for: a `-`, a `d`, or a cause after the air.
     assert_eq!(

@@ -25,10 +25,12 @@
 //! [aqm]                    # optional: the RFCs' defaults
 //! target_ms = 5
 //!
-//! [onoff]                  # optional outages, as mm-onoff: on 2 s, off 0.2 s on average
+//! [onoff]                  # optional outages: on 2 s, off 0.2 s on average
 //! on_ms = 2000
 //! off_ms = 200
 //! dist = "exponential"     # or "fixed"
+//! mode = "queue"           # packets arriving while off wait (default); "drop": as mm-onoff
+//! direction = "both"       # or "uplink" (left to right) or "downlink"
 //!
 //! [error]
 //! model = "independent"
@@ -72,7 +74,8 @@ pub struct EmuConfig {
     pub jitter_dist: JitterDist,
     /// With jitter: may a frame arrive before one sent earlier (netem's reordering).
     pub reorder: bool,
-    /// Outages of both directions (independent processes), as Mahimahi's mm-onoff.
+    /// Outages of one or both directions (independent processes), queueing or dropping what
+    /// arrives while off (Mahimahi's mm-onoff drops, in one direction).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub onoff: Option<OnOffConfig>,
     /// Discipline of each direction's queue.
@@ -335,6 +338,7 @@ impl EmuConfig {
             onoff: self
                 .onoff
                 .clone()
+                .filter(|o| o.direction.includes(dir))
                 .map(|o| OnOff::new(o, stream(dir, "onoff"))),
             model,
             rng: stream(dir, "error"),

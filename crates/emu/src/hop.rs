@@ -132,6 +132,9 @@ pub struct PacketCounts {
     pub dropped_queue: u64,
     /// Refused by the link end because the service's own queue was full.
     pub dropped_service_queue: u64,
+    /// Arrived during an outage of an `[onoff]` in drop mode (as mm-onoff drops them).
+    #[serde(default)]
+    pub dropped_outage: u64,
     /// Lost by the error model on a service without recovery (raw).
     pub lost_channel: u64,
     /// Lost on a recovering service: it gave up or could not repair the loss.
@@ -150,6 +153,7 @@ impl PacketCounts {
             + self.refused_too_large
             + self.dropped_queue
             + self.dropped_service_queue
+            + self.dropped_outage
             + self.lost_channel
             + self.abandoned
             + self.write_failed
@@ -227,7 +231,7 @@ struct Way {
     /// Packets that came out of this direction, waiting to be written.
     out: VecDeque<Vec<u8>>,
     /// Bytes of the packets refused before the queue or by the link end (malformed, too
-    /// large, service queue full), for the link logs' `d` lines.
+    /// large, service queue full, an outage in drop mode), for the link logs' `d` lines.
     refused_bytes: u64,
 }
 
@@ -303,12 +307,16 @@ impl EmulatedHop {
         let d = &mut self.dirs[side.sending()];
         d.packets.received += 1;
         d.packets.received_bytes += packet.len() as u64;
+        let at = now.max(self.now);
         if !is_ip(packet) {
             d.packets.refused_malformed += 1;
             d.refused_bytes += packet.len() as u64;
+        } else if d.onoff.as_mut().is_some_and(|o| o.drops_at(at)) {
+            d.packets.dropped_outage += 1;
+            d.refused_bytes += packet.len() as u64;
         } else {
             // Drops (now or when the AQM dequeues) are counted by the queue.
-            d.queue.enqueue(now.max(self.now), packet.to_vec());
+            d.queue.enqueue(at, packet.to_vec());
         }
         self.run(now);
     }
@@ -406,13 +414,16 @@ impl EmulatedHop {
 
     /// Packets and bytes of direction `dir` dropped before the air so far, every cause: the
     /// queue's drops ([`Self::queue_drops`]) and the packets refused as malformed, as too large
-    /// or for a full service queue (the link logs' `d` lines).
+    /// or for a full service queue, and those an outage dropped (the link logs' `d` lines).
     pub fn drops_before_air(&self, dir: Direction) -> (u64, u64) {
         let d = &self.dirs[dir];
         let (q, qb) = self.queue_drops(dir);
         let p = &d.packets;
         (
-            q + p.refused_malformed + p.refused_too_large + p.dropped_service_queue,
+            q + p.refused_malformed
+                + p.refused_too_large
+                + p.dropped_service_queue
+                + p.dropped_outage,
             qb + d.refused_bytes,
         )
     }

@@ -296,7 +296,7 @@ impl<W: Write> LinkLog<W> {
              # base timestamp: 0\n\
              # mslink emulate: {name} = {from} to {to}; times in ms since the emulator's clock started; \
              '-' = written to the {to} side, delay = queue + serialisation + link-layer recovery + propagation; \
-             '#' = capacity ({}); 'd' = drops before the air (queue, refused, service queue full); \
+             '#' = capacity ({}); 'd' = drops before the air (queue, refused, service queue full, outage); \
              packet sizes: {}\n",
             header.capacity,
             header.path,
@@ -584,6 +584,7 @@ mod tests {
                 on_ms: 2.0,
                 off_ms: 3.0,
                 dist: mslink_channel::delay::PeriodDist::Fixed,
+                ..Default::default()
             },
             mslink_channel::streams::stream(1, "x"),
         );

@@ -207,7 +207,8 @@ pub struct Segment {
     /// Whether jitter may reorder packets (wireless: frames) (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reorder: Option<bool>,
-    /// On/off outages of each direction, as Mahimahi's mm-onoff (wireless: the MAC waits).
+    /// On/off outages of one or both directions (wireless: the MAC waits); packets arriving
+    /// during one wait or, in drop mode (Mahimahi's mm-onoff), are dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub onoff: Option<mslink_channel::delay::OnOffConfig>,
     /// Error model of both directions (independent processes, same parameters).

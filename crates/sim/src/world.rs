@@ -198,6 +198,19 @@ pub(crate) fn stream(seed: u64, name: &str) -> ChaCha8Rng {
 }
 
 /// Counts one frame of `len` bytes put on the medium, by its fate.
+/// The outage processes of a segment's two directions: one per direction `onoff.direction`
+/// includes, each on its own stream (`segmentN.dirD.onoff`).
+fn outages(
+    onoff: Option<&mslink_channel::delay::OnOffConfig>,
+    st: impl Fn(usize, &str) -> rand_chacha::ChaCha8Rng,
+) -> [Option<OnOff>; 2] {
+    [0, 1].map(|d| {
+        onoff
+            .filter(|o| o.direction.includes(d))
+            .map(|o| OnOff::new(o.clone(), st(d, "onoff")))
+    })
+}
+
 fn record(d: &mut DirectionResult, len: usize, outcome: &Outcome) {
     d.sent += 1;
     d.bytes += len as u64;
@@ -335,7 +348,7 @@ fn build_segments(
                     rate,
                     delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
                     queue: [0, 1].map(|d| Queue::new(&qc, st(d, "queue"))),
-                    onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
+                    onoff: outages(s.onoff.as_ref(), st),
                     busy: [false; 2],
                 }))
             }
@@ -361,7 +374,7 @@ fn build_segments(
                 Seg::Wireless(Box::new(Wireless {
                     rate,
                     delay: [0, 1].map(|d| Delay::new(s.delay_config(), st(d, "delay"))),
-                    onoff: [0, 1].map(|d| s.onoff.clone().map(|o| OnOff::new(o, st(d, "onoff")))),
+                    onoff: outages(s.onoff.as_ref(), st),
                     ends: [end(0)?, end(1)?],
                     models: [fwd, rev],
                     rngs: [
@@ -724,6 +737,10 @@ impl World<'_, '_> {
         }
         match &mut self.segs[seg] {
             Seg::Wired(wd) => {
+                if wd.onoff[dir].as_mut().is_some_and(|o| o.drops_at(now)) {
+                    self.dirs[seg][dir].outage_drops += 1;
+                    return;
+                }
                 // Drops (here or when an AQM dequeues) are counted by the queue, by cause.
                 wd.queue[dir].enqueue(now, p);
                 if !wd.busy[dir] {
@@ -733,6 +750,11 @@ impl World<'_, '_> {
             Seg::Wireless(wl) => {
                 // The buffer travels on as the service's SDU (no copy); the frames arriving at
                 // the far end refill the pool (`arrive`).
+                if wl.onoff[dir].as_mut().is_some_and(|o| o.drops_at(now)) {
+                    self.dirs[seg][dir].outage_drops += 1;
+                    self.recycle(p);
+                    return;
+                }
                 if wl.ends[dir.from()].handle_packet_owned(now, p).is_err() {
                     self.dirs[seg][dir].refused += 1;
                 }

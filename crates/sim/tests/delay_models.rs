@@ -120,6 +120,41 @@ fn outages_delay_but_do_not_drop() {
     }
 }
 
+/// Drop mode, as mm-onoff: what arrives while off is lost, counted by the segment
+/// (`outage_drops`), and only in the direction asked for.
+#[test]
+fn outages_in_drop_mode_lose_what_arrives_while_off() {
+    for kind in ["wired", "wireless"] {
+        let run_with = |onoff: &str| {
+            let text = format!(
+                "[sim]\nduration_s = 10\ndrain_s = 2\ntimeseries_window_s = 0\n\
+                 [[segment]]\nkind = '{kind}'\nrate_bps = 10000000\ndelay_ms = 20\n\
+                 onoff = {{ on_ms = 400, off_ms = 100, dist = 'fixed', {onoff} }}\n\
+                 [[flow]]\nname = 'cbr'\napp = 'constant'\nfrom = 0\nto = 1\n\
+                 rate_bps = 800000\npacket_bytes = 200\n"
+            );
+            let sc = Scenario::parse(&text).unwrap();
+            sc.validate().unwrap();
+            run(&sc, 0, &mut |_| Err(std::io::Error::other("no traces"))).unwrap()
+        };
+        let r = run_with("mode = 'drop'");
+        let f = &r.flows[0];
+        let drops = r.segments[0].directions[0].outage_drops;
+        // A fifth of the time off: about a fifth of the packets lost, each counted once.
+        assert_eq!(f.sent - f.received, drops, "{kind}: {f:?}");
+        let fifth = f.sent as f64 / 5.0;
+        assert!(
+            (drops as f64 - fifth).abs() < 0.05 * fifth,
+            "{kind}: {drops} of {}",
+            f.sent
+        );
+        // The flow's reverse direction has the outages: nothing of the flow is lost.
+        let r = run_with("mode = 'drop', direction = 'downlink'");
+        assert_eq!(r.flows[0].received, r.flows[0].sent, "{kind}");
+        assert_eq!(r.segments[0].directions[0].outage_drops, 0, "{kind}");
+    }
+}
+
 #[test]
 fn queue_keys_are_refused_on_wireless_segments() {
     let text = "[[segment]]\nkind = 'wireless'\nqueue = 'codel'\n[[flow]]\nname = 'x'\napp = 'constant'\nfrom = 0\nto = 1\n";

@@ -158,6 +158,7 @@ pub fn check_accounting(v: &Value) {
             + n("refused_too_large")
             + n("dropped_queue")
             + n("dropped_service_queue")
+            + n("dropped_outage")
             + n("lost_channel")
             + n("abandoned")
             + n("write_failed")

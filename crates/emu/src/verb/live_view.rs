@@ -63,8 +63,13 @@ fn interval_median_s(before: &SojournStats, now: &SojournStats) -> Option<f64> {
 pub fn counters_line(s: &Summary) -> String {
     let d = |i: usize| {
         let p = &s.directions[i].packets;
+        // Drops by an outage in drop mode show only when there are any.
+        let outage = match p.dropped_outage {
+            0 => String::new(),
+            n => format!(" offdrop {n}"),
+        };
         format!(
-            "in {} out {} lost {} abandoned {} qdrop {} inflight {} qdelay p50 {:.1} ms",
+            "in {} out {} lost {} abandoned {} qdrop {}{outage} inflight {} qdelay p50 {:.1} ms",
             p.received,
             p.delivered,
             p.lost_channel,

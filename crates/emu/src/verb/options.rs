@@ -65,10 +65,14 @@ pub struct EmulateOptions {
     /// default).
     #[cfg_attr(feature = "clap", arg(long))]
     pub no_reorder: bool,
-    /// On/off outages of both directions, as Mahimahi's mm-onoff: ON_MS of service and OFF_MS
-    /// of outage, alternating, exponentially distributed with these means (`,fixed` for
-    /// fixed periods). Packets wait in the queue through an outage.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "ON_MS,OFF_MS[,fixed]"))]
+    /// On/off outages: ON_MS of service and OFF_MS of outage, alternating, exponentially
+    /// distributed with these means (`,fixed` for fixed periods), in both directions (or
+    /// `,uplink` / `,downlink` only). Packets arriving while off wait in the queue (`,queue`,
+    /// the default) or are dropped and counted (`,drop`, as Mahimahi's mm-onoff).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "ON_MS,OFF_MS[,fixed][,drop][,uplink|downlink]")
+    )]
     pub onoff: Option<String>,
     /// Shortcut: one service of this scheme carries everything (raw, selective_repeat,
     /// go_back_n, karn_rlp, oos_rlp, persistent, xor_fec, rs_fec).
@@ -289,11 +293,14 @@ fn shortcuts(args: &EmulateOptions, table: &mut toml::Table) -> Result<()> {
     Ok(())
 }
 
-/// `--onoff ON_MS,OFF_MS[,fixed|exponential]` as an `[onoff]` table.
+/// `--onoff ON_MS,OFF_MS[,WORD...]` as an `[onoff]` table; the words, in any order: `fixed` or
+/// `exponential` (periods), `queue` or `drop` (mode), `both`, `uplink` or `downlink`.
 fn onoff(text: &str) -> Result<toml::Table> {
     let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    let usage = "give ON_MS,OFF_MS (e.g. --onoff 2000,200), optionally ,fixed or ,exponential";
-    if !(2..=3).contains(&parts.len()) {
+    let usage = "give ON_MS,OFF_MS (e.g. --onoff 2000,200), then optionally fixed|exponential, \
+                 queue|drop and both|uplink|downlink (e.g. --onoff 2000,200,drop,uplink as \
+                 mm-onoff uplink 2 0.2)";
+    if parts.len() < 2 {
         bail!("--onoff {text:?}: {usage}");
     }
     let mut t = toml::Table::new();
@@ -307,11 +314,16 @@ fn onoff(text: &str) -> Result<toml::Table> {
             })?;
         t.insert(key.into(), toml::Value::Float(ms));
     }
-    if let Some(d) = parts.get(2) {
-        if !matches!(*d, "fixed" | "exponential") {
-            bail!("--onoff {text:?}: {d:?} is neither fixed nor exponential");
+    for word in &parts[2..] {
+        let key = match *word {
+            "fixed" | "exponential" => "dist",
+            "queue" | "drop" => "mode",
+            "both" | "uplink" | "downlink" => "direction",
+            _ => bail!("--onoff {text:?}: {word:?} is not one of fixed, exponential, queue, drop, both, uplink, downlink; {usage}"),
+        };
+        if let Some(before) = t.insert(key.into(), (*word).into()) {
+            bail!("--onoff {text:?}: {word:?} and {before} both set the {key}");
         }
-        t.insert("dist".into(), (*d).into());
     }
     Ok(t)
 }
@@ -344,7 +356,7 @@ mod tests {
             jitter: Some(3.0),
             jitter_dist: Some("pareto".into()),
             reorder: true,
-            onoff: Some("1000,100,fixed".into()),
+            onoff: Some("1000,100,drop,fixed,downlink".into()),
             ..Default::default()
         };
         let c = config(&args).unwrap();
@@ -360,9 +372,18 @@ mod tests {
             (Some(500), 3.0, true)
         );
         assert_eq!(c.jitter_dist, mslink_channel::delay::JitterDist::Pareto);
+        use mslink_channel::delay::{OutageDirections, OutageMode, PeriodDist};
         assert_eq!(
-            c.onoff.as_ref().map(|o| (o.on_ms, o.off_ms)),
-            Some((1000.0, 100.0))
+            c.onoff
+                .as_ref()
+                .map(|o| (o.on_ms, o.off_ms, o.dist, o.mode, o.direction)),
+            Some((
+                1000.0,
+                100.0,
+                PeriodDist::Fixed,
+                OutageMode::Drop,
+                OutageDirections::Downlink
+            ))
         );
         let text = toml::to_string(&c.link).unwrap();
         assert!(text.contains("window = 64"), "{text}");
@@ -383,6 +404,8 @@ mod tests {
         assert!(err(&|a| a.queue = Some("red".into())).contains("--queue \"red\""));
         assert!(err(&|a| a.onoff = Some("100".into())).contains("--onoff"));
         assert!(err(&|a| a.onoff = Some("100,x".into())).contains("\"x\""));
+        assert!(err(&|a| a.onoff = Some("100,10,lose".into())).contains("\"lose\" is not one of"));
+        assert!(err(&|a| a.onoff = Some("100,10,drop,queue".into())).contains("both set the mode"));
         assert!(err(&|a| a.jitter = Some(-1.0)).contains("--jitter must"));
         assert!(err(&|a| a.jitter_dist = Some("cauchy".into())).contains("--jitter-dist"));
         assert!(err(&|a| a.queue_packets = Some(0)).contains("--queue-packets"));

@@ -112,6 +112,13 @@ pub struct DirectionResult {
     pub queue: mslink_channel::queue::QueueStats,
     /// Packets the link end refused from above (too large, service queue full).
     pub refused: u64,
+    /// Packets that arrived during an outage of an `onoff` in drop mode (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub outage_drops: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Results of one segment.
