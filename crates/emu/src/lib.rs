@@ -17,7 +17,8 @@
 //! * [`linklog`] writes per-packet logs in Mahimahi's format (the driver feeds it) and
 //!   [`linklog_read`] reads them back (ours or Mahimahi's) for `mslink graph`.
 //! * [`nat`] lets a single-mode command reach whatever the host reaches (nftables masquerade,
-//!   per-device forwarding, removed by a reaper even after SIGKILL).
+//!   per-device forwarding, removed by a reaper even after SIGKILL); [`dns`] gives it a
+//!   resolver when the host's listens on loopback.
 //! * [`session`] puts it all together: commands in namespaces on both sides of the hop, run
 //!   to their end, with every packet accounted for (what `mslink emulate` runs).
 //! * [`verb`] is `mslink emulate` itself as a library: its options (plain data; the CLI only
@@ -30,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod dns;
 pub mod hop;
 pub mod linklog;
 pub mod linklog_read;

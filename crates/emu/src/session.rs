@@ -40,7 +40,7 @@ use mslink_io::tun::Tun;
 use mslink_link::{Direction, Duration, Instant, Side};
 use mslink_netns::{
     dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Family,
-    LinkChange, Netns,
+    FileOverlay, LinkChange, Netns,
 };
 
 use crate::config::{EmuConfig, EmuConfigError};
@@ -337,6 +337,17 @@ pub enum Event<'a> {
     },
     /// NAT was asked for and could not be set up; the run goes on without it.
     NatUnavailable(&'a io::Error),
+    /// The host's resolver is on loopback: a relay on the host side of the hop serves the
+    /// command's lookups ([`crate::dns`]).
+    Dns {
+        /// Where the relay listens (the command's `resolv.conf` names it).
+        listen: std::net::SocketAddr,
+        /// The host's resolver.
+        upstream: std::net::SocketAddr,
+    },
+    /// The host's resolver is on loopback and the relay could not be set up: the command's
+    /// lookups will fail; the run goes on.
+    DnsUnavailable(&'a io::Error),
     /// An nftables table of an emulator that is gone was found and removed.
     StaleNatRemoved(&'a str),
     /// Live counters ([`EmulatedHop::live_summary`]), every [`SessionConfig::stats_interval`].
@@ -389,6 +400,8 @@ pub struct SessionEnd {
     pub udp_segmentation: bool,
     /// What the link logs hold (uplink, downlink), for those written.
     pub logs: [Option<LogTotals>; 2],
+    /// The DNS relay's counters, when the host's resolver was on loopback ([`crate::dns`]).
+    pub dns: Option<crate::dns::DnsCounts>,
 }
 
 impl SessionEnd {
@@ -889,7 +902,12 @@ impl Session {
         Ok([l, r])
     }
 
-    fn spawn(&self, sides: &[SideNs; 2]) -> Result<Children, SessionError> {
+    fn spawn(
+        &self,
+        sides: &[SideNs; 2],
+        dns: Option<&HostDns>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<Children, SessionError> {
         let (cmds, interactive, until) = match &self.config.commands {
             Commands::Single(words) if words.is_empty() => {
                 ([Some("exec ${SHELL:-sh}".to_string()), None], true, None)
@@ -920,10 +938,25 @@ impl Session {
             let Some(c) = cmd else { continue };
             let mut env = env.clone();
             env.push(("MSLINK_SIDE".into(), ["left", "right"][i].into()));
-            let child = if foreground {
-                side.ns.spawn_foreground(c, &env)
-            } else {
-                side.ns.spawn(c, &env, !interactive)
+            let start = |overlay: Option<&FileOverlay>| {
+                if foreground {
+                    side.ns.spawn_foreground(c, &env, overlay)
+                } else {
+                    side.ns.spawn(c, &env, !interactive, overlay)
+                }
+            };
+            let overlay = dns.map(|d| &d.overlay);
+            let child = match start(overlay) {
+                // Mounting the resolver's file needs CAP_SYS_ADMIN: without it the command
+                // runs with the host's file (and no lookups), which the user is told.
+                Err(e) if overlay.is_some() => {
+                    on_event(Event::DnsUnavailable(&io::Error::new(
+                        e.kind(),
+                        format!("mounting the relay's resolv.conf over /etc/resolv.conf: {e}"),
+                    )));
+                    start(None)
+                }
+                r => r,
             };
             procs[i] = Some(child.map_err(os(format!("starting {c:?}")))?);
         }
@@ -1052,7 +1085,14 @@ impl Session {
             right: (right.addr, &right.dev),
             direct: self.config.direct,
         });
-        let mut children = self.spawn(&sides)?;
+        let dns = if self.pair() {
+            None
+        } else {
+            HostDns::start(right.addr, on_event)
+        };
+        let mut children = self.spawn(&sides, dns.as_ref(), on_event)?;
+        // The command's mount holds the file now.
+        let dns = dns.and_then(HostDns::started);
         let started = std::time::Instant::now();
         let mut captures = Captures::open(&self.config.pcap)?;
         if tuns.is_some() {
@@ -1110,7 +1150,70 @@ impl Session {
             offload_enabled: tuns.as_ref().is_some_and(|t| t[0].has_vnet_hdr()),
             udp_segmentation: tuns.as_ref().is_some_and(|t| t[0].has_uso()),
             logs,
+            dns: dns.map(|f| f.counts()),
         })
+    }
+}
+
+/// The DNS relay of a single-mode run whose host resolver is on loopback ([`crate::dns`]): the
+/// relay and the `resolv.conf` the command gets in place of the host's.
+struct HostDns {
+    /// `None` once handed over ([`HostDns::started`]).
+    forwarder: Option<crate::dns::Forwarder>,
+    overlay: FileOverlay,
+    /// The file mounted for the command, removed once the command started.
+    file: PathBuf,
+}
+
+/// The `resolv.conf` every resolver reads.
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+
+impl HostDns {
+    /// A relay on `listen` to the host's resolver if that is on loopback (else `None`: the
+    /// command reaches it as it is); a failure is an event, not an error.
+    fn start(listen: Ipv4Addr, on_event: &mut dyn FnMut(Event<'_>)) -> Option<HostDns> {
+        let text = std::fs::read_to_string(RESOLV_CONF).ok()?;
+        let upstream = crate::dns::loopback_upstream(&text)?;
+        let made = (|| -> io::Result<HostDns> {
+            let forwarder = crate::dns::Forwarder::start(listen.into(), upstream)?;
+            let file = std::env::temp_dir().join(format!(
+                "mslink-resolv-{}-{listen}.conf",
+                std::process::id()
+            ));
+            std::fs::write(&file, crate::dns::rewrite(&text, listen.into()))?;
+            let overlay = FileOverlay::new(&file, std::path::Path::new(RESOLV_CONF))?;
+            Ok(HostDns {
+                forwarder: Some(forwarder),
+                overlay,
+                file,
+            })
+        })();
+        match made {
+            Ok(d) => {
+                if let Some(f) = &d.forwarder {
+                    on_event(Event::Dns {
+                        listen: f.listen(),
+                        upstream,
+                    });
+                }
+                Some(d)
+            }
+            Err(e) => {
+                on_event(Event::DnsUnavailable(&e));
+                None
+            }
+        }
+    }
+
+    /// Once the commands run: the file goes (their mounts keep it), the relay stays.
+    fn started(mut self) -> Option<crate::dns::Forwarder> {
+        self.forwarder.take()
+    }
+}
+
+impl Drop for HostDns {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
     }
 }
 

@@ -31,7 +31,8 @@ mod veth;
 
 #[cfg(target_os = "linux")]
 pub use netns::{
-    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Entered, Netns,
+    dev_counters, in_terminal_foreground, sweep_stale, take_terminal, DeviceOwner, Entered,
+    FileOverlay, Netns,
 };
 #[cfg(target_os = "linux")]
 pub use rtnl::{Family, LinkChange};

@@ -31,6 +31,63 @@ use std::thread::JoinHandle;
 
 use crate::rtnl::{self, LinkChange};
 
+/// A file mounted over another for one command (and what it starts) only: the command gets a
+/// mount namespace of its own, private, where `source` is bind-mounted on `target` (e.g. a
+/// `resolv.conf` naming a resolver the command can reach). The caller's view of `target` is
+/// unchanged, and `source` may be removed once the command has started (the mount holds it).
+#[derive(Clone, Debug)]
+pub struct FileOverlay {
+    source: std::ffi::CString,
+    target: std::ffi::CString,
+}
+
+impl FileOverlay {
+    /// `source` over `target`; both must exist when the command starts.
+    ///
+    /// # Errors
+    /// A path with a NUL byte.
+    pub fn new(source: &std::path::Path, target: &std::path::Path) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &std::path::Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+        };
+        Ok(FileOverlay {
+            source: c(source)?,
+            target: c(target)?,
+        })
+    }
+
+    /// Makes `c` unshare its mount namespace, make it private and mount the file, between fork
+    /// and exec.
+    fn apply_to(&self, c: &mut Command) {
+        let (source, target) = (self.source.clone(), self.target.clone());
+        // SAFETY: only async-signal-safe calls (unshare, mount) run between fork and exec; the
+        // strings were allocated before the fork.
+        unsafe {
+            c.pre_exec(move || {
+                check(libc::unshare(libc::CLONE_NEWNS))?;
+                // Private, so the bind mount stays in this namespace (systemd makes / shared).
+                check(libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ))?;
+                check(libc::mount(
+                    source.as_ptr(),
+                    target.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ))?;
+                Ok(())
+            });
+        }
+    }
+}
+
 /// A network namespace, alive while this value (or a process inside) exists.
 #[derive(Debug)]
 pub struct Netns {
@@ -171,13 +228,19 @@ impl Netns {
     /// With `own_group` the command gets a process group of its own (so a terminal's Ctrl-C
     /// reaches only the emulator, which then stops it); without, it stays in the terminal's
     /// foreground group (an interactive shell).
+    /// With `overlay`, the command runs in a mount namespace of its own where a file is
+    /// mounted over another ([`FileOverlay`]).
     pub fn spawn(
         &self,
         script: &str,
         env: &[(String, String)],
         own_group: bool,
+        overlay: Option<&FileOverlay>,
     ) -> io::Result<Child> {
         let mut c = self.command("unshare");
+        if let Some(o) = overlay {
+            o.apply_to(&mut c);
+        }
         c.args(["--pid", "--fork", "--kill-child", "--", "sh", "-c", script]);
         c.envs(env.iter().map(|(k, v)| (k, v)));
         if own_group {
@@ -195,8 +258,17 @@ impl Netns {
     /// there can see it (a group outside is invisible: `dash` then fails to give the terminal
     /// back at exit). The caller gets the terminal back with [`take_terminal`] when the command
     /// has ended.
-    pub fn spawn_foreground(&self, script: &str, env: &[(String, String)]) -> io::Result<Child> {
+    /// `overlay` as for [`Netns::spawn`].
+    pub fn spawn_foreground(
+        &self,
+        script: &str,
+        env: &[(String, String)],
+        overlay: Option<&FileOverlay>,
+    ) -> io::Result<Child> {
         let mut c = self.command("sh");
+        if let Some(o) = overlay {
+            o.apply_to(&mut c);
+        }
         c.args(["-c", script]);
         c.envs(env.iter().map(|(k, v)| (k, v)));
         // SAFETY: between fork and exec only async-signal-safe calls run (unshare, fork,

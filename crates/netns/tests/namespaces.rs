@@ -322,9 +322,22 @@ fn threads_commands_and_entering_are_inside() {
             "test \"$(readlink /proc/self/ns/net)\" = \"net:[$WANT]\"",
             &[("WANT".into(), ino.to_string())],
             true,
+            None,
         )
         .unwrap();
     assert!(child.wait_with_output().unwrap().status.success());
+    // With an overlay, the command (only) sees another file in place of the target.
+    let dir = std::env::temp_dir().join(format!("mslink-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (source, target) = (dir.join("source"), dir.join("target"));
+    std::fs::write(&source, "mounted\n").unwrap();
+    std::fs::write(&target, "original\n").unwrap();
+    let overlay = mslink_netns::FileOverlay::new(&source, &target).unwrap();
+    let script = format!("test \"$(cat {})\" = mounted", target.display());
+    let child = ns.spawn(&script, &[], true, Some(&overlay)).unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+    std::fs::remove_dir_all(&dir).unwrap();
     // sysctl inside, not outside.
     ns.sysctl("net/ipv4/ip_forward", "1").unwrap();
     let inside = ns

@@ -70,6 +70,7 @@ pub fn summary_json(args: &EmulateOptions, cfg: &EmuConfig, end: &SessionEnd) ->
             "uplink": end.logs[0].map(log_json),
             "downlink": end.logs[1].map(log_json),
         },
+        "dns_relay": end.dns,
     })
 }
 

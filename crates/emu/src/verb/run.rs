@@ -112,6 +112,15 @@ fn print_event(event: Event, quiet: bool, drawing: &mut View) {
         Event::NatUnavailable(e) => {
             eprintln!("mslink emulate: warning: no NAT to the outside ({e}); the command reaches only the host (--no-nat silences this)")
         }
+        Event::Dns { listen, upstream } if !quiet => eprintln!(
+            "mslink emulate: the host's resolver is on loopback ({upstream}); the command's \
+             lookups go to {listen}, relayed to it"
+        ),
+        Event::Dns { .. } => {}
+        Event::DnsUnavailable(e) => eprintln!(
+            "mslink emulate: warning: the host's resolver is on loopback and no relay could be \
+             set up ({e}); the command's name lookups will fail"
+        ),
         Event::StaleNatRemoved(table) => {
             eprintln!("mslink emulate: removed the stale NAT table inet {table}")
         }
