@@ -53,3 +53,4 @@ pub use sys::{pin_thread_to_cpu, process_cpu};
 pub use syscost::{socket_call_costs, SocketCallCost};
 pub use udp::MAX_UDP_MESSAGE;
 pub use uring::{DIRECT_MIN, FIXED_SLOTS};
+pub use wire::Carrier;

@@ -101,6 +101,11 @@ impl Wire for TcpWire {
         Ok(())
     }
 
+    fn carrier(&self) -> std::io::Result<crate::wire::Carrier> {
+        use std::os::fd::AsRawFd;
+        crate::wire::ip_carrier(self.stream.as_raw_fd())
+    }
+
     fn close(&mut self) {
         let _ = self.stream.shutdown(Shutdown::Write);
     }

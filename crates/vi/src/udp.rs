@@ -361,6 +361,11 @@ impl Wire for UdpWire {
         self.probe.tick(self.sock.as_raw_fd()).map(|_| ())
     }
 
+    fn carrier(&self) -> std::io::Result<crate::wire::Carrier> {
+        use std::os::fd::AsRawFd;
+        crate::wire::ip_carrier(self.sock.as_raw_fd())
+    }
+
     fn close(&mut self) {
         let _ = self.sock.send(&BYE);
     }

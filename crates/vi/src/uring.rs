@@ -681,6 +681,11 @@ impl Wire for UringWire {
         self.submit_now();
     }
 
+    fn carrier(&self) -> std::io::Result<crate::wire::Carrier> {
+        use std::os::fd::AsRawFd;
+        crate::wire::ip_carrier(self.fd.as_raw_fd())
+    }
+
     fn close(&mut self) {
         if self.udp {
             // SAFETY: send(2) of 8 bytes from a stack array on our own socket.

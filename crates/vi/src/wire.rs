@@ -5,7 +5,78 @@
 //! its timeout and may return early; a vanished or misbehaving peer is an `Err`, never a
 //! hang or a panic.
 
+use std::io;
+use std::os::fd::RawFd;
 use std::time::Duration;
+
+/// What carries a connection's bytes, as the kernel describes its socket (`SO_DOMAIN`,
+/// `SO_TYPE`, `SO_PROTOCOL`), not as the backend is named: the bench checks every backend
+/// against it (issue 34 found `--backend udp` running over TCP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Carrier {
+    /// An IPv4 or IPv6 stream socket of protocol TCP.
+    Tcp,
+    /// An IPv4 or IPv6 datagram socket of protocol UDP.
+    Udp,
+    /// Shared memory: rings in mapped memory, a Unix socket for rendezvous and wake-ups only.
+    SharedMemory,
+}
+
+impl Carrier {
+    /// Its short name ("tcp", "udp", "shared-memory").
+    pub fn name(self) -> &'static str {
+        match self {
+            Carrier::Tcp => "tcp",
+            Carrier::Udp => "udp",
+            Carrier::SharedMemory => "shared-memory",
+        }
+    }
+}
+
+/// The (domain, type, protocol) the kernel reports for socket `fd`.
+pub(crate) fn socket_kind(fd: RawFd) -> io::Result<(i32, i32, i32)> {
+    let opt = |name: libc::c_int| -> io::Result<i32> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `v` and `len` are valid for writes of an int and its length.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            Ok(v)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    Ok((
+        opt(libc::SO_DOMAIN)?,
+        opt(libc::SO_TYPE)?,
+        opt(libc::SO_PROTOCOL)?,
+    ))
+}
+
+/// The carrier of an IP socket `fd`: TCP or UDP, else an error naming what it is.
+pub(crate) fn ip_carrier(fd: RawFd) -> io::Result<Carrier> {
+    let (domain, ty, proto) = socket_kind(fd)?;
+    let ip = domain == libc::AF_INET || domain == libc::AF_INET6;
+    match (ip, ty, proto) {
+        (true, libc::SOCK_STREAM, libc::IPPROTO_TCP) => Ok(Carrier::Tcp),
+        (true, libc::SOCK_DGRAM, libc::IPPROTO_UDP) => Ok(Carrier::Udp),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "socket of domain {domain}, type {ty}, protocol {proto} is neither TCP nor UDP"
+            ),
+        )),
+    }
+}
 
 /// Why a pipe stopped working.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,4 +189,6 @@ pub(crate) trait Wire: Send {
     fn flush(&mut self) {}
     /// Orderly close: the peer reads what was sent, then `Closed`.
     fn close(&mut self);
+    /// What carries the bytes, asked of the kernel ([`Carrier`]).
+    fn carrier(&self) -> io::Result<Carrier>;
 }

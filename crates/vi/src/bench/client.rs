@@ -28,8 +28,8 @@ use super::end::End;
 use super::server::{spawn_server, ServerChild};
 use super::{
     call_costs, current_cpu, netns, pattern, protocol, thread_cpu, BenchBackend, BenchError,
-    Context, Fit, PingRow, PingRun, Report, ThroughputRow, ThroughputRun, Transport, OP_PINGPONG,
-    OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
+    CarrierRow, Context, Fit, PingRow, PingRun, Report, ThroughputRow, ThroughputRun, Transport,
+    OP_PINGPONG, OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
 };
 use crate::{process_cpu, WaitMode, WorkQueue};
 
@@ -145,10 +145,19 @@ pub fn run_client_with(
         n.enter_client()?;
     }
     let path = if ns.is_some() { "veth" } else { "loopback" };
-    let reference = matches!(target, Target::Local { .. })
-        && backends
-            .iter()
-            .any(|b| matches!(b, BenchBackend::Tcp | BenchBackend::TcpBatch));
+    // Plain-socket references for the transports measured (local runs only).
+    let references: Vec<BenchBackend> = if matches!(target, Target::Local { .. }) {
+        [BenchBackend::Sock, BenchBackend::SockUdp]
+            .into_iter()
+            .filter(|r| {
+                backends
+                    .iter()
+                    .any(|b| *b != BenchBackend::Shm && b.carrier() == r.carrier())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let floor = o.floor && matches!(target, Target::Local { .. });
     let run = Run {
         reps: o.reps.max(1),
@@ -161,7 +170,7 @@ pub fn run_client_with(
     };
     let mut progress = Progress {
         done: 0,
-        total: run.total_steps(&backends, reference, floor),
+        total: run.total_steps(&backends, &references, floor),
         on_step,
     };
     if let Some((_, c)) = run.o.cpus {
@@ -170,8 +179,8 @@ pub fn run_client_with(
     for &b in &backends {
         run.backend(b, &mut progress, &mut rep)?;
     }
-    if reference {
-        run.socket_reference(&mut progress, &mut rep)?;
+    for &r in &references {
+        run.socket_reference(r, &mut progress, &mut rep)?;
     }
     if floor {
         run.floor(&mut progress, &mut rep)?;
@@ -274,13 +283,21 @@ impl Run<'_> {
     }
 
     /// Measured runs in all, the call-cost tables counting as one.
-    fn total_steps(&self, backends: &[BenchBackend], reference: bool, floor: bool) -> usize {
+    fn total_steps(
+        &self,
+        backends: &[BenchBackend],
+        references: &[BenchBackend],
+        floor: bool,
+    ) -> usize {
         let (sizes, reps) = (self.sizes.len(), self.reps);
         backends
             .iter()
             .map(|&b| 2 * self.o.modes.len() * self.sizes_of(b).len() * reps)
             .sum::<usize>()
-            + if reference { sizes * reps } else { 0 }
+            + references
+                .iter()
+                .map(|&r| self.sizes_of(r).len() * reps)
+                .sum::<usize>()
             + if floor { sizes * reps } else { 0 }
             + 1
     }
@@ -326,6 +343,8 @@ impl Run<'_> {
         e.nic
             .connect(e.vi, &addr, TIMEOUT)
             .context(|| format!("connect to {addr}"))?;
+        let carrier = e.nic.carrier(e.vi)?;
+        rep.carriers.push(checked_carrier(b, carrier)?);
         for &m in &o.modes {
             e.mode = m;
             let runs = self.runs_by_size(&sizes, progress, |_, s| {
@@ -377,20 +396,27 @@ impl Run<'_> {
         })
     }
 
-    /// Reference: the same ping-pong with plain blocking sockets and no VI framing, to show
-    /// what the VI layer adds on the TCP path.
+    /// Reference `b` (`sock` or `sock-udp`): the same ping-pong with plain blocking sockets
+    /// and no VI framing, to show what the VI layer adds on the TCP or the UDP path.
     fn socket_reference(
         &self,
+        b: BenchBackend,
         progress: &mut Progress,
         rep: &mut Report,
     ) -> Result<(), BenchError> {
         let o = &self.o;
-        let runs = self.runs_by_size(&self.sizes, progress, |_, s| {
-            raw_socket_pingpong(s, o.iters, o.warmup, o.cpus.map(|c| c.0))
-                .context(|| format!("raw socket ping-pong {s} B"))
+        let sizes = self.sizes_of(b);
+        let mut seen = None;
+        let runs = self.runs_by_size(&sizes, progress, |_, s| {
+            let (run, carrier) =
+                raw_socket_pingpong(b.carrier(), s, o.iters, o.warmup, o.cpus.map(|c| c.0))
+                    .context(|| format!("raw socket ping-pong ({}) {s} B", b.name()))?;
+            seen = Some(checked_carrier(b, Some(carrier))?);
+            Ok(run)
         })?;
-        let (b, m) = (BenchBackend::Sock, WaitMode::Block);
-        let rows: Vec<PingRow> = (self.sizes.iter().zip(runs))
+        rep.carriers.extend(seen);
+        let m = WaitMode::Block;
+        let rows: Vec<PingRow> = (sizes.iter().zip(runs))
             .map(|(&s, r)| PingRow::from_runs(b, m, "loopback", s, o.iters, r))
             .collect();
         rep.rtt_fit.push(fit_of(b, m, &rows));
@@ -583,40 +609,102 @@ fn check_echo(got: &[u8], want: &[u8], i: usize) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Ping-pong over plain blocking TCP sockets (write_all / read_exact), echo in a thread (on
+/// One end of the plain-socket reference: a TCP stream (`write_all` / `read_exact`) or a
+/// connected UDP socket (one datagram each way).
+enum Plain {
+    Tcp(TcpStream),
+    Udp(std::net::UdpSocket),
+}
+
+impl Plain {
+    /// A connected pair (client, server) on loopback over `carrier` (TCP or UDP), with
+    /// `TIMEOUT` on reads so that a lost datagram fails the run instead of hanging it.
+    fn pair(carrier: crate::Carrier) -> std::io::Result<(Plain, Plain)> {
+        let (c, s) = match carrier {
+            crate::Carrier::Udp => {
+                let a = std::net::UdpSocket::bind("127.0.0.1:0")?;
+                let b = std::net::UdpSocket::bind("127.0.0.1:0")?;
+                a.connect(b.local_addr()?)?;
+                b.connect(a.local_addr()?)?;
+                a.set_read_timeout(Some(TIMEOUT))?;
+                b.set_read_timeout(Some(TIMEOUT))?;
+                (Plain::Udp(a), Plain::Udp(b))
+            }
+            _ => {
+                let l = TcpListener::bind("127.0.0.1:0")?;
+                let c = TcpStream::connect(l.local_addr()?)?;
+                let (s, _) = l.accept()?;
+                for x in [&c, &s] {
+                    x.set_nodelay(true)?;
+                    x.set_read_timeout(Some(TIMEOUT))?;
+                }
+                (Plain::Tcp(c), Plain::Tcp(s))
+            }
+        };
+        Ok((c, s))
+    }
+
+    fn send(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Plain::Tcp(s) => s.write_all(b),
+            Plain::Udp(s) => match s.send(b)? {
+                n if n == b.len() => Ok(()),
+                n => Err(std::io::Error::other(format!(
+                    "a datagram of {} bytes went as {n}",
+                    b.len()
+                ))),
+            },
+        }
+    }
+
+    /// The next message into `b`: its length (TCP: all of `b`; UDP: the datagram's).
+    fn recv(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Plain::Tcp(s) => s.read_exact(b).map(|_| b.len()),
+            Plain::Udp(s) => s.recv(b),
+        }
+    }
+
+    fn carrier(&self) -> std::io::Result<crate::Carrier> {
+        use std::os::fd::AsRawFd;
+        crate::wire::ip_carrier(match self {
+            Plain::Tcp(s) => s.as_raw_fd(),
+            Plain::Udp(s) => s.as_raw_fd(),
+        })
+    }
+}
+
+/// Ping-pong over plain blocking sockets of `carrier` (TCP or UDP), echo in a thread (on
 /// `server_cpu` when given, as `--cpu` places the VI backends' server); CPU of each thread
-/// (RUSAGE_THREAD).
+/// (RUSAGE_THREAD). Returns the run and the carrier the kernel reports for the client's
+/// socket.
 fn raw_socket_pingpong(
+    carrier: crate::Carrier,
     size: usize,
     iters: usize,
     warmup: usize,
     server_cpu: Option<usize>,
-) -> Result<PingRun, BenchError> {
-    let l = TcpListener::bind("127.0.0.1:0")?;
-    let at = l.local_addr()?;
+) -> Result<(PingRun, crate::Carrier), BenchError> {
+    let (mut c, mut s) = Plain::pair(carrier)?;
+    let seen = c.carrier()?;
     let total = iters + warmup;
     let echo = std::thread::spawn(move || -> std::io::Result<((f64, f64), i64, f64)> {
         if let Some(c) = server_cpu {
             crate::pin_thread_to_cpu(c)?;
         }
-        let (mut s, _) = l.accept()?;
-        s.set_nodelay(true)?;
         let mut buf = vec![0u8; size];
         let mut cpu0 = None;
         for _ in 0..total {
-            s.read_exact(&mut buf)?;
+            let n = s.recv(&mut buf)?;
             // From the first message on: the client's clock starts just before it.
             cpu0.get_or_insert_with(|| (thread_cpu(), Instant::now()));
-            s.write_all(&buf)?;
+            s.send(&buf[..n])?;
         }
         let (c0, t0) = cpu0.unwrap_or_else(|| (thread_cpu(), Instant::now()));
         let c1 = thread_cpu();
         let cpu = (secs(c0.0, c1.0), secs(c0.1, c1.1));
         Ok((cpu, current_cpu(), t0.elapsed().as_secs_f64()))
     });
-    let mut c = TcpStream::connect(at)?;
-    c.set_nodelay(true)?;
-    c.set_read_timeout(Some(TIMEOUT))?;
     let mut want = vec![0u8; size];
     pattern::fill(&mut want, seed_of(0, size), 0);
     let mut buf = vec![0u8; size];
@@ -626,12 +714,12 @@ fn raw_socket_pingpong(
     for i in 0..total {
         stamp(&mut want, i);
         let t0 = Instant::now();
-        c.write_all(&want)?;
-        c.read_exact(&mut buf)?;
+        c.send(&want)?;
+        let n = c.recv(&mut buf)?;
         if i >= warmup {
             rtts.push(t0.elapsed().as_nanos() as u64);
         }
-        check_echo(&buf, &want, i)?;
+        check_echo(&buf[..n], &want, i)?;
     }
     let seconds = start.elapsed().as_secs_f64();
     let cpu1 = thread_cpu();
@@ -639,7 +727,7 @@ fn raw_socket_pingpong(
     let (server_cpu, server_on, server_seconds) = echo
         .join()
         .map_err(|_| BenchError::Panicked("echo thread"))??;
-    Ok(PingRun {
+    let run = PingRun {
         rtts_ns: rtts,
         seconds,
         round_trips: total,
@@ -648,7 +736,28 @@ fn raw_socket_pingpong(
         server_seconds,
         cpus: (on, server_on),
         echoes_checked: total as u64,
-    })
+    };
+    Ok((run, seen))
+}
+
+/// The carrier a backend's connection runs over, checked against the one its name promises
+/// ([`BenchBackend::carrier`]): a backend over another transport is an error, never a row.
+fn checked_carrier(
+    b: BenchBackend,
+    seen: Option<crate::Carrier>,
+) -> Result<CarrierRow, BenchError> {
+    match seen {
+        Some(c) if c == b.carrier() => Ok(CarrierRow {
+            backend: b,
+            carrier: c,
+        }),
+        other => Err(BenchError::Protocol(format!(
+            "backend {} must run over {} but its connection is {}",
+            b.name(),
+            b.carrier().name(),
+            other.map_or("not connected", |c| c.name())
+        ))),
+    }
 }
 
 /// One run of a throughput point. With `seed`, every message carries the pattern of
@@ -912,14 +1021,63 @@ mod tests {
             eprintln!("one CPU: nothing to place apart");
             return;
         }
-        let run = std::thread::spawn(|| {
-            crate::pin_thread_to_cpu(1).unwrap();
-            raw_socket_pingpong(64, 20, 2, Some(0)).unwrap()
-        })
-        .join()
-        .unwrap();
-        assert_eq!(run.cpus, (1, 0));
-        assert_eq!(run.echoes_checked, 22);
+        for carrier in [crate::Carrier::Tcp, crate::Carrier::Udp] {
+            let (run, seen) = std::thread::spawn(move || {
+                crate::pin_thread_to_cpu(1).unwrap();
+                raw_socket_pingpong(carrier, 64, 20, 2, Some(0)).unwrap()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(seen, carrier);
+            assert_eq!(run.cpus, (1, 0));
+            assert_eq!(run.echoes_checked, 22);
+        }
+    }
+
+    /// Issue 34: a test per backend that the transport it is named for is the one that
+    /// carried it, as the kernel reports the client's socket (SO_DOMAIN, SO_TYPE,
+    /// SO_PROTOCOL), and that the report says so. The expectations are written here, not
+    /// taken from `BenchBackend::carrier`.
+    #[test]
+    fn every_backend_runs_over_the_transport_it_is_named_for() {
+        use crate::Carrier;
+        let want = [
+            (BenchBackend::Shm, Carrier::SharedMemory),
+            (BenchBackend::Tcp, Carrier::Tcp),
+            (BenchBackend::TcpBatch, Carrier::Tcp),
+            (BenchBackend::Udp, Carrier::Udp),
+            (BenchBackend::UdpBatch, Carrier::Udp),
+            (BenchBackend::UringTcp, Carrier::Tcp),
+            (BenchBackend::UringUdp, Carrier::Udp),
+        ];
+        for (b, carrier) in want {
+            let (addr, t) = server(b, 64);
+            let r = run_client(&config(b, 1, false), &Target::Remote(addr));
+            t.join().unwrap().unwrap();
+            let r = r.unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+            assert_eq!(
+                r.carriers,
+                vec![CarrierRow {
+                    backend: b,
+                    carrier
+                }],
+                "{}",
+                b.name()
+            );
+        }
+        // The plain-socket references, TCP and UDP.
+        for (carrier, size) in [(Carrier::Tcp, 100), (Carrier::Udp, 65_507)] {
+            let (run, seen) = raw_socket_pingpong(carrier, size, 5, 1, None).unwrap();
+            assert_eq!((seen, run.echoes_checked), (carrier, 6));
+        }
+        // A backend whose connection is another transport is refused, naming both.
+        let e = checked_carrier(BenchBackend::Udp, Some(Carrier::Tcp))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("udp must run over udp but its connection is tcp"),
+            "{e}"
+        );
     }
 
     /// A wrong echo fails the ping-pong naming the round and the byte, whatever its kind.

@@ -44,8 +44,8 @@ pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
 pub use floor::{floor_pingpong, FLOOR_C};
 pub use report::{
-    fit_line, fit_quality, histogram, percentile, CallRow, Ci95, Fit, PingRow, PingRun, Report,
-    Residual, ThroughputRow, ThroughputRun,
+    fit_line, fit_quality, histogram, percentile, CallRow, CarrierRow, Ci95, Fit, PingRow, PingRun,
+    Report, Residual, ThroughputRow, ThroughputRun,
 };
 pub use server::{serve, ServerConfig};
 
@@ -87,6 +87,10 @@ pub enum BenchBackend {
     /// Plain blocking TCP sockets without the VI layer (local ping-pong reference only).
     #[cfg_attr(feature = "clap", value(skip))]
     Sock,
+    /// Plain blocking UDP sockets without the VI layer, one datagram each way (local
+    /// ping-pong reference of the UDP backends only).
+    #[cfg_attr(feature = "clap", value(skip))]
+    SockUdp,
     /// The C spin-loop floor over shared memory without the VI layer (`--floor`, local
     /// ping-pong reference only).
     #[cfg_attr(feature = "clap", value(skip))]
@@ -110,7 +114,7 @@ impl BenchBackend {
             Self::Shm => Backend::SharedMemory,
             Self::Tcp | Self::TcpBatch | Self::Sock => Backend::Tcp,
             Self::Floor => Backend::SharedMemory,
-            Self::Udp | Self::UdpBatch => Backend::Udp,
+            Self::Udp | Self::UdpBatch | Self::SockUdp => Backend::Udp,
             Self::UringTcp => Backend::UringTcp,
             Self::UringUdp => Backend::UringUdp,
         }
@@ -141,7 +145,18 @@ impl BenchBackend {
             Self::UringTcp => "uring",
             Self::UringUdp => "uring-udp",
             Self::Sock => "sock",
+            Self::SockUdp => "sock-udp",
             Self::Floor => "floor",
+        }
+    }
+
+    /// What must carry its bytes: the bench checks the kernel's answer
+    /// ([`crate::Nic::carrier`]) against it and refuses to report a backend over another.
+    pub fn carrier(self) -> crate::Carrier {
+        match self {
+            Self::Shm | Self::Floor => crate::Carrier::SharedMemory,
+            Self::Tcp | Self::TcpBatch | Self::UringTcp | Self::Sock => crate::Carrier::Tcp,
+            Self::Udp | Self::UdpBatch | Self::UringUdp | Self::SockUdp => crate::Carrier::Udp,
         }
     }
 

@@ -228,9 +228,21 @@ pub struct Fit {
     pub ci95: Ci95,
 }
 
+/// What carried a backend's connection, as the kernel reported its socket (checked against
+/// the backend's name before any of its rows was kept).
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CarrierRow {
+    /// The backend.
+    pub backend: BenchBackend,
+    /// What carried it.
+    pub carrier: crate::Carrier,
+}
+
 /// Everything a client run measured.
 #[derive(Serialize, Debug, Default)]
 pub struct Report {
+    /// The carrier of every backend measured (and of the plain-socket references), in order.
+    pub carriers: Vec<CarrierRow>,
     /// Ping-pong points (000 Figs. 5 and 7).
     pub pingpong: Vec<PingRow>,
     /// A fitted line per backend and mode (000 Fig. 7's equation).

@@ -12,12 +12,32 @@ use super::{mode_name as mname, BenchBackend, Ci95, Report};
 /// The report's tables as text, `reps` runs per point.
 pub fn tables(rep: &Report, reps: u64) -> String {
     let mut out = String::new();
+    carriers_line(&mut out, rep);
     pingpong_table(&mut out, rep, reps);
     floor_ratios(&mut out, rep);
     fit_lines(&mut out, rep);
     throughput_table(&mut out, rep, reps);
     call_cost_tables(&mut out, rep);
     out
+}
+
+/// What carried each backend, as the kernel reported its socket (every one was checked
+/// against its name before its rows were kept).
+fn carriers_line(out: &mut String, rep: &Report) {
+    if rep.carriers.is_empty() {
+        return;
+    }
+    let each: Vec<String> = rep
+        .carriers
+        .iter()
+        .map(|c| format!("{} over {}", c.backend.name(), c.carrier.name()))
+        .collect();
+    writeln!(
+        out,
+        "Transports, as the kernel reports each connection's socket: {}\n",
+        each.join(", ")
+    )
+    .unwrap();
 }
 
 /// The ping-pong table (000 Figs. 5 and 7): round-trip percentiles, CPU per side, runs on one

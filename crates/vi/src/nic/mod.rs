@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::desc::{Completion, DescId, DescState, Descriptor, Status, WorkQueue};
 use crate::error::VipError;
 use crate::mem::{MemHandle, MemTable, Segment};
-use crate::wire::{Wire, WireError};
+use crate::wire::{Carrier, Wire, WireError};
 use crate::{shm, sys, tcp, udp, uring};
 
 mod progress;
@@ -671,6 +671,16 @@ impl Nic {
             (st.zc_sends, st.zc_copied) = w.zc_counts();
         }
         Ok(st)
+    }
+
+    /// What carries the VI's connection, as the kernel reports its socket ([`Carrier`]);
+    /// `None` while it is not connected.
+    pub fn carrier(&self, vi: ViHandle) -> Result<Option<Carrier>, VipError> {
+        let v = get(&self.vis, vi.0)?;
+        match &v.wire {
+            None => Ok(None),
+            Some(w) => Ok(Some(w.carrier().map_err(VipError::Io)?)),
+        }
     }
 
     /// Is the VI connected and healthy?

@@ -665,6 +665,18 @@ impl Wire for ShmWire {
         self.ep.flush();
     }
 
+    fn carrier(&self) -> std::io::Result<crate::wire::Carrier> {
+        use std::os::fd::AsRawFd;
+        // The rings are mapped memory; the only socket is the Unix one for wake-ups.
+        match crate::wire::socket_kind(self.ctrl.as_raw_fd())? {
+            (libc::AF_UNIX, _, _) => Ok(crate::wire::Carrier::SharedMemory),
+            (d, t, p) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("shared-memory control socket of domain {d}, type {t}, protocol {p}"),
+            )),
+        }
+    }
+
     fn close(&mut self) {
         self.ep.flush();
         self.ep.set_closed();
