@@ -191,10 +191,34 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    // uring, uring-udp, tcp, udp x 1 mode x 2 sizes, plus the plain-socket reference.
+    // uring, uring-udp, tcp, udp x 1 mode x 2 sizes, plus the plain-socket references over
+    // TCP and UDP.
     let tput = v["throughput"].as_array().unwrap();
     assert_eq!(tput.len(), 8);
-    assert_eq!(v["pingpong"].as_array().unwrap().len(), 10);
+    assert_eq!(v["pingpong"].as_array().unwrap().len(), 12);
+    // Each ran over the transport it is named for, as the kernel reported its socket.
+    let carriers: Vec<(&str, &str)> = v["carriers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["backend"].as_str().unwrap(),
+                c["carrier"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        carriers,
+        [
+            ("uring-tcp", "tcp"),
+            ("uring-udp", "udp"),
+            ("tcp", "tcp"),
+            ("udp", "udp"),
+            ("sock", "tcp"),
+            ("sock-udp", "udp")
+        ]
+    );
     let mut names: Vec<&str> = tput
         .iter()
         .map(|r| r["backend"].as_str().unwrap())
@@ -251,7 +275,8 @@ fn bench_netns_uring_and_sockets_over_tcp_and_udp() {
 }
 
 /// With `--floor`, the text report ends the ping-pong table with each polling row over the
-/// floor of its size, computed from the two rows printed above it.
+/// floor measured just before and after its run (printed in the line), at p50, p99 and
+/// p99.9, saying whether the two floors agreed.
 #[test]
 fn floor_ratio_line_follows_from_the_rows() {
     let out = Command::new(env!("CARGO_BIN_EXE_mslink"))
@@ -301,10 +326,21 @@ fn floor_ratio_line_follows_from_the_rows() {
         .unwrap()
         .parse()
         .unwrap();
-    // The rows print two decimals, the ratio uses the unrounded values and prints two
-    // decimals itself (on a busy machine a preempted floor makes it 0.00x: half a unit of its
-    // last digit is allowed).
-    let shown = p50("shm") / p50("floor");
+    let floor: f64 = line
+        .split("after each run (")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(line.contains(" p99 ") && line.contains(" p99.9 "), "{line}");
+    assert!(
+        line.contains("floors within") || line.contains("PLACEMENT CHANGED"),
+        "{line}"
+    );
+    // The row and the floor print two decimals, the ratio uses the unrounded values and
+    // prints two decimals itself (a floor of 0.13 µs shown is 0.125 to 0.135: 4%).
+    let shown = p50("shm") / floor;
     assert!(
         (ratio - shown).abs() <= 0.1 * shown + 0.005,
         "{ratio} vs {shown}: {line}"

@@ -28,8 +28,8 @@ use super::end::End;
 use super::server::{spawn_server, ServerChild};
 use super::{
     call_costs, current_cpu, netns, pattern, protocol, thread_cpu, BenchBackend, BenchError,
-    CarrierRow, Context, Fit, PingRow, PingRun, Report, ThroughputRow, ThroughputRun, Transport,
-    OP_PINGPONG, OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
+    CarrierRow, Context, Fit, FloorPair, PingRow, PingRun, Report, ThroughputRow, ThroughputRun,
+    Transport, FLOOR_GAP_PCT, OP_PINGPONG, OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
 };
 use crate::{process_cpu, WaitMode, WorkQueue};
 
@@ -167,6 +167,11 @@ pub fn run_client_with(
         max,
         path,
         ns,
+        floor: if floor {
+            Some(super::FloorProgram::build()?)
+        } else {
+            None
+        },
     };
     let mut progress = Progress {
         done: 0,
@@ -182,7 +187,7 @@ pub fn run_client_with(
     for &r in &references {
         run.socket_reference(r, &mut progress, &mut rep)?;
     }
-    if floor {
+    if run.floor.is_some() {
         run.floor(&mut progress, &mut rep)?;
     }
     rep.callcost = call_costs(run.o.calls, run.reps)?;
@@ -269,6 +274,9 @@ struct Run<'a> {
     path: &'static str,
     /// The namespaces of a `netns` run, the client's entered (removed when the run ends).
     ns: Option<netns::NetnsPair>,
+    /// The floor program (`--floor`, local runs), compiled once: it measures the floor rows
+    /// and brackets every polling point ([`Run::bracketed`]).
+    floor: Option<super::FloorProgram>,
 }
 
 impl Run<'_> {
@@ -348,7 +356,7 @@ impl Run<'_> {
         for &m in &o.modes {
             e.mode = m;
             let runs = self.runs_by_size(&sizes, progress, |_, s| {
-                pingpong(&mut e, m, s, o.iters, o.warmup)
+                self.bracketed(m, s, || pingpong(&mut e, m, s, o.iters, o.warmup))
                     .context(|| format!("ping-pong {b:?} {m:?} {s} B"))
             })?;
             let rows: Vec<PingRow> = (sizes.iter().zip(runs))
@@ -424,11 +432,50 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// One run of a ping-pong point (`measure`), with `--floor` in polling mode between two
+    /// floor runs of the same size, iterations and CPUs, just before and just after it. When
+    /// the two floors differ by more than [`FLOOR_GAP_PCT`] the placement of the processes
+    /// changed under the run: it is measured again (both floors too), at most
+    /// [`FLOOR_RETRIES`] times, and kept with its floors (flagged in the row) if they still
+    /// differ.
+    fn bracketed(
+        &self,
+        m: WaitMode,
+        size: usize,
+        mut measure: impl FnMut() -> Result<PingRun, BenchError>,
+    ) -> Result<PingRun, BenchError> {
+        let Some(fp) = self.floor.as_ref().filter(|_| m == WaitMode::Poll) else {
+            return measure();
+        };
+        let o = &self.o;
+        let floor = || -> Result<[f64; 3], BenchError> {
+            let r = fp.run(size, o.iters, o.warmup, o.cpus)?;
+            Ok(super::report::floor_quantiles(&r.rtts_ns))
+        };
+        let mut repeats = 0;
+        loop {
+            let before = floor().context(|| format!("floor before, {size} B"))?;
+            let mut run = measure()?;
+            let after = floor().context(|| format!("floor after, {size} B"))?;
+            let pair = FloorPair {
+                before,
+                after,
+                repeats,
+            };
+            if pair.gap_pct() <= FLOOR_GAP_PCT || repeats == FLOOR_RETRIES {
+                run.floor = Some(pair);
+                return Ok(run);
+            }
+            repeats += 1;
+        }
+    }
+
     /// The machine's floor for the same ping-pong (C, two processes, same CPUs).
     fn floor(&self, progress: &mut Progress, rep: &mut Report) -> Result<(), BenchError> {
         let o = &self.o;
+        let fp = self.floor.as_ref().expect("built when --floor is on");
         let runs = self.runs_by_size(&self.sizes, progress, |_, s| {
-            super::floor_pingpong(s, o.iters, o.warmup, o.cpus)
+            fp.run(s, o.iters, o.warmup, o.cpus)
                 .context(|| format!("floor ping-pong {s} B"))
         })?;
         let (b, m) = (BenchBackend::Floor, WaitMode::Poll);
@@ -582,6 +629,7 @@ fn pingpong(
         server_seconds,
         cpus: (on, server_on),
         echoes_checked: total as u64,
+        floor: None,
     })
 }
 
@@ -674,6 +722,10 @@ impl Plain {
     }
 }
 
+/// Times a polling point is measured again when the floors around it differ by more than
+/// [`FLOOR_GAP_PCT`] ([`Run::bracketed`]).
+const FLOOR_RETRIES: usize = 2;
+
 /// Ping-pong over plain blocking sockets of `carrier` (TCP or UDP), echo in a thread (on
 /// `server_cpu` when given, as `--cpu` places the VI backends' server); CPU of each thread
 /// (RUSAGE_THREAD). Returns the run and the carrier the kernel reports for the client's
@@ -736,6 +788,7 @@ fn raw_socket_pingpong(
         server_seconds,
         cpus: (on, server_on),
         echoes_checked: total as u64,
+        floor: None,
     };
     Ok((run, seen))
 }

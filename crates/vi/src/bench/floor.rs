@@ -3,8 +3,9 @@
 //! sequence words in a shared mapping and move each message with one `memcpy` — the same
 //! cross-core ping-pong as the VI shared-memory backend with none of the VI layer.
 //!
-//! Contract: [`floor_pingpong`] compiles `floor.c` with the C compiler (`$CC`, else `cc`)
-//! into a fresh private temporary folder, runs it once for one message size with the same
+//! Contract: [`FloorProgram::build`] compiles `floor.c` with the C compiler (`$CC`, else
+//! `cc`) into a fresh private temporary folder; [`FloorProgram::run`] runs it once for one
+//! message size ([`floor_pingpong`]: both) with the same
 //! iterations, warm-up and CPUs as the VI rows, and returns a [`PingRun`] that the client
 //! turns into a `floor` row (mode `poll`) exactly as it does the VI runs (same clock:
 //! CLOCK_MONOTONIC, same percentiles, same repetitions). The run's CPU is both processes'
@@ -40,40 +41,80 @@ fn temp_dir() -> Result<TempDir, BenchError> {
     Ok(TempDir(p))
 }
 
+/// The floor program, compiled once into its own private folder (removed on drop).
+pub struct FloorProgram {
+    dir: TempDir,
+    exe: PathBuf,
+}
+
+impl FloorProgram {
+    /// Compiles `floor.c` with `$CC` (else `cc`).
+    ///
+    /// # Errors
+    /// No compiler, or a failed compile, naming the command and its stderr.
+    pub fn build() -> Result<FloorProgram, BenchError> {
+        let dir = temp_dir()?;
+        let src = dir.0.join("floor.c");
+        let exe = dir.0.join("floor");
+        std::fs::write(&src, FLOOR_C)?;
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+        let out = Command::new(&cc)
+            .args(["-O2", "-std=c11", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .map_err(|e| {
+                protocol(format!(
+                    "--floor needs a C compiler: running `{cc}` failed ({e}); install one (e.g. \
+                     apt-get install gcc) or set CC"
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(protocol(format!(
+                "--floor: `{cc} -O2 -std=c11 floor.c` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(FloorProgram { dir, exe })
+    }
+
+    /// One run: round trip of `size`-byte messages between a client on `cpus.1` and a server
+    /// on `cpus.0` (unpinned if `None`), `iters` recorded after `warmup`.
+    pub fn run(
+        &self,
+        size: usize,
+        iters: usize,
+        warmup: usize,
+        cpus: Option<(usize, usize)>,
+    ) -> Result<PingRun, BenchError> {
+        debug_assert!(self.dir.0.exists());
+        run_program(&self.exe, size, iters, warmup, cpus)
+    }
+}
+
 /// Round trip of `size`-byte messages between a client on `cpus.1` and a server on `cpus.0`
-/// (unpinned if `None`), `iters` recorded after `warmup` (see the module contract).
+/// (unpinned if `None`), `iters` recorded after `warmup`: [`FloorProgram::build`] then one
+/// [`FloorProgram::run`].
 pub fn floor_pingpong(
     size: usize,
     iters: usize,
     warmup: usize,
     cpus: Option<(usize, usize)>,
 ) -> Result<PingRun, BenchError> {
-    let dir = temp_dir()?;
-    let src = dir.0.join("floor.c");
-    let exe = dir.0.join("floor");
-    std::fs::write(&src, FLOOR_C)?;
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    let out = Command::new(&cc)
-        .args(["-O2", "-std=c11", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .map_err(|e| {
-            protocol(format!(
-                "--floor needs a C compiler: running `{cc}` failed ({e}); install one (e.g. \
-                 apt-get install gcc) or set CC"
-            ))
-        })?;
-    if !out.status.success() {
-        return Err(protocol(format!(
-            "--floor: `{cc} -O2 -std=c11 floor.c` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+    FloorProgram::build()?.run(size, iters, warmup, cpus)
+}
+
+fn run_program(
+    exe: &std::path::Path,
+    size: usize,
+    iters: usize,
+    warmup: usize,
+    cpus: Option<(usize, usize)>,
+) -> Result<PingRun, BenchError> {
     let (s, c) = cpus.map_or((-1, -1), |(s, c)| (s as i64, c as i64));
     let before = children_cpu();
     let start = std::time::Instant::now();
-    let out = Command::new(&exe)
+    let out = Command::new(exe)
         .args([size, iters, warmup].map(|x| x.to_string()))
         .args([s, c].map(|x| x.to_string()))
         .output()?;
@@ -106,6 +147,7 @@ pub fn floor_pingpong(
         server_seconds: seconds,
         cpus: (s, c),
         echoes_checked: 0,
+        floor: None,
     })
 }
 

@@ -42,10 +42,10 @@ pub mod tables;
 
 pub use callcost::call_costs;
 pub use client::{run_client, run_client_with, ClientConfig, ServerCommand, Target};
-pub use floor::{floor_pingpong, FLOOR_C};
+pub use floor::{floor_pingpong, FloorProgram, FLOOR_C};
 pub use report::{
-    fit_line, fit_quality, histogram, percentile, CallRow, CarrierRow, Ci95, Fit, PingRow, PingRun,
-    Report, Residual, ThroughputRow, ThroughputRun,
+    fit_line, fit_quality, histogram, percentile, CallRow, CarrierRow, Ci95, Fit, FloorPair,
+    FloorRatios, PingRow, PingRun, Report, Residual, ThroughputRow, ThroughputRun, FLOOR_GAP_PCT,
 };
 pub use server::{serve, ServerConfig};
 

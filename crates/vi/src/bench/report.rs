@@ -44,6 +44,77 @@ pub struct PingRun {
     /// Echoes whose length and every byte were checked against what was sent (all of them,
     /// warm-up included; 0 where nothing is checked: the C floor).
     pub echoes_checked: u64,
+    /// The floor measured just before and just after this run (`--floor`, polling points).
+    pub floor: Option<FloorPair>,
+}
+
+/// A floor run's round trip (µs) at p50, p99 and p99.9.
+pub type FloorQuantiles = [f64; 3];
+
+/// The floor measured just before and just after one run of a VI point.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FloorPair {
+    /// Before the run.
+    pub before: FloorQuantiles,
+    /// After it.
+    pub after: FloorQuantiles,
+    /// Times the run was measured again because its floors differed by more than
+    /// [`FLOOR_GAP_PCT`].
+    pub repeats: usize,
+}
+
+/// Two floors around a run that differ by more than this (p50, percent of the smaller) say
+/// the placement of the processes changed under it (a hypervisor moved a vCPU): the run is
+/// measured again, and flagged if they still differ.
+pub const FLOOR_GAP_PCT: f64 = 20.0;
+
+/// The p50, p99 and p99.9 of a run's round trips (ns), in µs.
+pub fn floor_quantiles(rtts_ns: &[u64]) -> FloorQuantiles {
+    let mut v = rtts_ns.to_vec();
+    v.sort_unstable();
+    [
+        percentile(&v, 0.5),
+        percentile(&v, 0.99),
+        percentile(&v, 0.999),
+    ]
+}
+
+impl FloorPair {
+    /// How far apart the two floors' p50 are, percent of the smaller.
+    pub fn gap_pct(&self) -> f64 {
+        let (a, b) = (self.before[0], self.after[0]);
+        let lo = a.min(b);
+        if lo > 0.0 {
+            100.0 * (a - b).abs() / lo
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// The floor a run is compared with: the mean of the two, per quantile.
+    pub fn mean(&self) -> FloorQuantiles {
+        [0, 1, 2].map(|k| (self.before[k] + self.after[k]) / 2.0)
+    }
+}
+
+/// A polling point against the floor measured around each of its runs.
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct FloorRatios {
+    /// The point's p50 over the floor's, mean over runs.
+    pub p50: f64,
+    /// The same at p99.
+    pub p99: f64,
+    /// The same at p99.9.
+    pub p999: f64,
+    /// The floor's p50, mean over runs (µs).
+    pub floor_p50_us: f64,
+    /// The largest gap between a run's two floors (p50), percent of the smaller.
+    pub max_gap_pct: f64,
+    /// Runs measured again because their floors differed by more than [`FLOOR_GAP_PCT`].
+    pub repeats: usize,
+    /// Runs whose floors still differed by more than [`FLOOR_GAP_PCT`]: the placement
+    /// changed under them, and their ratios are not to be trusted.
+    pub unsteady_runs: usize,
 }
 
 /// One ping-pong point: round-trip percentiles and CPU per side, means over `reps` runs of
@@ -95,6 +166,9 @@ pub struct PingRow {
     pub echoes: u64,
     /// See `echoes`.
     pub echoes_checked: u64,
+    /// Against the floor measured just before and after each run (`--floor`, polling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<FloorRatios>,
     /// 95% interval half-widths of the figures above, by field name.
     pub ci95: Ci95,
     /// Every round trip of every run (ns), for `--log`.
@@ -308,6 +382,7 @@ impl PingRow {
             same_cpu_runs: runs.iter().filter(|r| r.cpus.0 == r.cpus.1).count(),
             echoes: runs.iter().map(|r| r.round_trips as u64).sum(),
             echoes_checked: runs.iter().map(|r| r.echoes_checked).sum(),
+            floor: None,
             ci95: Ci95::new(),
             runs: Vec::new(),
             hist: None,
@@ -363,10 +438,37 @@ impl PingRow {
         summarize(ci, "client_cpu_us_per_rtt", f, &per[8]);
         let f = &mut row.server_cpu_us_per_rtt;
         summarize(ci, "server_cpu_us_per_rtt", f, &per[9]);
+        row.floor = floor_ratios(&runs, &per, &mut row.ci95);
         row.hist = Some(all);
         row.runs = runs.into_iter().map(|r| r.rtts_ns).collect();
         row
     }
+}
+
+/// The ratios of runs' p50, p99 and p99.9 (`per[0]`, `per[2]`, `per[3]`) to the floors
+/// measured around each, when every run has them; their intervals go into `ci`.
+fn floor_ratios(runs: &[PingRun], per: &[Vec<f64>; 10], ci: &mut Ci95) -> Option<FloorRatios> {
+    let pairs: Vec<FloorPair> = runs.iter().map(|r| r.floor).collect::<Option<_>>()?;
+    if pairs.is_empty() {
+        return None;
+    }
+    let mut f = FloorRatios::default();
+    let ratio = |k: usize, q: usize| -> Vec<f64> {
+        pairs
+            .iter()
+            .zip(&per[k])
+            .map(|(p, v)| v / p.mean()[q])
+            .collect()
+    };
+    summarize(ci, "floor_p50_ratio", &mut f.p50, &ratio(0, 0));
+    summarize(ci, "floor_p99_ratio", &mut f.p99, &ratio(2, 1));
+    summarize(ci, "floor_p999_ratio", &mut f.p999, &ratio(3, 2));
+    let floors: Vec<f64> = pairs.iter().map(|p| p.mean()[0]).collect();
+    summarize(ci, "floor_p50_us", &mut f.floor_p50_us, &floors);
+    f.max_gap_pct = pairs.iter().map(FloorPair::gap_pct).fold(0.0, f64::max);
+    f.repeats = pairs.iter().map(|p| p.repeats).sum();
+    f.unsteady_runs = pairs.iter().filter(|p| p.gap_pct() > FLOOR_GAP_PCT).count();
+    Some(f)
 }
 
 impl ThroughputRow {
@@ -645,6 +747,70 @@ mod tests {
         assert!(fit_quality(&line, a, b).0 > 0.999);
     }
 
+    /// Issue 34: a polling point is compared with the floors measured around each run, at
+    /// p50, p99 and p99.9; floors more than 20% apart flag the run (placement changed).
+    #[test]
+    fn floor_ratios_use_the_floors_around_each_run_and_flag_a_moved_placement() {
+        // Every round trip 2 µs except the slowest 1% at 10 µs; floors 1 µs (p50), 2 (p99),
+        // 4 (p99.9) around run 1, 1 and 1.1 µs around run 2 (10% apart: steady), 1 and 2
+        // around run 3 (100% apart: moved).
+        let rtts: Vec<u64> = (0..1000)
+            .map(|i| if i < 990 { 2_000 } else { 10_000 })
+            .collect();
+        let run = |before: [f64; 3], after: [f64; 3]| PingRun {
+            rtts_ns: rtts.clone(),
+            seconds: 1.0,
+            round_trips: 1000,
+            cpus: (0, 1),
+            floor: Some(FloorPair {
+                before,
+                after,
+                repeats: 2,
+            }),
+            ..PingRun::default()
+        };
+        let runs = vec![
+            run([1.0, 2.0, 4.0], [1.0, 2.0, 4.0]),
+            run([1.0, 2.0, 4.0], [1.1, 2.0, 4.0]),
+            run([1.0, 2.0, 4.0], [2.0, 2.0, 4.0]),
+        ];
+        assert!((runs[1].floor.unwrap().gap_pct() - 10.0).abs() < 1e-9);
+        let r = PingRow::from_runs(
+            BenchBackend::Shm,
+            WaitMode::Poll,
+            "loopback",
+            64,
+            1000,
+            runs,
+        );
+        let f = r.floor.clone().unwrap();
+        // p50 2 µs over floors of 1, 1.05 and 1.5 µs.
+        let want = (2.0 / 1.0 + 2.0 / 1.05 + 2.0 / 1.5) / 3.0;
+        assert!((f.p50 - want).abs() < 0.01, "{f:?}");
+        // p99 of 990 x 2 µs and 10 x 10 µs is 2 µs; p99.9 is 10 µs.
+        assert!(
+            (f.p99 - 1.0).abs() < 0.01 && (f.p999 - 2.5).abs() < 0.02,
+            "{f:?}"
+        );
+        assert_eq!((f.unsteady_runs, f.repeats), (1, 6));
+        assert!((f.max_gap_pct - 100.0).abs() < 1e-9);
+        assert!(r.ci95["floor_p50_ratio"].is_finite());
+        // Without floors around every run, no ratios.
+        let plain = PingRun {
+            rtts_ns: rtts.clone(),
+            ..PingRun::default()
+        };
+        let r = PingRow::from_runs(
+            BenchBackend::Shm,
+            WaitMode::Poll,
+            "loopback",
+            64,
+            1000,
+            vec![plain],
+        );
+        assert!(r.floor.is_none());
+    }
+
     #[test]
     fn percentile_nearest_rank() {
         let v: Vec<u64> = (1..=1000).map(|x| x * 1000).collect();
@@ -671,6 +837,7 @@ mod tests {
             server_seconds: 2.0,
             cpus: (0, 1),
             echoes_checked: 0,
+            floor: None,
         };
         let r = PingRow::from_runs(
             BenchBackend::Tcp,

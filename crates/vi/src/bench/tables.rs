@@ -100,29 +100,33 @@ fn pingpong_table(out: &mut String, rep: &Report, reps: u64) {
     }
 }
 
-/// Each polling row against the floor of its size, when the floor ran (`--floor`).
+/// Each polling row against the floor measured just before and after each of its runs
+/// (`--floor`): p50, p99 and p99.9 ratios, and whether the two floors agreed.
 fn floor_ratios(out: &mut String, rep: &Report) {
-    for f in rep
-        .pingpong
-        .iter()
-        .filter(|r| r.backend == BenchBackend::Floor)
-    {
-        for r in rep
-            .pingpong
-            .iter()
-            .filter(|r| r.backend != BenchBackend::Floor && r.mode == f.mode && r.size == f.size)
-        {
-            writeln!(
-                out,
-                "  {} {} {} B against the floor (same run, same CPUs): p50 {:.2}x, p90 {:.2}x",
-                name(r.backend),
-                mname(r.mode),
-                r.size,
-                r.p50_us / f.p50_us,
-                r.p90_us / f.p90_us,
+    for r in &rep.pingpong {
+        let Some(f) = &r.floor else { continue };
+        let steady = if f.unsteady_runs == 0 {
+            format!("floors within {:.0}%", f.max_gap_pct)
+        } else {
+            format!(
+                "PLACEMENT CHANGED: floors differed by up to {:.0}% in {} of {} runs \
+                 (after {} repeats); these ratios are not to be trusted",
+                f.max_gap_pct, f.unsteady_runs, r.reps, f.repeats
             )
-            .unwrap();
-        }
+        };
+        writeln!(
+            out,
+            "  {} {} {} B against the floor just before and after each run ({} µs): p50 {}x, \
+             p99 {}x, p99.9 {}x; {steady}",
+            name(r.backend),
+            mname(r.mode),
+            r.size,
+            pm(f.floor_p50_us, &r.ci95, "floor_p50_us", 2),
+            pm(f.p50, &r.ci95, "floor_p50_ratio", 2),
+            pm(f.p99, &r.ci95, "floor_p99_ratio", 2),
+            pm(f.p999, &r.ci95, "floor_p999_ratio", 2),
+        )
+        .unwrap();
     }
 }
 
