@@ -1,10 +1,11 @@
-//! Our Reed-Solomon codec against the reedsolo oracle (tests/oracle/rs_vectors.py).
+//! Our Reed-Solomon codec, every kernel this CPU runs, against the reedsolo oracle
+//! (tests/oracle/rs_vectors.py).
 //!
 //! The fixture holds codewords reedsolo produced; we must reproduce every parity byte and
 //! repair errors and erasures injected into them. Regenerate the fixture with
 //! `python3 tests/oracle/rs_vectors.py` (tests/python/test_rs_oracle.py checks it is current).
 
-use mslink_link::fec::RsCodec;
+use mslink_link::fec::{RsCodec, RsKernel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -60,33 +61,52 @@ fn fixture_covers_the_codes_the_service_uses() {
     }
 }
 
+/// A codec per kernel this CPU runs (the scalar one always): each is held to the oracle.
+fn codecs(nsym: usize) -> Vec<RsCodec> {
+    RsKernel::available()
+        .map(|k| RsCodec::with_kernel(nsym, k).unwrap())
+        .collect()
+}
+
 #[test]
 fn encoder_reproduces_reedsolo_byte_for_byte() {
     for v in vectors() {
-        let c = RsCodec::new(v.nsym).unwrap();
-        let k = v.codeword.len() - v.nsym;
-        let mut parity = vec![0u8; v.nsym];
-        c.encode(&v.codeword[..k], &mut parity).unwrap();
-        assert_eq!(
-            parity,
-            &v.codeword[k..],
-            "nsym {} n {}",
-            v.nsym,
-            v.codeword.len()
-        );
-        let mut cw = v.codeword[..k].to_vec();
-        cw.resize(v.codeword.len(), 0);
-        c.encode_in_place(&mut cw).unwrap();
-        assert_eq!(cw, v.codeword);
-        assert!(c.is_codeword(&v.codeword).unwrap());
+        for c in codecs(v.nsym) {
+            encodes_like_the_oracle(&c, &v);
+        }
     }
+}
+
+fn encodes_like_the_oracle(c: &RsCodec, v: &Vector) {
+    let k = v.codeword.len() - v.nsym;
+    let mut parity = vec![0u8; v.nsym];
+    c.encode(&v.codeword[..k], &mut parity).unwrap();
+    assert_eq!(
+        parity,
+        &v.codeword[k..],
+        "nsym {} n {} kernel {:?}",
+        v.nsym,
+        v.codeword.len(),
+        c.kernel()
+    );
+    let mut cw = v.codeword[..k].to_vec();
+    cw.resize(v.codeword.len(), 0);
+    c.encode_in_place(&mut cw).unwrap();
+    assert_eq!(cw, v.codeword);
+    assert!(c.is_codeword(&v.codeword).unwrap());
 }
 
 #[test]
 fn decoder_repairs_errors_injected_into_reedsolo_codewords() {
+    for c in RsKernel::available() {
+        decodes_like_the_oracle(c);
+    }
+}
+
+fn decodes_like_the_oracle(kernel: RsKernel) {
     let mut rng = ChaCha8Rng::seed_from_u64(0x0_7ac1e);
     for v in vectors() {
-        let c = RsCodec::new(v.nsym).unwrap();
+        let c = RsCodec::with_kernel(v.nsym, kernel).unwrap();
         let n = v.codeword.len();
         for errors in [0, 1, c.t() / 2, c.t()] {
             let mut cw = v.codeword.clone();

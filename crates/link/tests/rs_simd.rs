@@ -47,6 +47,18 @@ fn simd_codecs(nsym: usize) -> Vec<RsCodec> {
 fn reports_which_paths_run() {
     let c = RsCodec::new(32).unwrap();
     let available: Vec<RsKernel> = RsKernel::available().collect();
+    // The best kernel unless the scalar one is faster for the code: SSSE3 with up to 8
+    // parity bytes (a one-word LFSR register).
+    for nsym in [1, 4, 8, 9, 16, 32] {
+        let want = available
+            .iter()
+            .copied()
+            .find(|&k| k == RsKernel::Scalar || k.beats_scalar(nsym))
+            .unwrap();
+        assert_eq!(RsCodec::new(nsym).unwrap().kernel(), want, "nsym {nsym}");
+    }
+    assert!(!RsKernel::Ssse3Shuffle.beats_scalar(8) && RsKernel::Ssse3Shuffle.beats_scalar(9));
+    assert!(RsKernel::Avx2Shuffle.beats_scalar(4) && !RsKernel::Scalar.beats_scalar(32));
     eprintln!(
         "RsCodec::new runs {:?}; available: {available:?}",
         c.kernel()

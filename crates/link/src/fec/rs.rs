@@ -97,7 +97,7 @@ pub enum RsError {
 /// [`RsCodec::with_kernel`] (tests and benchmarks compare them on one host) and for asking
 /// which one a codec runs ([`RsCodec::kernel`]). All give identical results on every input;
 /// they differ only in speed and in the CPU features they need. [`RsCodec::new`] picks the
-/// first available in [`RsKernel::ALL`] order.
+/// first available in [`RsKernel::ALL`] order that [`RsKernel::beats_scalar`] for its code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RsKernel {
@@ -150,6 +150,20 @@ impl RsKernel {
     /// [`RsKernel::Scalar`]).
     pub fn available() -> impl DoubleEndedIterator<Item = RsKernel> {
         RsKernel::ALL.into_iter().filter(|k| k.is_available())
+    }
+
+    /// True if this kernel is faster than the scalar one for codes of `nsym` parity bytes, so
+    /// that [`RsCodec::new`] runs it: every SIMD kernel is, except the SSSE3 shuffle for codes
+    /// of at most 8 parity bytes, whose LFSR register is one 64-bit word that the scalar
+    /// slicing-by-8 kernel steps eight message bytes at a time (RS(255,251) encode 1.8 GB/s
+    /// scalar against 1.3 GB/s SSSE3, clean decode 1.9 against 1.3, `cargo bench -p
+    /// mslink-link --bench rs`, docs/PERFORMANCE.md; from 16 parity bytes on SSSE3 is ahead).
+    pub fn beats_scalar(self, nsym: usize) -> bool {
+        match self {
+            RsKernel::Scalar => false,
+            RsKernel::Ssse3Shuffle => nsym > 8,
+            _ => true,
+        }
     }
 }
 
@@ -403,11 +417,14 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
     /// It uses the fastest kernel this CPU has (the first available in [`RsKernel::ALL`]:
-    /// GFNI, then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one); all give the same
-    /// results on every input.
+    /// GFNI, then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one), unless
+    /// the portable one is faster for this code ([`RsKernel::beats_scalar`]: SSSE3 with at
+    /// most 8 parity bytes); all give the same results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
         let mut c = Self::new_scalar(nsym)?;
-        c.simd = Simd::detect().map(|isa| c.simd_tables(isa));
+        c.simd = Simd::detect()
+            .filter(|isa| isa.kernel().beats_scalar(nsym))
+            .map(|isa| c.simd_tables(isa));
         Ok(c)
     }
 
