@@ -482,6 +482,8 @@ pub fn drive<D: Device>(
         control,
         snap: Snapshot::default(),
         snap_at: None,
+        snap_moved: 0,
+        publish_due: None,
         stats_every: opts.stats_interval.map(every),
         next_stats: opts.stats_interval.map(|d| now + every(d)),
     };
@@ -504,6 +506,14 @@ pub fn drive<D: Device>(
     Ok(())
 }
 
+/// Datagrams received and sent and packets read and written so far: what makes a snapshot
+/// stale.
+fn moved(io: &IoCounts<'_>) -> u64 {
+    io.socket.datagrams_received
+        + io.socket.datagrams_sent
+        + io.devices.iter().map(|d| d.reads + d.writes).sum::<u64>()
+}
+
 /// A tunnel end as the driver loop's machine: device 0 is the TUN device.
 struct TunnelMachine<'a> {
     tunnel: Tunnel,
@@ -515,6 +525,12 @@ struct TunnelMachine<'a> {
     snap: Snapshot,
     /// When the snapshot was last published.
     snap_at: Option<Instant>,
+    /// Datagrams and packets moved when it was (see [`moved`]).
+    snap_moved: u64,
+    /// Something moved since the last publication: the next is due at this time even if
+    /// nothing else wakes the loop, so the snapshot is never more than [`SNAPSHOT_EVERY`]
+    /// behind (the loop may otherwise sleep [`MAX_SLEEP`]).
+    publish_due: Option<Instant>,
     stats_every: Option<Duration>,
     next_stats: Option<Instant>,
 }
@@ -547,10 +563,14 @@ impl Machine for TunnelMachine<'_> {
         }
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        match (self.tunnel.poll_timeout(), self.next_stats) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.tunnel.poll_timeout(),
+            self.next_stats,
+            self.publish_due,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<SocketAddr> {
         self.tunnel.poll_transmit(now, buf)
@@ -573,9 +593,14 @@ impl Machine for TunnelMachine<'_> {
         let dump = (self.opts.handle_signals && signals::take_dump()) || due_stats;
         // The full counters (the link's allocate) are gathered every SNAPSHOT_EVERY at most.
         let every = Duration::from_nanos(SNAPSHOT_EVERY.as_nanos() as u64);
+        let moved = moved(&io);
         if dump || self.snap_at.is_none_or(|t| now >= t + every) {
             self.publish();
             self.snap_at = Some(now);
+            self.snap_moved = moved;
+            self.publish_due = None;
+        } else if moved != self.snap_moved && self.publish_due.is_none() {
+            self.publish_due = self.snap_at.map(|t| t + every);
         }
         if dump {
             let line = format_stats(&self.snap);

@@ -134,6 +134,9 @@ pub struct TunnelStats {
     pub handshakes_initiated: u64,
     /// Handshakes completed as initiator.
     pub handshakes_completed: u64,
+    /// How long the latest completed one took (µs), from its first initiation to the
+    /// response, retries and a cookie round trip included: what a user waits for.
+    pub last_handshake_us: u64,
     /// Initiations answered as responder.
     pub handshakes_answered: u64,
     /// Handshakes started because sent data got no answer (the peer may have restarted).
@@ -216,6 +219,8 @@ pub struct Tunnel {
     previous: Option<Keypair>,
     next: Option<Keypair>,
     pending: Option<Pending>,
+    /// When the first initiation of the handshake under way was sent.
+    attempt_since: Option<Instant>,
     last_stamp: Option<u64>,
     last_sent_stamp: u64,
     endpoint: Option<SocketAddr>,
@@ -266,6 +271,7 @@ impl Tunnel {
             previous: None,
             next: None,
             pending: None,
+            attempt_since: None,
             last_stamp: None,
             last_sent_stamp: 0,
             endpoint: peer,
@@ -571,6 +577,9 @@ impl Tunnel {
         let kp = Keypair::new(&keys, receiver, sender, now, true);
         self.install(kp);
         self.stats.handshakes_completed += 1;
+        if let Some(since) = self.attempt_since.take() {
+            self.stats.last_handshake_us = now.saturating_since(since).as_nanos() / 1_000;
+        }
         self.event(TunnelEvent::HandshakeCompleted {
             peer: self.endpoint,
         });
@@ -706,6 +715,7 @@ impl Tunnel {
             Some(since) if now.saturating_since(since) < REKEY_ATTEMPT => true,
             Some(_) => {
                 self.want_handshake = None;
+                self.attempt_since = None;
                 false
             }
             None => false,
@@ -739,6 +749,7 @@ impl Tunnel {
         });
         self.timers
             .set(T::Retry as usize, now + ms(self.cfg.handshake_retry_ms));
+        self.attempt_since.get_or_insert(now);
         self.stats.handshakes_initiated += 1;
         self.event(TunnelEvent::HandshakeInitiated {
             peer: self.endpoint,

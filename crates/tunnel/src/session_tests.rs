@@ -464,6 +464,14 @@ fn under_a_spoofed_flood_the_peer_gets_in_with_a_cookie_and_the_flood_gets_no_wo
     );
     assert_eq!(sa.cookies_received, 1);
     assert_eq!(sa.handshakes_completed, 1);
+    // The handshake's own clock agrees: its two round trips, in this virtual time's steps,
+    // from the first initiation (the cookie retry included).
+    assert!(
+        sa.last_handshake_us > 0
+            && sa.last_handshake_us <= delivered_at.saturating_since(started).as_nanos() / 1_000,
+        "{} µs",
+        sa.last_handshake_us
+    );
     // Diffie-Hellman work for the flood: the total budget (200 per second, burst 200), no
     // more; everything else got a cookie reply.
     assert!(sb.rejected.forged <= 200 * 3, "{:?}", sb.rejected);
