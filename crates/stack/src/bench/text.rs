@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use super::{CountRow, Row, SIZES};
+use super::{CountRow, Row};
 
 /// What ends a streamed table: its last line, then a blank line.
 const END: &str = "\n\n";
