@@ -5,7 +5,9 @@
 //! Contract: the measurements are `mslink_stack::bench`'s (a client and a server stack in this
 //! process ping-pong `--transactions` times per cell; the mean wall-clock round trip; protocol
 //! processing alone on the in-memory wire; checksums off in the latency tables, as in 002
-//! §5.2). Output: a table per experiment, printed as its cells are measured, and with `--csv
+//! §5.2; the architectures of a cell interleaved over `--repeat` repetitions, reported as the
+//! mean with its Student-t 95% interval and DAA's and ILLM's paired ratios to LLM with a
+//! verdict: `mslink_stack::bench::interleave`). Output: a table per experiment, printed as its cells are measured, and with `--csv
 //! FILE` one row per cell plus, beside FILE (unless `--no-plots`), the PNG and SVG figures of
 //! `mslink_plot::stack`: `STEM_rtt_memory` (and `STEM_rtt_veth` with `--veth`; 002 Tables 1-3)
 //! and `STEM_fig4` (002 Fig. 4; `STEM_fig4_veth` with `--veth`: real receive threads per
@@ -17,7 +19,7 @@
 use std::io::Write;
 
 use anyhow::Result;
-use mslink_stack::bench::text::{Fig4Line, Grid, IlpLines};
+use mslink_stack::bench::text::{Fig4Line, Grid};
 use mslink_stack::bench::{self, json, text, Layer, Row, SIZES};
 use mslink_stack::Architecture;
 
@@ -30,7 +32,9 @@ pub struct StackBenchArgs {
     /// Round trips per cell.
     #[arg(long, default_value_t = 10_000)]
     pub transactions: u32,
-    /// Repetitions of each cell; the smallest mean is reported (least disturbed by other load).
+    /// Repetitions of each cell, its architectures measured interleaved (alternating order);
+    /// the mean over the repetitions is reported with a Student-t 95% interval, and DAA's and
+    /// ILLM's paired ratios to LLM with theirs and a verdict (faster, slower, inconclusive).
     #[arg(long, default_value_t = 5)]
     pub repeat: u32,
     /// Also measure over AF_PACKET sockets on a veth pair between two network namespaces this
@@ -128,17 +132,17 @@ pub fn run(args: &StackBenchArgs) -> Result<()> {
     let bar = crate::convention::bar(cells as u64, "cells", args.quiet);
     let show = |text: &str| print_above(&bar, tables, text);
     let mut grid = Grid::new("in-memory wire", n, args.repeat, 3);
-    let mut rows = bench::memory_tables(n, args.repeat, &mut |r| {
-        bar.inc(1);
-        show(&grid.cell(r));
+    let mut rows = bench::memory_tables(n, args.repeat, &mut |cell| {
+        bar.inc(cell.len() as u64);
+        show(&grid.cell(cell));
     })?;
     show(grid.finish());
     show(&text::ilp_header());
-    let mut ilp = IlpLines::default();
-    rows.extend(bench::ilp_table(n, args.repeat, &mut |r| {
-        bar.inc(1);
-        show(&ilp.cell(r));
+    rows.extend(bench::ilp_table(n, args.repeat, &mut |cell| {
+        bar.inc(cell.len() as u64);
+        show(&text::ilp_lines(cell));
     })?);
+    show("\n");
     show(&text::fig4_header());
     let mut fig4 = Fig4Line::new(14, 3);
     rows.extend(bench::fig4_table(&mut |r| {
@@ -174,9 +178,9 @@ fn veth_tables(
     let show = |text: &str| print_above(bar, tables, text);
     let n = args.transactions.clamp(1, bench::VETH_MAX_TRANSACTIONS);
     let mut grid = Grid::new("AF_PACKET over veth", n, args.repeat, 2);
-    let mut rows = bench::veth_tables(n, args.repeat, &mut |r| {
-        bar.inc(1);
-        show(&grid.cell(r));
+    let mut rows = bench::veth_tables(n, args.repeat, &mut |cell| {
+        bar.inc(cell.len() as u64);
+        show(&grid.cell(cell));
     })?;
     show(grid.finish());
     show(&text::veth_fig4_header());

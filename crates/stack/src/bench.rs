@@ -3,16 +3,25 @@
 //! user data size, UDP with its checksum on with ILP off vs on, and the round trip of a
 //! prioritised flow among background flows.
 //!
-//! Contract: a client and a server stack in this process ping-pong a number of times per cell;
-//! the figure is the mean wall-clock round trip (this driver reads the clock; the stacks do
-//! not). On the in-memory wire ([`Wire`]) it measures protocol processing alone: no device, no
-//! copy to a kernel, no interrupt; [`veth_tables`] runs the same over AF_PACKET sockets on a
-//! veth pair between two unnamed network namespaces it creates and removes (Linux, root).
-//! Checksums are off in the latency tables, as in 002 §5.2. The table functions hand each
-//! [`Row`] to the caller's `on_row` as soon as it is measured (to show progress) and return
-//! them all; nothing here prints. [`text`] renders the rows as the verb's tables (cell by
-//! cell, for the caller to print as they come), [`json`] as its JSON documents, and
-//! [`files`] writes them as CSV.
+//! Contract: a client and a server stack in this process ping-pong a number of times per
+//! cell; the figure is the mean wall-clock round trip (this driver reads the clock; the stacks
+//! do not). On the in-memory wire ([`Wire`]) it measures protocol processing alone: no device,
+//! no copy to a kernel, no interrupt; [`veth_tables`] runs the same over AF_PACKET sockets on
+//! a veth pair between two unnamed network namespaces it creates and removes (Linux, root).
+//! Checksums are off in the latency tables, as in 002 §5.2.
+//!
+//! In the round-trip and ILP tables a cell (layer and size) measures its architectures
+//! interleaved, in alternating order repetition by repetition, and keeps every repetition's
+//! mean: a row's figure is the mean over the repetitions, with a Student-t 95% interval, and
+//! DAA's and ILLM's rows carry their paired ratio to LLM's with its interval and verdict
+//! ([`interleave`]). 002 §5.3-5.4 compare both with LLM by a few percent; measured one
+//! architecture after the other, the machine's drift would decide that (issue 34).
+//!
+//! The table functions hand each cell's rows (`on_cell`) or, for Fig. 4, each [`Row`]
+//! (`on_row`) to the caller as soon as they are measured (to show progress) and return them
+//! all; nothing here prints. [`text`] renders the rows as the verb's tables (cell by cell, for
+//! the caller to print as they come), [`json`] as its JSON documents, and [`files`] writes
+//! them as CSV.
 
 // The benchmark harness: it times the protocol graph with the wall clock and drives veth
 // sockets. docs/architecture.md rule 1 (no clock, sleep, thread, socket or file) binds the
@@ -27,8 +36,11 @@ use crate::wire::Wire;
 use crate::{Architecture, EndpointId, Participants, Stack, StackConfig, StackError, UdpConn};
 
 pub mod files;
+pub mod interleave;
 pub mod json;
 pub mod text;
+
+pub use interleave::{PairedRatio, Verdict};
 
 /// User data sizes of 002 Tables 1-3.
 pub const SIZES: [usize; 5] = [1, 100, 500, 1000, 1400];
@@ -121,8 +133,26 @@ pub struct Row {
     pub checksum: bool,
     /// Integrated copy and checksum on.
     pub ilp: bool,
-    /// Mean round trip (Fig. 4: median), µs.
+    /// Mean round trip over the repetitions (Fig. 4: median of the probe's), µs.
     pub rtt_us: f64,
+    /// Each repetition's mean round trip, µs, in repetition order (empty for Fig. 4).
+    pub reps_us: Vec<f64>,
+    /// Against LLM in the same cell, repetition by repetition (DAA and ILLM rows of the
+    /// interleaved tables; `None` for LLM and Fig. 4).
+    pub vs_llm: Option<PairedRatio>,
+}
+
+impl Row {
+    /// Half-width of the Student-t 95% interval of [`Row::rtt_us`] (`None` without
+    /// repetitions; infinite with one).
+    pub fn ci95_us(&self) -> Option<f64> {
+        (!self.reps_us.is_empty()).then(|| mslink_stats::estimate(&self.reps_us).half)
+    }
+
+    /// The smallest repetition's mean round trip (what the tables reported before issue 34).
+    pub fn best_us(&self) -> Option<f64> {
+        self.reps_us.iter().copied().min_by(f64::total_cmp)
+    }
 }
 
 /// A client and a server stack with one endpoint each, on the same layer.
@@ -199,16 +229,6 @@ fn pair_of(
     Ok(Pair { client, server, ce })
 }
 
-/// Best over `reps` runs of the mean round trip (µs) of `n` ping-pongs, after a warm-up run.
-pub fn best_rtt(p: &mut Pair, size: usize, n: u32, reps: u32) -> Result<f64, BenchError> {
-    ping_pong(p, size, n.min(1000))?;
-    let mut v = (0..reps.max(1))
-        .map(|_| ping_pong(p, size, n))
-        .collect::<Result<Vec<f64>, _>>()?;
-    v.sort_by(f64::total_cmp);
-    Ok(v[0])
-}
-
 /// Mean round trip in microseconds over `n` ping-pongs of `size` bytes on the in-memory wire.
 pub fn ping_pong(p: &mut Pair, size: usize, n: u32) -> Result<f64, BenchError> {
     let data = vec![0x42u8; size];
@@ -277,76 +297,122 @@ pub fn count_table(n: u32, mutant: bool) -> Result<Vec<CountRow>, BenchError> {
     Ok(rows)
 }
 
-/// 002 Tables 1-3 on the in-memory wire: every architecture, layer and size, checksum off,
-/// best of `repeat` means of `n` round trips.
+/// Warm-up ping-pongs before a contestant's first repetition.
+const WARM_UP: u32 = 1000;
+
+/// The rows of one interleaved cell: `contestants` (architecture, layer, checksum, ILP) at
+/// `size` bytes on `device`, with `reps[c]` contestant `c`'s repetitions; each DAA and ILLM
+/// row compared with the LLM row of the same checksum and ILP setting (002 §5.3-5.4 compare
+/// them with LLM).
+fn cell_rows(
+    device: &'static str,
+    contestants: &[(Architecture, Layer, bool, bool)],
+    size: usize,
+    reps: Vec<Vec<f64>>,
+) -> Vec<Row> {
+    let llm = |checksum: bool, ilp: bool| {
+        contestants
+            .iter()
+            .position(|&(a, _, c, i)| a == Architecture::Llm && c == checksum && i == ilp)
+    };
+    contestants
+        .iter()
+        .enumerate()
+        .map(|(k, &(arch, layer, checksum, ilp))| {
+            let vs_llm = match llm(checksum, ilp) {
+                Some(l) if l != k => Some(interleave::compare(&reps[k], &reps[l])),
+                _ => None,
+            };
+            Row {
+                device,
+                architecture: arch.name().into(),
+                stack: layer.name(arch),
+                size,
+                checksum,
+                ilp,
+                rtt_us: mslink_stats::estimate(&reps[k]).mean,
+                reps_us: reps[k].clone(),
+                vs_llm,
+            }
+        })
+        .collect()
+}
+
+/// One cell on the in-memory wire: a client and server pair per contestant, each warmed up,
+/// then `repeat` repetitions of `n` ping-pongs of `size` bytes, the contestants interleaved
+/// ([`interleave::measure_interleaved`]).
+fn memory_cell(
+    contestants: &[(Architecture, Layer, bool, bool)],
+    size: usize,
+    n: u32,
+    repeat: u32,
+) -> Result<Vec<Row>, BenchError> {
+    let mut pairs = contestants
+        .iter()
+        .map(|&(arch, layer, checksum, ilp)| pair(arch, layer, checksum, ilp))
+        .collect::<Result<Vec<Pair>, _>>()?;
+    for p in &mut pairs {
+        ping_pong(p, size, n.min(WARM_UP))?;
+    }
+    let reps = interleave::measure_interleaved(pairs.len(), repeat, |c| {
+        ping_pong(&mut pairs[c], size, n)
+    })?;
+    Ok(cell_rows("memory", contestants, size, reps))
+}
+
+/// 002 Tables 1-3 on the in-memory wire: per layer and size (a cell), every architecture
+/// interleaved over `repeat` repetitions of `n` round trips, checksum off. Each cell's rows
+/// (in [`Architecture::ALL`] order) go to `on_cell` as soon as it is measured.
 pub fn memory_tables(
     n: u32,
     repeat: u32,
-    on_row: &mut dyn FnMut(&Row),
+    on_cell: &mut dyn FnMut(&[Row]),
 ) -> Result<Vec<Row>, BenchError> {
     let mut rows = Vec::new();
-    for arch in Architecture::ALL {
-        for layer in Layer::ALL {
-            for size in SIZES {
-                let mut p = pair(arch, layer, false, false)?;
-                let row = Row {
-                    device: "memory",
-                    architecture: arch.name().into(),
-                    stack: layer.name(arch),
-                    size,
-                    checksum: false,
-                    ilp: false,
-                    rtt_us: best_rtt(&mut p, size, n, repeat)?,
-                };
-                on_row(&row);
-                rows.push(row);
-            }
+    for layer in Layer::ALL {
+        for size in SIZES {
+            let contestants = Architecture::ALL.map(|a| (a, layer, false, false));
+            let cell = memory_cell(&contestants, size, n, repeat)?;
+            on_cell(&cell);
+            rows.extend(cell);
         }
     }
     Ok(rows)
 }
 
-/// UDP-IP-ETH with the checksum on, 1400 bytes, per architecture: copy then checksum (ILP
-/// off), then copy-and-checksum (ILP on).
+/// UDP-IP-ETH with the checksum on, 1400 bytes, one cell of six contestants interleaved: per
+/// architecture, copy then checksum (ILP off) and copy-and-checksum (ILP on) (002 §2.2). Rows
+/// per architecture, ILP off then on.
 pub fn ilp_table(
     n: u32,
     repeat: u32,
-    on_row: &mut dyn FnMut(&Row),
+    on_cell: &mut dyn FnMut(&[Row]),
 ) -> Result<Vec<Row>, BenchError> {
-    let mut rows = Vec::new();
-    for arch in Architecture::ALL {
-        let mut off = pair(arch, Layer::Udp, true, false)?;
-        let mut on = pair(arch, Layer::Udp, true, true)?;
-        let a = best_rtt(&mut off, 1400, n, repeat)?;
-        let b = best_rtt(&mut on, 1400, n, repeat)?;
-        for (ilp, rtt_us) in [(false, a), (true, b)] {
-            let row = Row {
-                device: "memory",
-                architecture: arch.name().into(),
-                stack: "UDP-IP-ETH".into(),
-                size: 1400,
-                checksum: true,
-                ilp,
-                rtt_us,
-            };
-            on_row(&row);
-            rows.push(row);
-        }
+    let contestants: Vec<_> = Architecture::ALL
+        .into_iter()
+        .flat_map(|a| [false, true].map(|ilp| (a, Layer::Udp, true, ilp)))
+        .collect();
+    let mut rows = memory_cell(&contestants, 1400, n, repeat)?;
+    // ILP rows carry the 002 stack name without the DAA suffix, as they always have.
+    for r in &mut rows {
+        r.stack = "UDP-IP-ETH".into();
     }
+    on_cell(&rows);
     Ok(rows)
 }
 
-/// Round trips over AF_PACKET on a veth pair, every architecture, layer and size (checksum
-/// off, best of `repeat` means of `n` round trips, at most [`VETH_MAX_TRANSACTIONS`]): the
-/// server stack echoes in its own thread.
+/// Round trips over AF_PACKET on a veth pair: per layer and size (a cell), every architecture
+/// interleaved over `repeat` repetitions of `n` round trips (at most
+/// [`VETH_MAX_TRANSACTIONS`]), checksum off, after a warm-up run per architecture; each cell's
+/// rows go to `on_cell` as soon as it is measured. Creates and removes its namespaces (Linux,
+/// root).
 #[cfg(target_os = "linux")]
 pub fn veth_tables(
     n: u32,
     repeat: u32,
-    on_row: &mut dyn FnMut(&Row),
+    on_cell: &mut dyn FnMut(&[Row]),
 ) -> Result<Vec<Row>, BenchError> {
     use crate::afpacket::AfPacket;
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -355,75 +421,98 @@ pub fn veth_tables(
         .map_err(context("creating namespaces and a veth pair (root needed)"))?;
     let to = Duration::from_millis(100);
     // Opened inside; the sockets stay in their namespaces whatever thread uses them.
-    let dev_a = Arc::new(ns.a.run(move || AfPacket::open("v0", to))??);
-    let dev_b = Arc::new(ns.b.run(move || AfPacket::open("v1", to))??);
+    let devs = (
+        Arc::new(ns.a.run(move || AfPacket::open("v0", to))??),
+        Arc::new(ns.b.run(move || AfPacket::open("v1", to))??),
+    );
     let mut rows = Vec::new();
-    for arch in Architecture::ALL {
-        for layer in Layer::ALL {
-            for size in SIZES {
-                let Pair {
-                    mut client,
-                    mut server,
-                    ce,
-                } = pair(arch, layer, false, false)?;
-                let stop = Arc::new(AtomicBool::new(false));
-                let (db, st) = (dev_b.clone(), stop.clone());
-                let echo = std::thread::spawn(move || -> std::io::Result<()> {
-                    while !st.load(Ordering::Relaxed) {
-                        db.receive(Instant::ZERO, &mut server)?;
-                        while let Some(d) = server.poll_deliver() {
-                            let len = size.min(d.data.len());
-                            let _ = server.send(Instant::ZERO, d.endpoint, &d.data[..len]);
-                        }
-                        db.transmit(&mut server)?;
-                    }
-                    Ok(())
-                });
-                let data = vec![0x42u8; size];
-                let mut best = f64::INFINITY;
-                for rep in 0..=repeat.max(1) {
-                    let start = WallClock::now();
-                    for _ in 0..n {
-                        client.send(Instant::ZERO, ce, &data)?;
-                        dev_a.transmit(&mut client)?;
-                        let mut waits = 0;
-                        loop {
-                            if !dev_a.receive(Instant::ZERO, &mut client)? {
-                                waits += 1;
-                                if waits > 20 {
-                                    return Err(BenchError::Missing(
-                                        "no reply over the veth after 2 s",
-                                    ));
-                                }
-                            }
-                            if client.poll_deliver().is_some() {
-                                break;
-                            }
-                        }
-                    }
-                    if rep > 0 {
-                        // Repetition 0 warms up.
-                        best = best.min(start.elapsed().as_secs_f64() * 1e6 / n as f64);
-                    }
-                }
-                stop.store(true, Ordering::Relaxed);
-                echo.join().map_err(|_| BenchError::Panicked)??;
-                let row = Row {
-                    device: "veth",
-                    architecture: arch.name().into(),
-                    stack: layer.name(arch),
-                    size,
-                    checksum: false,
-                    ilp: false,
-                    rtt_us: best,
-                };
-                on_row(&row);
-                rows.push(row);
+    for layer in Layer::ALL {
+        for size in SIZES {
+            let contestants = Architecture::ALL.map(|a| (a, layer, false, false));
+            let mut pairs = contestants
+                .iter()
+                .map(|&(arch, layer, checksum, ilp)| pair(arch, layer, checksum, ilp))
+                .collect::<Result<Vec<Pair>, _>>()?;
+            for p in &mut pairs {
+                veth_round_trips(&devs, p, size, n)?;
             }
+            let reps = interleave::measure_interleaved(pairs.len(), repeat, |c| {
+                veth_round_trips(&devs, &mut pairs[c], size, n)
+            })?;
+            let cell = cell_rows("veth", &contestants, size, reps);
+            on_cell(&cell);
+            rows.extend(cell);
         }
     }
     drop(ns);
     Ok(rows)
+}
+
+/// Mean round trip (µs) of `n` transactions of `size` bytes between `p`'s client, on the first
+/// device, and its server, echoing on the second device in a thread of its own for the run
+/// (its stack lent to the thread and taken back).
+#[cfg(target_os = "linux")]
+fn veth_round_trips(
+    devs: &(
+        std::sync::Arc<crate::afpacket::AfPacket>,
+        std::sync::Arc<crate::afpacket::AfPacket>,
+    ),
+    p: &mut Pair,
+    size: usize,
+    n: u32,
+) -> Result<f64, BenchError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let (dev_a, dev_b) = (&devs.0, devs.1.clone());
+    // A placeholder while the echo thread holds the server.
+    let mut server = std::mem::replace(&mut p.server, Stack::udp_ip_eth(StackConfig::default()).0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = stop.clone();
+    let echo = std::thread::spawn(move || -> (Stack, std::io::Result<()>) {
+        let mut run = || -> std::io::Result<()> {
+            while !st.load(Ordering::Relaxed) {
+                dev_b.receive(Instant::ZERO, &mut server)?;
+                while let Some(d) = server.poll_deliver() {
+                    let len = size.min(d.data.len());
+                    let _ = server.send(Instant::ZERO, d.endpoint, &d.data[..len]);
+                }
+                dev_b.transmit(&mut server)?;
+            }
+            Ok(())
+        };
+        let result = run();
+        (server, result)
+    });
+    let data = vec![0x42u8; size];
+    let (client, ce) = (&mut p.client, p.ce);
+    let mut timed = || -> Result<f64, BenchError> {
+        let start = WallClock::now();
+        for _ in 0..n {
+            client.send(Instant::ZERO, ce, &data)?;
+            dev_a.transmit(client)?;
+            let mut waits = 0;
+            loop {
+                if !dev_a.receive(Instant::ZERO, client)? {
+                    waits += 1;
+                    if waits > 20 {
+                        return Err(BenchError::Missing("no reply over the veth after 2 s"));
+                    }
+                }
+                if client.poll_deliver().is_some() {
+                    break;
+                }
+            }
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6 / n as f64)
+    };
+    // Whatever the client met, the echo thread is stopped and its stack taken back first.
+    let result = timed();
+    stop.store(true, Ordering::Relaxed);
+    let (server, echoed) = echo.join().map_err(|_| BenchError::Panicked)?;
+    p.server = server;
+    echoed?;
+    result
 }
 
 /// The client and server stacks of 002 Fig. 4 with `flows` UDP flows between them (flow `f`
@@ -535,6 +624,8 @@ pub fn fig4_table(on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>, BenchError> 
                     checksum: false,
                     ilp: false,
                     rtt_us: fig4_p50(prio, bg, size, 2001)?,
+                    reps_us: Vec::new(),
+                    vs_llm: None,
                 };
                 on_row(&row);
                 rows.push(row);
@@ -965,6 +1056,8 @@ pub fn veth_fig4_table(
                         checksum: false,
                         ilp: false,
                         rtt_us,
+                        reps_us: Vec::new(),
+                        vs_llm: None,
                     };
                     on_row(&row);
                     rows.push(row);
@@ -1017,6 +1110,25 @@ mod tests {
         );
         assert_eq!(row(&rows, "llm", "IP-ETH").demux_per_frame, 2.0);
         assert_eq!(row(&rows, "daa", "IP-ETHDAA").demux_per_frame, 1.0);
+    }
+
+    #[test]
+    fn a_cell_keeps_every_repetition_and_compares_daa_and_illm_with_llm() {
+        let mut seen = Vec::new();
+        let rows = ilp_table(5, 3, &mut |cell| seen.push(cell.len())).unwrap();
+        assert_eq!(seen, [6], "one cell of six contestants");
+        for r in &rows {
+            assert_eq!(r.reps_us.len(), 3, "{r:?}");
+            assert_eq!(r.rtt_us, mslink_stats::estimate(&r.reps_us).mean);
+            assert_eq!(r.stack, "UDP-IP-ETH");
+            // LLM has no ratio; DAA and ILLM have one to LLM at their own ILP setting.
+            assert_eq!(r.vs_llm.is_some(), r.architecture != "llm", "{r:?}");
+        }
+        let llm_off = &rows[0];
+        let daa_off = &rows[2];
+        assert_eq!((daa_off.architecture.as_str(), daa_off.ilp), ("daa", false));
+        let want = interleave::compare(&daa_off.reps_us, &llm_off.reps_us);
+        assert_eq!(daa_off.vs_llm, Some(want));
     }
 
     #[test]

@@ -1,8 +1,13 @@
 //! The JSON documents `mslink stack-bench --json` prints (002 §5.2, Tables 1-3, Fig. 4; with
 //! `--count`, 002 §3-4), as values the caller serializes.
 //!
-//! Contract: [`cells`] is `{"cells": [{architecture, checksum, device, ilp, rtt_us, size,
-//! stack}], "repeat", "transactions"}`; [`counts`] is `{"counts": [{architecture,
+//! Contract: [`cells`] is `{"cells": [{architecture, checksum, device, ilp, rtt_best_us,
+//! rtt_ci95_us, rtt_reps_us, rtt_us, size, stack, vs_llm}], "order", "repeat",
+//! "transactions"}`: `rtt_us` the mean over the repetitions (Fig. 4: the median probe round
+//! trip), `rtt_ci95_us` its Student-t 95% half-width, `rtt_best_us` the smallest repetition,
+//! `rtt_reps_us` every repetition (the three null or empty for Fig. 4), `vs_llm` `{ci95,
+//! ratio, verdict}` for DAA and ILLM (else null: [`super::interleave`]), `order`
+//! `"interleaved"`; [`counts`] is `{"counts": [{architecture,
 //! demux_per_frame, frames, pops_before_last_demux, stack}], "mutant", "transactions"}`. Keys
 //! come in alphabetical order (the fields are declared so), as they always have.
 
@@ -14,6 +19,7 @@ use super::{CountRow, Row};
 #[derive(Serialize)]
 struct Cells<'a> {
     cells: Vec<Cell<'a>>,
+    order: &'static str,
     repeat: u32,
     transactions: u32,
 }
@@ -25,12 +31,17 @@ struct Cell<'a> {
     checksum: bool,
     device: &'a str,
     ilp: bool,
+    rtt_best_us: Option<f64>,
+    rtt_ci95_us: Option<f64>,
+    rtt_reps_us: &'a [f64],
     rtt_us: f64,
     size: usize,
     stack: &'a str,
+    vs_llm: Option<super::PairedRatio>,
 }
 
-/// The document of a timed run: every cell of `rows`, best of `repeat` x `transactions`.
+/// The document of a timed run: every cell of `rows`, `repeat` interleaved repetitions of
+/// `transactions`.
 pub fn cells(transactions: u32, repeat: u32, rows: &[Row]) -> impl Serialize + '_ {
     Cells {
         cells: rows
@@ -40,11 +51,16 @@ pub fn cells(transactions: u32, repeat: u32, rows: &[Row]) -> impl Serialize + '
                 checksum: r.checksum,
                 device: r.device,
                 ilp: r.ilp,
+                rtt_best_us: r.best_us(),
+                rtt_ci95_us: r.ci95_us(),
+                rtt_reps_us: &r.reps_us,
                 rtt_us: r.rtt_us,
                 size: r.size,
                 stack: &r.stack,
+                vs_llm: r.vs_llm,
             })
             .collect(),
+        order: "interleaved",
         repeat,
         transactions,
     }

@@ -3,111 +3,140 @@
 //! the veth run's notes.
 //!
 //! Contract: nothing here prints; every function returns text for the caller to print. The
-//! streaming printers ([`Grid`], [`IlpLines`], [`Fig4Line`]) take the rows one at a time as
-//! the table functions of [`super`] hand them over and return the text of that cell, so the
-//! caller can show each cell as it is measured (inside a progress bar's `suspend`); a cell's
-//! text may end inside a line, and `finish` ends the table's last line and leaves a blank one.
+//! streaming printers ([`Grid`], [`ilp_lines`], [`Fig4Line`]) take the rows a cell (or, for
+//! Fig. 4, a row) at a time as the table functions of [`super`] hand them over and return the
+//! text of that cell, so the caller can show each cell as it is measured (inside a progress
+//! bar's `suspend`); a Fig. 4 cell's text may end inside a line, and `finish` ends the table's
+//! last line and leaves a blank one. Round trips of repeated cells print as `mean ± half` (the
+//! Student-t 95% interval over the repetitions), paired ratios as `ratio ± half verdict`
+//! ([`super::interleave`]).
 
 use std::fmt::Write as _;
 
-use super::{CountRow, Row, SIZES};
+use super::{CountRow, Row};
 
 /// What ends a streamed table: its last line, then a blank line.
 const END: &str = "\n\n";
 
-/// An architecture's round-trip grid, cell by cell (002 Tables 1-3): a title per
-/// architecture, a line per stack, one column per size of [`SIZES`].
+/// Width of a round-trip column (`0.452 ± 0.010`).
+const RTT_WIDTH: usize = 18;
+/// Width of a ratio column (`1.052 ± 0.021 inconclusive`).
+const RATIO_WIDTH: usize = 28;
+
+/// `mean ± half` of a row's repetitions with `digits` decimals (the mean alone for a row
+/// without repetitions).
+fn rtt(r: &Row, digits: usize) -> String {
+    match r.ci95_us() {
+        Some(h) => format!("{:.digits$} ± {h:.digits$}", r.rtt_us),
+        None => format!("{:.digits$}", r.rtt_us),
+    }
+}
+
+/// `ratio ± half verdict` of a paired ratio.
+fn ratio(p: &super::PairedRatio) -> String {
+    format!("{:.3} ± {:.3} {}", p.ratio, p.ci95, p.verdict.name())
+}
+
+/// The round-trip table of one wire, cell by cell (002 Tables 1-3): a line per stack and size
+/// with every architecture's mean round trip and 95% interval, then DAA's and ILLM's paired
+/// ratios to LLM with their verdicts.
 pub struct Grid {
     what: String,
     n: u32,
     repeat: u32,
     digits: usize,
-    /// (architecture, stack) of the last cell.
-    at: Option<(String, String)>,
+    /// The title and column header are out.
+    started: bool,
 }
 
 impl Grid {
-    /// A grid of `what` (the wire), best of `repeat` x `n` transactions, `digits` decimals.
+    /// A table of `what` (the wire), `repeat` x `n` transactions per architecture and cell,
+    /// `digits` decimals.
     pub fn new(what: &str, n: u32, repeat: u32, digits: usize) -> Self {
         Grid {
             what: what.into(),
             n,
             repeat,
             digits,
-            at: None,
+            started: false,
         }
     }
 
-    /// The text of the cell `r`, with the title, column header or stack name it opens.
-    pub fn cell(&mut self, r: &Row) -> String {
+    /// The text of one cell's `rows` (one per architecture, LLM's first; see
+    /// [`super::memory_tables`]), with the title and column header before the first.
+    pub fn cell(&mut self, rows: &[Row]) -> String {
         let mut out = String::new();
-        let (arch, stack) = self.at.take().unwrap_or_default();
-        if r.architecture != arch {
-            if !arch.is_empty() {
-                out += END;
-            }
+        if !self.started {
+            self.started = true;
             writeln!(
                 out,
-                "{} protocol stack: mean round trip (µs), {}, checksum off, best of {} x {} transactions",
-                r.architecture.to_uppercase(),
+                "{}: mean round trip (µs) ± 95% interval, checksum off, {} repetitions x {} transactions, architectures interleaved; ratios to LLM paired by repetition",
                 self.what,
-                self.repeat,
+                self.repeat.max(1),
                 self.n
             )
             .unwrap();
-            write!(out, "{:<16}", "stack").unwrap();
-            for s in SIZES {
-                write!(out, "{s:>9}").unwrap();
+            write!(out, "{:<16}{:>6}", "stack", "size").unwrap();
+            for r in rows {
+                write!(out, "{:>RTT_WIDTH$}", r.architecture.to_uppercase()).unwrap();
+            }
+            for r in rows.iter().filter(|r| r.vs_llm.is_some()) {
+                let name = format!("{}/LLM", r.architecture.to_uppercase());
+                write!(out, "{name:>RATIO_WIDTH$}").unwrap();
             }
             out += "\n";
-        } else if r.stack != stack {
-            out += "\n";
         }
-        if r.architecture != arch || r.stack != stack {
-            write!(out, "{:<16}", r.stack).unwrap();
+        let Some(first) = rows.first() else {
+            return out;
+        };
+        write!(out, "{:<16}{:>6}", first.stack, first.size).unwrap();
+        for r in rows {
+            write!(out, "{:>RTT_WIDTH$}", rtt(r, self.digits)).unwrap();
         }
-        write!(out, "{:>9.digits$}", r.rtt_us, digits = self.digits).unwrap();
-        self.at = Some((r.architecture.clone(), r.stack.clone()));
+        for p in rows.iter().filter_map(|r| r.vs_llm.as_ref()) {
+            write!(out, "{:>RATIO_WIDTH$}", ratio(p)).unwrap();
+        }
+        out += "\n";
         out
     }
 
-    /// Ends the grid's last line and leaves a blank one.
+    /// Leaves a blank line after the table.
     pub fn finish(&self) -> &'static str {
-        END
+        "\n"
     }
 }
 
 /// The ILP table's title and column header: UDP-IP-ETH with the checksum on, copy then
-/// checksum against copy-and-checksum (002 §2.2).
+/// checksum against copy-and-checksum (002 §2.2), interleaved, with the paired ratio of
+/// one-pass to two-pass.
 pub fn ilp_header() -> String {
     format!(
-        "UDP-IP-ETH, checksum on, 1400 bytes: copy then checksum vs copy-and-checksum (ILP)\n\
-         {:<8}{:>12}{:>12}{:>10}\n",
-        "arch", "two-pass", "one-pass", "gain"
+        "UDP-IP-ETH, checksum on, 1400 bytes: copy then checksum vs copy-and-checksum (ILP), mean round trip (µs) ± 95% interval, all six interleaved\n\
+         {:<8}{:>RTT_WIDTH$}{:>RTT_WIDTH$}{:>10}{:>RATIO_WIDTH$}\n",
+        "arch", "two-pass", "one-pass", "gain", "one-pass/two-pass"
     )
 }
 
-/// The ILP table's lines, cell by cell: each architecture's two-pass row then its one-pass
-/// row (the order of [`super::ilp_table`]) make one line with the gain.
-#[derive(Default)]
-pub struct IlpLines {
-    two_pass: f64,
-}
-
-impl IlpLines {
-    /// Nothing for a two-pass cell (kept for the line); the line for a one-pass cell.
-    pub fn cell(&mut self, r: &Row) -> String {
-        if !r.ilp {
-            self.two_pass = r.rtt_us;
-            return String::new();
-        }
-        let (a, b) = (self.two_pass, r.rtt_us);
-        format!(
-            "{:<8}{a:>12.3}{b:>12.3}{:>9.1}%\n",
-            r.architecture,
-            100.0 * (a - b) / a
+/// The ILP table's lines from its one cell ([`super::ilp_table`]: per architecture, its
+/// two-pass row then its one-pass row): a line per architecture with the gain and the paired
+/// ratio of one-pass to two-pass.
+pub fn ilp_lines(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for pair in rows.chunks(2) {
+        let [off, on] = pair else { continue };
+        let (a, b) = (off.rtt_us, on.rtt_us);
+        writeln!(
+            out,
+            "{:<8}{:>RTT_WIDTH$}{:>RTT_WIDTH$}{:>9.1}%{:>RATIO_WIDTH$}",
+            off.architecture,
+            rtt(off, 3),
+            rtt(on, 3),
+            100.0 * (a - b) / a,
+            ratio(&super::interleave::compare(&on.reps_us, &off.reps_us))
         )
+        .unwrap();
     }
+    out
 }
 
 /// 002 Fig. 4's title and column header on the in-memory wire.
@@ -254,45 +283,75 @@ mod tests {
             checksum: false,
             ilp,
             rtt_us,
+            reps_us: Vec::new(),
+            vs_llm: None,
+        }
+    }
+
+    /// A row of repetitions `reps` (its mean as the figure), compared with `llm` if given.
+    fn repeated(
+        architecture: &str,
+        stack: &str,
+        ilp: bool,
+        reps: &[f64],
+        llm: Option<&[f64]>,
+    ) -> Row {
+        Row {
+            rtt_us: mslink_stats::estimate(reps).mean,
+            reps_us: reps.to_vec(),
+            vs_llm: llm.map(|l| crate::bench::interleave::compare(reps, l)),
+            ..row(architecture, stack, ilp, 0.0)
         }
     }
 
     #[test]
-    fn a_grid_opens_a_title_per_architecture_and_a_line_per_stack() {
-        let mut g = Grid::new("in-memory wire", 20, 1, 3);
-        let mut text: String = [
-            row("llm", "ETH", false, 1.0),
-            row("llm", "ETH", false, 2.0),
-            row("llm", "IP-ETH", false, 3.0),
-            row("daa", "ETHDAA", false, 4.0),
-        ]
-        .iter()
-        .map(|r| g.cell(r))
-        .collect();
-        text += g.finish();
+    fn a_grid_line_has_every_architecture_with_its_interval_and_the_ratios_to_llm() {
+        let mut g = Grid::new("in-memory wire", 20, 3, 3);
+        let llm = [1.0, 1.0, 1.0];
+        let cell = [
+            repeated("llm", "ETH", false, &llm, None),
+            repeated("daa", "ETHDAA", false, &[1.1, 1.1, 1.1], Some(&llm)),
+            repeated("illm", "ETH", false, &[1.0, 1.0, 1.0], Some(&llm)),
+        ];
+        let text = g.cell(&cell) + &g.cell(&cell) + g.finish();
         let lines: Vec<&str> = text.split('\n').collect();
         assert_eq!(
             lines[0],
-            "LLM protocol stack: mean round trip (µs), in-memory wire, checksum off, best of 1 x 20 transactions"
+            "in-memory wire: mean round trip (µs) ± 95% interval, checksum off, 3 repetitions x 20 transactions, architectures interleaved; ratios to LLM paired by repetition"
         );
-        assert!(lines[1].starts_with("stack ") && lines[1].ends_with("1400"));
         assert_eq!(
-            lines[2],
-            format!("{:<16}{:>9}{:>9}", "ETH", "1.000", "2.000")
+            lines[1],
+            format!(
+                "{:<16}{:>6}{:>18}{:>18}{:>18}{:>28}{:>28}",
+                "stack", "size", "LLM", "DAA", "ILLM", "DAA/LLM", "ILLM/LLM"
+            )
         );
-        assert_eq!(lines[3], format!("{:<16}{:>9}", "IP-ETH", "3.000"));
-        assert_eq!(lines[4], "");
-        assert!(lines[5].starts_with("DAA protocol stack"));
-        assert_eq!(lines[7], format!("{:<16}{:>9}", "ETHDAA", "4.000"));
-        assert_eq!(&lines[8..], ["", ""]);
+        let line = format!(
+            "{:<16}{:>6}{:>18}{:>18}{:>18}{:>28}{:>28}",
+            "ETH",
+            1,
+            "1.000 ± 0.000",
+            "1.100 ± 0.000",
+            "1.000 ± 0.000",
+            "1.100 ± 0.000 slower",
+            "1.000 ± 0.000 inconclusive"
+        );
+        assert_eq!(lines[2], line);
+        // The header once, a line per cell, a blank line at the end.
+        assert_eq!(lines[3], line);
+        assert_eq!(&lines[4..], ["", ""]);
     }
 
     #[test]
     fn ilp_lines_pair_two_pass_with_one_pass_and_fig4_lines_follow_the_load() {
-        let mut ilp = IlpLines::default();
-        assert_eq!(ilp.cell(&row("llm", "UDP-IP-ETH", false, 10.0)), "");
-        let line = ilp.cell(&row("llm", "UDP-IP-ETH", true, 8.0));
-        assert!(line.ends_with("    20.0%\n"), "{line}");
+        let off = [10.0, 10.0];
+        let text = ilp_lines(&[
+            repeated("llm", "UDP-IP-ETH", false, &off, None),
+            repeated("llm", "UDP-IP-ETH", true, &[8.0, 8.0], None),
+        ]);
+        assert!(text.starts_with("llm "), "{text}");
+        assert!(text.contains(" 20.0% "), "{text}");
+        assert!(text.ends_with(" 0.800 ± 0.000 faster\n"), "{text}");
         let mut f = Fig4Line::new(14, 3);
         let text: String = [
             row("fig4-bg0", "UDPDAA-prio", false, 1.0),
