@@ -1064,19 +1064,7 @@ impl Session {
         // Dropped (the table removed) when the run ends, however it ends; after SIGKILL its
         // reaper removes it.
         let _nat = if nat_wanted {
-            match crate::nat::Nat::start(&right.dev, left.addr) {
-                Ok(nat) => {
-                    on_event(Event::Nat {
-                        table: nat.table(),
-                        uplinks: nat.uplinks(),
-                    });
-                    Some(nat)
-                }
-                Err(e) => {
-                    on_event(Event::NatUnavailable(&e));
-                    None
-                }
-            }
+            start_nat(right, left.addr, on_event)
         } else {
             None
         };
@@ -1152,6 +1140,28 @@ impl Session {
             logs,
             dns: dns.map(|f| f.counts()),
         })
+    }
+}
+
+/// NAT from `inner` out through whatever the host reaches ([`crate::nat`]), told as an event;
+/// `None` (and [`Event::NatUnavailable`]) if it cannot be set up.
+fn start_nat(
+    right: &SideNs,
+    inner: Ipv4Addr,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Option<crate::nat::Nat> {
+    match crate::nat::Nat::start(&right.dev, inner) {
+        Ok(nat) => {
+            on_event(Event::Nat {
+                table: nat.table(),
+                uplinks: nat.uplinks(),
+            });
+            Some(nat)
+        }
+        Err(e) => {
+            on_event(Event::NatUnavailable(&e));
+            None
+        }
     }
 }
 
