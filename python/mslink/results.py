@@ -124,6 +124,33 @@ class Result:
         cols = ["scenario", "point", *keys, "flow", "metric", "n", "mean", "sd"]
         return pd.DataFrame(rows, columns=[*cols, "ci95_low", "ci95_high"])
 
+    def to_xarray(self) -> Any:
+        """The ``flows`` table as an ``xarray.Dataset`` for multi-dimensional sweeps: one
+        dimension per sweep key (in the grid's order, coordinates the values ``flows`` shows),
+        then ``rep`` and ``flow``; one data variable per numeric flow column (``seed`` a
+        variable too, over ``rep`` like the rest). Select and reduce by name, e.g.
+        ``ds.throughput_bps.sel(flow="media").mean("rep")``. Needs the ``xarray`` package
+        (``pip install 'mslink[xarray]'``)."""
+        try:
+            import xarray  # noqa: F401  (only to fail early with the fix)
+        except ImportError as e:
+            raise ImportError(
+                "Result.to_xarray needs the xarray package: pip install xarray"
+            ) from e
+        f = self.flows
+        keys = list(f.columns[2 : f.columns.get_loc("rep")])
+        dims = [*keys, "rep", "flow"]
+        values = [
+            c
+            for c in f.columns
+            if c not in dims
+            and c not in ("scenario", "point")
+            and pd.api.types.is_numeric_dtype(f[c])
+        ]
+        ds = f.set_index(dims)[values].to_xarray()
+        ds.attrs["scenario"] = str(f["scenario"].iloc[0]) if len(f) else ""
+        return ds
+
     def save(self, folder: str | Path) -> Path:
         """Writes ``flows``, ``timeseries``, ``links`` and ``services`` as Parquet files and
         ``summary.json`` into ``folder`` (created if missing)."""

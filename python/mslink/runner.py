@@ -137,14 +137,17 @@ def execute(
 def run(
     scenario: ScenarioLike,
     *,
+    grid: Mapping[str, Sequence[Any]] | None = None,
     seed: int | None = None,
     reps: int | None = None,
     jobs: int | None = None,
     client: Any = None,
     progress: bool | None = None,
 ) -> Result:
-    """Runs a scenario -- every point of its ``[sweep]`` and every repetition, as
-    ``mslink sim`` does -- and returns its :class:`~mslink.results.Result`.
+    """Runs a scenario -- every point of its ``[sweep]`` (or of ``grid``, which replaces it,
+    as in :func:`sweep`) and every repetition, as ``mslink sim`` does -- and returns its
+    :class:`~mslink.results.Result`: flows, time series, links, services, runs, the summary,
+    :meth:`~mslink.results.Result.stats` and :meth:`~mslink.results.Result.to_xarray`.
 
     ``seed`` replaces ``sim.seed`` (repetition 0 uses ``seed``, repetition ``r`` its own
     independent seed) and ``reps`` replaces ``sim.reps``. Runs execute on ``jobs`` threads
@@ -153,7 +156,9 @@ def run(
     (tqdm, in terminals and notebooks) shows when ``progress`` is true, or by default when
     stderr is a terminal.
     """
-    return execute(scenario, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress)
+    return execute(
+        scenario, grid=grid, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress
+    )
 
 
 def sweep(

@@ -116,6 +116,34 @@ def test_same_results_on_any_executor() -> None:
     assert seeds[0] == 1 and len(set(seeds[:3])) == 3 and seeds == seeds[:3] * 4
 
 
+def test_xarray_view_has_a_dimension_per_sweep_key() -> None:
+    sc = Scenario.load(FIG7).set("sim.duration_s", 3)
+    grid = {"segment.1.error.mean_bytes": [65536, 16384], "flow.0.rate_bps": [5e5, 1e6]}
+    res = mslink.run(sc, grid=grid, reps=2, jobs=1, progress=False)
+    ds = res.to_xarray()
+    f = res.flows
+    flows = list(f["flow"].unique())
+    assert dict(ds.sizes) == {
+        "segment.1.error.mean_bytes": 2,
+        "flow.0.rate_bps": 2,
+        "rep": 2,
+        "flow": len(flows),
+    }
+    # Every value is the flows table's, found by name.
+    row = f.iloc[-1]
+    at = ds.sel(
+        {
+            "segment.1.error.mean_bytes": row["segment.1.error.mean_bytes"],
+            "flow.0.rate_bps": row["flow.0.rate_bps"],
+            "rep": row["rep"],
+            "flow": row["flow"],
+        }
+    )
+    for col in ("seed", "received", "throughput_bps", "loss_rate"):
+        assert float(at[col]) == pytest.approx(float(row[col]), nan_ok=True)
+    assert "scenario" not in ds.data_vars and "point" not in ds.data_vars
+
+
 def test_parquet_round_trip(tmp_path: Path) -> None:
     sc = Scenario.load(FIG7).set("sim.duration_s", 5)
     res = mslink.run(sc, reps=2, progress=False)
