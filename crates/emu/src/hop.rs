@@ -664,19 +664,9 @@ pub(crate) mod tests {
     use crate::config::EmuConfig;
     use mslink_link::Duration;
 
-    /// An IPv4/UDP packet of `len` bytes carrying `seq` at byte 28.
+    /// An IPv4/UDP packet of `len` bytes carrying `seq` at byte 28 (the link's test kit's).
     pub(crate) fn udp(len: usize, seq: u32) -> Vec<u8> {
-        let mut p = vec![0u8; len];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
-        p[8] = 64;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-        p[20..22].copy_from_slice(&5000u16.to_be_bytes());
-        p[22..24].copy_from_slice(&5001u16.to_be_bytes());
-        p[28..32].copy_from_slice(&seq.to_be_bytes());
-        p
+        mslink_link::testkit::ipv4_udp(seq, len)
     }
 
     /// A hop built from a link file's text.
