@@ -481,7 +481,7 @@ fn run_rest(
                 Made::Ran(r) => {
                     let run = writer.push(&rest[i], r)?;
                     match &store {
-                        Some(st) => st.put(&keys[i], &run),
+                        Some(st) => st.put(&keys[i], writer.part_path(), run),
                         None => Ok(()),
                     }
                 }

@@ -46,7 +46,7 @@ pub(crate) struct ResultWriter<'a> {
     flows: TableOut,
     series: TableOut,
     stats: Option<StatsTable<BufWriter<File>>>,
-    summary_part: BufWriter<File>,
+    summary_part: Counted<BufWriter<File>>,
     part_path: PathBuf,
     plots: Option<mslink_plot::sim::SimPlots<'a>>,
     runs: usize,
@@ -115,7 +115,10 @@ impl<'a> ResultWriter<'a> {
             ),
         };
         let part_path = out.join("summary.json.part");
-        let summary_part = create(out, "summary.json.part")?;
+        let summary_part = Counted {
+            w: create(out, "summary.json.part")?,
+            len: 0,
+        };
         Ok(ResultWriter {
             out,
             name,
@@ -134,30 +137,62 @@ impl<'a> ResultWriter<'a> {
     }
 
     /// Writes run `r` of `job` (jobs come in job order), commits it (`journal.rs`) and lets
-    /// it go; returns the run as its summary entry renders it (what `store.rs` keeps).
-    pub(crate) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<Vec<u8>> {
-        let run =
-            run_text(&mut r).with_context(|| format!("writing {}", self.part_path.display()))?;
-        let entry = summary_entry(job.point, &self.points[job.point], &run)?;
-        self.add(job, &r, &entry)?;
-        Ok(run)
+    /// it go; returns where the run object, as its summary entry renders it (what `store.rs`
+    /// keeps), lies in the part file ([`Self::part_path`]). The entry is written straight
+    /// into the part file: a run of a million flows renders to about 900 MB, which is not
+    /// held in memory.
+    pub(crate) fn push(&mut self, job: &Job, mut r: RunResult) -> Result<std::ops::Range<u64>> {
+        let path = &self.part_path;
+        let w = &mut self.summary_part;
+        let mut range = 0..0;
+        (|| -> Result<()> {
+            w.write_all(if self.runs == 0 { b"\n" } else { b",\n" })?;
+            write!(
+                w,
+                "    {{\n      \"point\": {},\n      \"run\": ",
+                job.point
+            )?;
+            range.start = w.len;
+            write_run(w, &mut r, 6)?;
+            range.end = w.len;
+            write_entry_end(w, &self.points[job.point])
+        })()
+        .with_context(|| format!("writing {}", path.display()))?;
+        self.add(job, &r)?;
+        Ok(range)
     }
 
-    /// Writes a run kept in the result store (`store.rs`): `run` as [`Self::push`] returned it.
+    /// The part file the summary entries are committed to.
+    pub(crate) fn part_path(&self) -> &Path {
+        &self.part_path
+    }
+
+    /// Writes a run kept in the result store (`store.rs`): the run object [`Self::push`] wrote.
     pub(crate) fn push_stored(&mut self, job: &Job, run: &str) -> Result<()> {
         let r = super::journal::run_from_text(run)?;
         let entry = summary_entry(job.point, &self.points[job.point], run.as_bytes())?;
-        self.add(job, &r, &entry)
+        self.write_entry(&entry)?;
+        self.add(job, &r)
     }
 
     /// Writes again a run an interrupted invocation committed (`journal.rs`): its summary
     /// entry as it was, its rows from what was read back.
     pub(crate) fn replay(&mut self, job: &Job, c: &super::journal::Committed) -> Result<()> {
-        self.add(job, &c.run, c.text.as_bytes())
+        self.write_entry(c.text.as_bytes())?;
+        self.add(job, &c.run)
     }
 
-    /// Everything but the summary entry's rendering, shared by `push` and `replay`.
-    fn add(&mut self, job: &Job, r: &RunResult, entry: &[u8]) -> Result<()> {
+    /// Appends a rendered summary entry to the part file.
+    fn write_entry(&mut self, entry: &[u8]) -> Result<()> {
+        let w = &mut self.summary_part;
+        w.write_all(if self.runs == 0 { b"\n" } else { b",\n" })
+            .and_then(|()| w.write_all(entry))
+            .with_context(|| format!("writing {}", self.part_path.display()))
+    }
+
+    /// Everything but the summary entry, shared by `push`, `push_stored` and `replay`: the
+    /// tables' rows, stats.csv, the plots and the digest; then the commit.
+    fn add(&mut self, job: &Job, r: &RunResult) -> Result<()> {
         let labels = &self.labels[job.point];
         match &mut self.flows {
             TableOut::Csv(w) => flows_csv_run(w, self.name, job.point, labels, r),
@@ -172,10 +207,6 @@ impl<'a> ResultWriter<'a> {
         if let Some(st) = &mut self.stats {
             st.push(job.point, labels, r).context("writing stats.csv")?;
         }
-        self.summary_part
-            .write_all(if self.runs == 0 { b"\n" } else { b",\n" })
-            .and_then(|()| self.summary_part.write_all(entry))
-            .with_context(|| format!("writing {}", self.part_path.display()))?;
         if let Some(p) = &mut self.plots {
             p.add(job.point, r);
         }
@@ -232,6 +263,7 @@ impl<'a> ResultWriter<'a> {
             st.finish().context("writing stats.csv")?;
         }
         summary_part
+            .w
             .into_inner()
             .map_err(|e| e.into_error())
             .with_context(|| format!("writing {}", part_path.display()))?;
@@ -501,22 +533,19 @@ fn pretty_at(v: &serde_json::Value, depth: usize) -> Result<String> {
     Ok(text.replace('\n', &format!("\n{:depth$}", "")))
 }
 
-/// A run as summary.json renders it inside an entry: a pretty object six spaces deep (see
-/// the module contract). The run's flows and series are taken out and put back while it is
-/// written (hence `&mut`).
-fn run_text(r: &mut RunResult) -> Result<Vec<u8>> {
-    let mut w = Vec::new();
-    write_run(&mut w, r, 6)?;
-    Ok(w)
-}
-
 /// One entry of summary.json's `runs`, laid out as the pretty printer lays out the sorted-key
 /// document, from its line `    {` to its line `    }`: sweep point `point` with values
-/// `sweep`, and the rendered `run`.
+/// `sweep`, and the rendered `run` (six spaces deep).
 fn summary_entry(point: usize, sweep: &[(String, String)], run: &[u8]) -> Result<Vec<u8>> {
     let mut w = Vec::new();
     write!(w, "    {{\n      \"point\": {point},\n      \"run\": ")?;
     w.extend_from_slice(run);
+    write_entry_end(&mut w, sweep)?;
+    Ok(w)
+}
+
+/// The end of a summary entry after its run: the sweep values and the closing brace.
+fn write_entry_end(w: &mut impl Write, sweep: &[(String, String)]) -> Result<()> {
     let sweep: serde_json::Map<String, serde_json::Value> = sweep
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
@@ -526,7 +555,24 @@ fn summary_entry(point: usize, sweep: &[(String, String)], run: &[u8]) -> Result
         ",\n      \"sweep\": {}\n    }}",
         pretty_at(&serde_json::Value::Object(sweep), 6)?
     )?;
-    Ok(w)
+    Ok(())
+}
+
+/// A writer that counts the bytes it has taken.
+struct Counted<W> {
+    w: W,
+    len: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.w.write(buf)?;
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
 }
 
 /// One run as a pretty object at `depth`: every key from its `Value` but the series, which is

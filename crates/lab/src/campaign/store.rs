@@ -15,7 +15,7 @@
 //! from the store or not. The store only grows; delete the folder to empty it.
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -87,13 +87,30 @@ impl Store {
         }
     }
 
-    /// Keeps `run` (the rendered run object) under `key`.
-    pub(crate) fn put(&self, key: &str, run: &[u8]) -> Result<()> {
+    /// Keeps under `key` the rendered run object that lies at `run` in the committed file
+    /// `part` (copied from the file, so a run of a million flows is never held in memory).
+    pub(crate) fn put(&self, key: &str, part: &Path, run: std::ops::Range<u64>) -> Result<()> {
         let p = self.path(key);
         let d = p.parent().context("a store path has a folder")?;
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, run).with_context(|| format!("writing {}", tmp.display()))?;
+        let mut from =
+            std::fs::File::open(part).with_context(|| format!("reading {}", part.display()))?;
+        from.seek(SeekFrom::Start(run.start))
+            .with_context(|| format!("reading {}", part.display()))?;
+        let mut to =
+            std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        let copied = std::io::copy(&mut from.take(run.end - run.start), &mut to)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        if copied != run.end - run.start {
+            anyhow::bail!(
+                "{}: {} bytes of a run expected at {}, {copied} found",
+                part.display(),
+                run.end - run.start,
+                run.start
+            );
+        }
+        drop(to);
         std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
     }
 }
