@@ -38,4 +38,6 @@ mod trace_files;
 pub mod tun;
 pub mod udp;
 
-pub use trace_files::{read_error_trace, read_period_trace, read_trace_file, TraceFiles};
+pub use trace_files::{
+    error_trace_held, read_error_trace, read_period_trace, read_trace_file, TraceFiles,
+};

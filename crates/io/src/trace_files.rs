@@ -4,7 +4,8 @@
 //! Contract: [`read_trace_file`] returns a file's whole text (what the emulator's configuration
 //! takes); [`read_error_trace`] streams an error trace line by line into a
 //! [`PackedTrace`], so a trace costs its packed size (never more than the file, a quarter of
-//! it for one outcome per line) and never its text; [`read_period_trace`] parses a period
+//! it for one outcome per line) and never its text; [`error_trace_held`] tells from a sample
+//! of a file what it will take once read, for the simulator's estimate; [`read_period_trace`] parses a period
 //! trace (`model = "period_trace"`, a few lines of Good and Bad periods); [`TraceFiles`] loads
 //! each error or period trace a simulation names once, on first use, and hands every run and
 //! link direction the same shared copy. Every error names the file, and a malformed line its
@@ -49,6 +50,40 @@ pub fn read_error_trace(path: &Path) -> Result<PackedTrace, TraceLoadError> {
         let text = line.strip_suffix('\n').unwrap_or(&line);
         parser.push_line(text.strip_suffix('\r').unwrap_or(text))?;
     }
+}
+
+/// Bytes of a trace file [`error_trace_held`] reads to see how it packs.
+pub const HELD_SAMPLE_BYTES: u64 = 1 << 20;
+
+/// The memory the error trace at `path` will take once read ([`read_error_trace`]), for an
+/// estimate made before reading it: its first [`HELD_SAMPLE_BYTES`] are packed, and the
+/// packed bytes per byte of text scale to the whole file, rounded up to the power of two the
+/// packed buffer grows to (the whole trace's packed size when the file is no longer than the
+/// sample). `None` when the file cannot be read or its first lines are not an error trace.
+pub fn error_trace_held(path: &Path) -> Option<u64> {
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut parser = TraceParser::new();
+    let (mut line, mut read) = (String::new(), 0u64);
+    while read < HELD_SAMPLE_BYTES {
+        line.clear();
+        let n = reader.read_line(&mut line).ok()?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        parser
+            .push_line(text.strip_suffix('\r').unwrap_or(text))
+            .ok()?;
+    }
+    let packed = parser.finish().heap_bytes() as u64;
+    if read >= len || read == 0 {
+        return Some(packed);
+    }
+    let scaled = (packed as f64 * len as f64 / read as f64).ceil() as u64;
+    Some(scaled.max(1).next_power_of_two())
 }
 
 /// Reads and parses the period trace at `path` (docs/traces.md, "Error models").
@@ -112,6 +147,41 @@ impl TraceLoader for &TraceFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_a_trace_will_take_is_told_from_a_sample() {
+        let dir = std::env::temp_dir().join(format!("mslink-trace-held-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let block = "ok * 37\nbits 12 95 310\nloss\nok * 5\ntrunc 400\n";
+        // Larger than the sample: scaled and rounded up to the packed buffer's power of two,
+        // never below what reading it takes, at most twice that.
+        let big = dir.join("big.trace");
+        std::fs::write(
+            &big,
+            block.repeat(3 * HELD_SAMPLE_BYTES as usize / block.len()),
+        )
+        .unwrap();
+        let held = error_trace_held(&big).unwrap();
+        let real = read_error_trace(&big).unwrap().heap_bytes() as u64;
+        assert!(held >= real && held <= 2 * real, "{held} vs {real}");
+        assert!(
+            held < std::fs::metadata(&big).unwrap().len(),
+            "packs below its text"
+        );
+        // Within the sample: what reading it takes.
+        let small = dir.join("small.trace");
+        std::fs::write(&small, block.repeat(100)).unwrap();
+        assert_eq!(
+            error_trace_held(&small),
+            Some(read_error_trace(&small).unwrap().heap_bytes() as u64)
+        );
+        // Not an error trace, or no file: no figure.
+        let periods = dir.join("fade.periods");
+        std::fs::write(&periods, "# mslink period trace\ngood 1.5\nbad 0.2\n").unwrap();
+        assert_eq!(error_trace_held(&periods), None);
+        assert_eq!(error_trace_held(&dir.join("missing")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn streams_lines_with_either_ending_and_names_the_line_of_an_error() {

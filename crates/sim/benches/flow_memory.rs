@@ -127,7 +127,12 @@ fn main() {
     ] {
         let (a, b) = (scenario(&kind(app, n)), scenario(&kind(app, 2 * n)));
         let ((pa, _), (pb, _)) = (peak(&a), peak(&b));
-        let est = mslink_sim::resources::estimate(&[b], 1, &Default::default());
+        let est = mslink_sim::resources::estimate(
+            &[b],
+            1,
+            &Default::default(),
+            &mslink_sim::resources::Costs::builtin(),
+        );
         println!(
             "{name:<10} {:>9.1} MiB {:>7.1} MiB  {:>10}  {:>13}",
             pa as f64 / (1 << 20) as f64,

@@ -20,6 +20,7 @@ use crate::parallel::parallel_in_order;
 use crate::progress::Progress;
 use crate::TraceFiles;
 
+pub mod calibrate;
 mod digest;
 mod journal;
 mod output;
@@ -38,7 +39,7 @@ pub use stats_table::StatsMode;
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SimOptions {
     /// The scenario file (TOML).
-    #[cfg_attr(feature = "clap", arg(required_unless_present = "resume"))]
+    #[cfg_attr(feature = "clap", arg(required_unless_present_any = ["resume", "calibrate"]))]
     pub scenario: Option<PathBuf>,
     /// Finish the runs an interrupted `mslink sim` left in this folder (killed, timed out,
     /// machine restarted): what was committed is kept, only the missing runs are made, and
@@ -47,7 +48,7 @@ pub struct SimOptions {
     #[cfg_attr(feature = "clap", arg(long, value_name = "FOLDER", conflicts_with_all = ["scenario", "out", "sets", "reps", "estimate", "pcap", "no_plots", "force", "stats", "format", "store"]))]
     pub resume: Option<PathBuf>,
     /// Folder for the results (created if missing).
-    #[cfg_attr(feature = "clap", arg(long, required_unless_present_any = ["estimate", "resume"]))]
+    #[cfg_attr(feature = "clap", arg(long, required_unless_present_any = ["estimate", "resume", "calibrate"]))]
     pub out: Option<PathBuf>,
     /// Runs in parallel (default: the number of CPUs).
     #[cfg_attr(feature = "clap", arg(long))]
@@ -95,6 +96,12 @@ pub struct SimOptions {
     /// runs when the sweep sets error models).
     #[cfg_attr(feature = "clap", arg(long))]
     pub no_plots: bool,
+    /// Measure what simulating costs on this machine (a few seconds of probe runs) and keep
+    /// the figures for later estimates, in $MSLINK_CALIBRATION, else
+    /// $XDG_CACHE_HOME/mslink/calibration.json, else ~/.cache/mslink/calibration.json. Without
+    /// one, estimates use figures measured on the developers' machine.
+    #[cfg_attr(feature = "clap", arg(long, conflicts_with_all = ["scenario", "resume", "out", "estimate", "store"]))]
+    pub calibrate: bool,
 }
 
 /// Format of flows and timeseries (`--format`).
@@ -290,6 +297,17 @@ fn plan(g: &Given, path: &Path, progress: &dyn Progress) -> Result<Plan> {
 
 /// Runs a campaign (`mslink sim`): see the module contract.
 pub fn run(args: &SimOptions, progress: &dyn Progress) -> Result<Outcome> {
+    if args.calibrate {
+        let (costs, file) = calibrate::calibrate(progress)?;
+        return Ok(Outcome {
+            estimate: Some(format!(
+                "{}\nwritten to {} (later estimates read it)",
+                serde_json::to_string_pretty(&costs)?,
+                file.display()
+            )),
+            ..Outcome::default()
+        });
+    }
     let g = given(args)?;
     let args = &g.args;
     let path = args.scenario.as_deref().context("the scenario file")?;

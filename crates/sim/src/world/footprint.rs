@@ -22,7 +22,7 @@ use std::mem::size_of;
 use super::ftp::TcpFlow;
 use super::www::WwwFlow;
 use super::{arrivals, delays, Ev, FlowResult, Sink, Source, Talk, TimePoint};
-use crate::scenario::{AppKind, Flow};
+use crate::scenario::{AppKind, Flow, HostSpec, Scenario, Segment, XcpRouterSpec};
 
 /// Bytes glibc's malloc takes for a request of `n` bytes: the request and an 8-byte header,
 /// rounded up to 16, at least 32 (nothing for `n = 0`: an empty `Vec` or `String` does not
@@ -100,6 +100,44 @@ fn tcp_connection_bytes(f: &Flow) -> u64 {
     let block = 3 * size_of::<u64>() as u64;
     segments * (heap_block((mss + TCP_HEADERS) as usize) + 1 + block) + 2 * EVENT_BYTES
 }
+
+/// The part of [`flow_state_bytes`] a flow holds only while it runs: an `ftp` transfer's
+/// connection with its window in flight (`crate::resources` counts it for the transfers
+/// running at once); 0 for every other kind.
+pub(crate) fn window_bytes(f: &Flow) -> u64 {
+    match f.app {
+        AppKind::Ftp => tcp_connection_bytes(f),
+        _ => 0,
+    }
+}
+
+/// What a sweep point costs for the whole invocation: its scenario (the structs of its
+/// sections and the heap of their lists), its overrides and typed labels, and its share of the
+/// digest and the plots (`POINT_OUTPUT_BYTES`).
+pub(crate) fn point_bytes(sc: &Scenario) -> u64 {
+    let services: usize = sc
+        .segments
+        .iter()
+        .filter_map(|s| s.link.as_ref())
+        .map(|l| l.services.len() * size_of::<mslink_link::config::ServiceSpec>())
+        .sum();
+    let lists = [
+        sc.segments.len() * size_of::<Segment>(),
+        sc.flows.len() * size_of::<Flow>(),
+        sc.hosts.len() * size_of::<HostSpec>(),
+        sc.xcp_routers.len() * size_of::<XcpRouterSpec>(),
+        services,
+    ];
+    size_of::<Scenario>() as u64
+        + lists.iter().map(|&n| heap_block(n)).sum::<u64>()
+        + POINT_OUTPUT_BYTES
+}
+
+/// Per sweep point, beside its scenario: the overrides that make it and their labels, the
+/// digest's row and the sweep plots' values (about 1 KiB each for a point of two keys; the
+/// rest of the 2.9 KiB a point of 004 Fig. 7 measured at, a 10^4-point sweep's peak RSS,
+/// docs/PERFORMANCE.md).
+const POINT_OUTPUT_BYTES: u64 = 2048;
 
 /// What `mslink sim` holds while it writes summary.json (crates/lab/src/campaign/output.rs,
 /// `write_run`): the flows and the series are written one item at a time, so one flow's

@@ -9,11 +9,18 @@
 //! Memory at the peak is the sum of
 //! * the program: [`BASE_BYTES`], what the smallest runs peak at with their link ends, queues
 //!   and plots (measured 7-13 MB);
-//! * the traces, each file once (shared by every run): at most the file's size, the bound of
-//!   the packed form (`mslink_channel::trace::PackedTrace`);
+//! * the traces, each file once (shared by every run): what the driver says each file takes
+//!   held ([`TraceFile::held`]: at most the file's size, the bound of the packed form
+//!   `mslink_channel::trace::PackedTrace`, or less from a sample of the file);
+//! * the sweep points' scenarios, held for the whole invocation (`footprint::point_bytes`);
 //! * per run executing at once, every flow's state for the whole run (`world/footprint.rs`:
 //!   `size_of` of the world's per-flow types, a datagram flow's duplicate window at its
-//!   largest, TCP windows in flight) and the moving-window byte counters of every flow;
+//!   largest) and the moving-window byte counters of every flow; a TCP transfer (`ftp`) holds
+//!   its window in flight only while it runs, so the windows counted are those of the
+//!   transfers running at once: by Little's law the arrival rate of the copies (`count` over
+//!   their start spread) times how long one lasts (its handshake and slow-start round trips
+//!   on an idle path plus its bytes at the bottleneck rate), stretched by 1 / (1 - load) for
+//!   the load the transfers offer the bottleneck, and every copy at a load of 90% or more;
 //! * per run executing or waiting to be written (runs are written in order as they finish and
 //!   dropped, with at most two per thread waiting: at most three per thread in all), one result
 //!   row per flow and one time-series point per flow and window;
@@ -31,6 +38,11 @@
 //! measured runs (docs/simulator.md, "Resources"): UDP scenarios and cells within 15% of the
 //! events; TCP and WWW over by up to 3x (losses and slow start keep them below their path's
 //! rate); persistent link-level retransmission over very lossy links under by up to 30%.
+//!
+//! Time is the machine's [`Costs`] applied to each run (per run, per flow, and per event at
+//! the number of flows live at once: every flow but the transfers, and the transfers running
+//! at once) and to the trace bytes read once; the runs share `at_once` threads,
+//! and no invocation is shorter than its longest run.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -42,11 +54,22 @@ use crate::world::footprint;
 /// 7-13 MB (`/usr/bin/time -v`, docs/PERFORMANCE.md); 16 MiB leaves room.
 pub const BASE_BYTES: u64 = 16 << 20;
 
-/// Simulator events per second of wall time on one thread, for the time estimate: the
-/// slowest simulator row of docs/PERFORMANCE.md (10,000 CBR flows, 3.5 M events per second;
-/// 1,000 flows make 6.2 M per CPU-second and 004 Fig. 7's one flow 9.2 M). Many flows are
-/// slower than few (their state leaves the caches), so the slowest row errs on the long side.
-pub const EVENTS_PER_SECOND: f64 = 3.5e6;
+pub mod costs;
+pub use costs::Costs;
+
+/// A trace file a scenario names, as the driver found it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceFile {
+    /// Its size in bytes: what reading it costs in time.
+    pub bytes: u64,
+    /// The memory it takes while held (bytes): at most `bytes` (a packed trace is never larger
+    /// than its text), less when a sample of the file shows how it packs.
+    pub held: u64,
+}
+
+/// Load of the bottleneck at or above which every copy of a transfer is counted as running
+/// at once (the 1 / (1 - load) stretch has no bound there).
+const SATURATED_LOAD: f64 = 0.9;
 
 /// Simulated seconds a run may last: the clock counts `u64` nanoseconds (584 years).
 pub const MAX_SIMULATED_S: f64 = u64::MAX as f64 / 1e9;
@@ -87,6 +110,8 @@ pub struct Memory {
     /// Writing a run into summary.json: one flow's JSON tree and text at a time
     /// ([`footprint::SUMMARY_JSON_FLOW_BYTES`]), while other runs execute.
     pub writing: u64,
+    /// The sweep points' scenarios, held for the whole invocation.
+    pub points: u64,
 }
 
 impl Memory {
@@ -98,6 +123,7 @@ impl Memory {
             .saturating_add(self.writing)
             .saturating_add(self.series)
             .saturating_add(self.results)
+            .saturating_add(self.points)
     }
 }
 
@@ -115,8 +141,12 @@ pub struct Estimate {
     pub flows: u64,
     /// The flow entry with the largest `count` in that run.
     pub largest: Option<LargestFlow>,
-    /// Memory one flow of that run keeps for the whole run, its largest kind (bytes).
+    /// Memory one flow of that run keeps for the whole run, its largest kind (bytes), a
+    /// transfer's window in flight apart.
     pub flow_bytes: u64,
+    /// Memory a transfer (`ftp`) of that run holds while it runs: its connection and window in
+    /// flight (bytes; 0 without transfers).
+    pub window_bytes: u64,
     /// Moving-window points per flow of the longest run (0: no series).
     pub windows: u64,
     /// Events per simulated second of the busiest point.
@@ -127,17 +157,29 @@ pub struct Estimate {
     pub events: f64,
     /// Memory at the peak.
     pub memory: Memory,
-    /// Wall-clock seconds at [`EVENTS_PER_SECOND`] per run executing at once.
+    /// Thread seconds of every run at the machine's [`Costs`].
+    pub cpu_s: f64,
+    /// Seconds reading the trace files, once each.
+    pub trace_s: f64,
+    /// Wall-clock seconds: the traces, then the runs on `at_once` threads (never less than the
+    /// longest run).
     pub wall_s: f64,
+    /// Where the costs come from ([`Costs::source`]).
+    pub costs: String,
+    /// Transfers (`ftp` copies) counted as running at once in the largest run, their windows
+    /// in flight held (0 without transfers).
+    pub transfers_at_once: u64,
 }
 
 /// Estimates the runs of `points` (validated scenarios, one per sweep point, each run
-/// `sim.reps` times), `threads` at once; `trace_bytes` gives the size of each trace file as
-/// the scenarios name it (a file it does not know counts as empty: the run will say why).
+/// `sim.reps` times), `threads` at once, at the machine's `costs`; `traces` gives each trace
+/// file as the scenarios name it (a file it does not know counts as empty: the run will say
+/// why).
 pub fn estimate(
     points: &[Scenario],
     threads: usize,
-    trace_bytes: &BTreeMap<String, u64>,
+    traces: &BTreeMap<String, TraceFile>,
+    costs: &Costs,
 ) -> Estimate {
     let runs: u64 = points.iter().map(|p| u64::from(p.sim.reps)).sum();
     let at_once = (threads.max(1) as u64).min(runs.max(1));
@@ -148,6 +190,7 @@ pub fn estimate(
         flows: 0,
         largest: None,
         flow_bytes: 0,
+        window_bytes: 0,
         windows: 0,
         events_per_s: 0.0,
         run_events: 0.0,
@@ -156,8 +199,13 @@ pub fn estimate(
             base: BASE_BYTES,
             ..Memory::default()
         },
+        cpu_s: 0.0,
+        trace_s: 0.0,
         wall_s: 0.0,
+        costs: costs.source.clone(),
+        transfers_at_once: 0,
     };
+    let mut longest = 0.0f64;
     let mut files: Vec<String> = Vec::new();
     let (mut run_state, mut run_counters) = (0u64, 0u64);
     for sc in points {
@@ -167,7 +215,15 @@ pub fn estimate(
             e.flows = p.flows;
             e.largest = p.largest.clone();
             e.flow_bytes = p.flow_bytes;
+            e.window_bytes = p.window_bytes;
+            e.transfers_at_once = p.transfers_at_once;
         }
+        let run_s = costs.run_s
+            + p.flows as f64 * costs.flow_s
+            + p.run_events * costs.event_s(p.live_flows as f64);
+        longest = longest.max(run_s);
+        e.cpu_s += run_s * reps as f64;
+        e.memory.points = e.memory.points.saturating_add(footprint::point_bytes(sc));
         e.windows = e.windows.max(p.windows);
         e.events_per_s = e.events_per_s.max(p.events_per_s);
         e.run_events = e.run_events.max(p.run_events);
@@ -195,12 +251,10 @@ pub fn estimate(
         .memory
         .series
         .saturating_add(run_counters.saturating_mul(at_once));
-    e.memory.traces = files
-        .iter()
-        .filter_map(|f| trace_bytes.get(f))
-        .fold(0, |a: u64, b| a.saturating_add(*b));
-    e.wall_s =
-        (e.events / (EVENTS_PER_SECOND * at_once as f64)).max(e.run_events / EVENTS_PER_SECOND);
+    let known: Vec<&TraceFile> = files.iter().filter_map(|f| traces.get(f)).collect();
+    e.memory.traces = known.iter().fold(0, |a: u64, t| a.saturating_add(t.held));
+    e.trace_s = known.iter().map(|t| t.bytes as f64).sum::<f64>() * costs.trace_byte_s;
+    e.wall_s = e.trace_s + (e.cpu_s / at_once as f64).max(longest);
     e
 }
 
@@ -251,8 +305,10 @@ impl Estimate {
 struct Point {
     flows: u64,
     largest: Option<LargestFlow>,
-    /// Largest per-flow state of the run's flows.
+    /// Largest per-flow state of the run's flows, a transfer's window in flight apart.
     flow_bytes: u64,
+    /// Largest window in flight of the run's transfers.
+    window_bytes: u64,
     windows: u64,
     events_per_s: f64,
     run_events: f64,
@@ -264,6 +320,11 @@ struct Point {
     result_points: u64,
     /// Flow rows in one run's results, bytes.
     result_rows: u64,
+    /// Transfers counted as running at once.
+    transfers_at_once: u64,
+    /// Flows whose state the events touch at once: every flow but the transfers, and the
+    /// transfers running at once (what the cost of an event depends on).
+    live_flows: u64,
 }
 
 /// Bytes of a copy's name: the flow's name (or `flowN`), and `#k` when it has copies.
@@ -298,6 +359,7 @@ fn point(sc: &Scenario) -> Point {
             flows: n,
             largest: None,
             flow_bytes: 0,
+            window_bytes: 0,
             windows,
             events_per_s: slots_per_s,
             run_events: slots_per_s * duration,
@@ -308,6 +370,8 @@ fn point(sc: &Scenario) -> Point {
                 .saturating_mul(windows)
                 .saturating_mul(footprint::result_point_bytes(name)),
             result_rows: n.saturating_mul(footprint::result_flow_bytes(name)),
+            transfers_at_once: 0,
+            live_flows: n,
         };
     }
     let windows = if window > 0.0 {
@@ -319,6 +383,7 @@ fn point(sc: &Scenario) -> Point {
         flows: 0,
         largest: None,
         flow_bytes: 0,
+        window_bytes: 0,
         windows,
         events_per_s: 0.0,
         run_events: 0.0,
@@ -326,14 +391,31 @@ fn point(sc: &Scenario) -> Point {
         counters: 0,
         result_points: 0,
         result_rows: 0,
+        transfers_at_once: 0,
+        live_flows: 0,
     };
+    let load = transfer_load(sc);
     for (i, f) in sc.flows.iter().enumerate() {
         let copies = f.count as u64;
         let name = name_len(f, i);
         let bytes = footprint::flow_state_bytes(f, name, duration);
         p.flows = p.flows.saturating_add(copies);
-        p.flow_bytes = p.flow_bytes.max(bytes);
-        p.state = p.state.saturating_add(copies.saturating_mul(bytes));
+        // A transfer's window in flight only while it runs (see the module contract).
+        let window = footprint::window_bytes(f);
+        p.flow_bytes = p.flow_bytes.max(bytes - window);
+        p.window_bytes = p.window_bytes.max(window);
+        let running = match transfer(sc, f) {
+            Some(t) => running_at_once(f, &t, load),
+            None => copies,
+        };
+        if f.app == AppKind::Ftp {
+            p.transfers_at_once = p.transfers_at_once.saturating_add(running);
+        }
+        p.live_flows = p.live_flows.saturating_add(running);
+        p.state = p
+            .state
+            .saturating_add(copies.saturating_mul(bytes - window))
+            .saturating_add(running.saturating_mul(window));
         let points = copies.saturating_mul(windows);
         p.counters = p
             .counters
@@ -356,6 +438,70 @@ fn point(sc: &Scenario) -> Point {
     p.events_per_s = per_s;
     p.run_events = total;
     p
+}
+
+/// What one `ftp` copy needs of its path: how long it lasts alone, and the share of the
+/// bottleneck its copies offer.
+struct Transfer {
+    /// Seconds one copy lasts on an idle path.
+    lasts_s: f64,
+    /// Copies started per second (infinite when they all start at once).
+    arrivals_per_s: f64,
+    /// Bits per second the copies offer the bottleneck, over the bottleneck's rate.
+    load: f64,
+}
+
+/// The transfer figures of flow `f` (an `ftp` entry on a path), else `None`.
+fn transfer(sc: &Scenario, f: &Flow) -> Option<Transfer> {
+    if f.app != AppKind::Ftp {
+        return None;
+    }
+    let (lo, hi) = (f.from.min(f.to), f.from.max(f.to));
+    let segs = sc.segments.get(lo..hi).filter(|s| !s.is_empty())?;
+    let bottleneck = segs.iter().map(|s| s.rate()).fold(f64::INFINITY, f64::min);
+    let rtt = segs.iter().map(|s| 2.0 * s.delay_ms() / 1e3).sum::<f64>();
+    let mss = f64::from(f.tcp.mss.max(1));
+    let segments = (f.size_bytes as f64 / mss).ceil().max(1.0);
+    // The handshake, then slow start doubling from the initial window.
+    let iw = f64::from(f.tcp.initial_window.max(1));
+    let rounds = 1.0 + (segments / iw + 1.0).log2().ceil();
+    let bits = f.size_bytes as f64 * 8.0;
+    let lasts_s = rounds * rtt + bits / bottleneck;
+    let spread_s = match f.start {
+        Some(crate::scenario::StartDist::Uniform { spread_s }) => spread_s,
+        Some(crate::scenario::StartDist::Exponential { mean_gap_s }) => mean_gap_s * f.count as f64,
+        None => 0.0,
+    };
+    let arrivals_per_s = if spread_s > 0.0 {
+        f.count as f64 / spread_s
+    } else {
+        f64::INFINITY
+    };
+    Some(Transfer {
+        lasts_s,
+        arrivals_per_s,
+        load: arrivals_per_s * bits / bottleneck,
+    })
+}
+
+/// The load every `ftp` entry of the path offers its bottleneck, together.
+fn transfer_load(sc: &Scenario) -> f64 {
+    sc.flows
+        .iter()
+        .filter_map(|f| transfer(sc, f))
+        .map(|t| t.load)
+        .sum()
+}
+
+/// Copies of transfer `f` running at once when all transfers offer `load` (Little's law,
+/// stretched by 1 / (1 - load); every copy from [`SATURATED_LOAD`] on), at least one.
+fn running_at_once(f: &Flow, t: &Transfer, load: f64) -> u64 {
+    let copies = f.count as u64;
+    if load >= SATURATED_LOAD || load.is_nan() || !t.arrivals_per_s.is_finite() {
+        return copies;
+    }
+    let n = (t.arrivals_per_s * t.lasts_s / (1.0 - load)).ceil();
+    (n as u64).clamp(1, copies.max(1))
 }
 
 /// A stream of packets one way along the path: every copy of a flow offers `pps` packets per
@@ -547,6 +693,15 @@ pub fn duration(s: f64) -> String {
     }
 }
 
+/// A short duration for a breakdown: "0.4 s", "40 s", "12 min", "5.2 h".
+fn duration_short(s: f64) -> String {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else {
+        duration(s)
+    }
+}
+
 impl fmt::Display for Estimate {
     /// Several lines, the first without indentation, the others indented by two spaces.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -585,20 +740,38 @@ impl fmt::Display for Estimate {
         };
         writeln!(
             f,
-            "  time     {time}, at {} events/s per thread",
-            count(EVENTS_PER_SECOND)
+            "  time     {time}: {} of runs on {} thread{}{}",
+            duration_short(self.cpu_s),
+            self.at_once,
+            if self.at_once == 1 { "" } else { "s" },
+            if self.trace_s > 0.0 {
+                format!(", {} reading traces", duration_short(self.trace_s))
+            } else {
+                String::new()
+            }
         )?;
+        writeln!(f, "           costs {}", self.costs)?;
         let m = &self.memory;
         writeln!(f, "  memory   about {} at the peak:", bytes(m.total()))?;
         writeln!(
             f,
-            "    flow state    {:>10}  {} flow{} x {} x {} run{} at a time",
+            "    flow state    {:>10}  {} flow{} x {} x {} run{} at a time{}",
             bytes(m.flows),
             self.flows,
             if self.flows == 1 { "" } else { "s" },
             bytes(self.flow_bytes),
             self.at_once,
-            if self.at_once == 1 { "" } else { "s" }
+            if self.at_once == 1 { "" } else { "s" },
+            if self.transfers_at_once > 0 {
+                format!(
+                    ", and {} transfer{} running at once x {} in flight",
+                    self.transfers_at_once,
+                    if self.transfers_at_once == 1 { "" } else { "s" },
+                    bytes(self.window_bytes)
+                )
+            } else {
+                String::new()
+            }
         )?;
         if self.windows > 0 {
             writeln!(
@@ -631,6 +804,13 @@ impl fmt::Display for Estimate {
             "    traces        {:>10}  each file once",
             bytes(m.traces)
         )?;
+        writeln!(
+            f,
+            "    sweep points  {:>10}  {} point scenario{}",
+            bytes(m.points),
+            self.points,
+            if self.points == 1 { "" } else { "s" }
+        )?;
         write!(f, "    program       {:>10}", bytes(m.base))
     }
 }
@@ -649,11 +829,12 @@ mod tests {
 
     #[test]
     fn flows_multiply_the_state_and_runs_at_once_too() {
-        let one = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
+        let one = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new(), &Costs::builtin());
         let many = estimate(
             &[sc(&ONE_FLOW.replace("to = 2", "to = 2\ncount = 100000000"))],
             2,
             &BTreeMap::new(),
+            &Costs::builtin(),
         );
         assert_eq!(one.flows, 1);
         assert_eq!(many.flows, 100_000_000);
@@ -676,7 +857,7 @@ mod tests {
         // 1 Mbit/s of 1000-byte packets in talk spurts of 1 s mean every 2.35 s: a spurt sends
         // 1 / (1 - exp(-0.008)) = 125.5 packets on average, each one source event, two on the
         // wired segment and three on the wireless one.
-        let e = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new());
+        let e = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new(), &Costs::builtin());
         let pps = 1.0 / (1.0 - (-0.008f64).exp()) / 2.35;
         assert!(
             (e.events_per_s - pps * 6.0).abs() < 1e-6,
@@ -692,6 +873,7 @@ mod tests {
             ))],
             1,
             &BTreeMap::new(),
+            &Costs::builtin(),
         );
         let sent = 2500.0;
         let expect = sent * (1.0 + 2.0 * 0.5 + 3.0 * 0.25);
@@ -706,12 +888,19 @@ mod tests {
     fn series_and_traces_and_reps_add_up() {
         let text = ONE_FLOW.replace("[sim]\n", "[sim]\nreps = 3\n");
         let mut files = BTreeMap::new();
-        files.insert("t.trace".to_string(), 1000);
+        files.insert(
+            "t.trace".to_string(),
+            TraceFile {
+                bytes: 4000,
+                held: 1000,
+            },
+        );
         let traced = text.replace(
             "preset = \"wlan\"",
             "preset = \"wlan\"\nerror = { model = \"trace\", file = \"t.trace\" }",
         );
-        let e = estimate(&[sc(&traced), sc(&traced)], 4, &files);
+        let c = Costs::builtin();
+        let e = estimate(&[sc(&traced), sc(&traced)], 4, &files, &c);
         assert_eq!((e.runs, e.at_once), (6, 4));
         assert_eq!(e.memory.traces, 1000, "one file, counted once");
         // 100 s of traffic and 10 s of drain in 1 s windows: 111 points per flow and run.
@@ -722,10 +911,75 @@ mod tests {
             )],
             1,
             &BTreeMap::new(),
+            &Costs::builtin(),
         );
         assert_eq!((quiet.windows, quiet.memory.series), (0, 0));
         assert!((e.events - 6.0 * e.run_events).abs() < 1e-3);
-        assert!((e.wall_s - e.events / (4.0 * EVENTS_PER_SECOND)).abs() < 1e-9);
+        // Six runs of one flow on four threads, after the trace's 4000 bytes are read.
+        let run = c.run_time(1.0, e.run_events);
+        assert!((e.cpu_s - 6.0 * run).abs() < 1e-12);
+        assert!((e.trace_s - 4000.0 * c.trace_byte_s).abs() < 1e-15);
+        assert!((e.wall_s - (e.trace_s + 6.0 * run / 4.0)).abs() < 1e-12);
+    }
+
+    /// 100,000 web transfers of 20 kB over a 500 Mbit/s bottleneck (12 ms of round trip),
+    /// started uniformly over 60 s: about 1,667 a second offering 53% of the bottleneck.
+    const TRANSFERS: &str = "[sim]\nduration_s = 120\ntimeseries_window_s = 0\n[[segment]]\nkind = \"wired\"\nrate_bps = 1e9\ndelay_ms = 5\n[[segment]]\nkind = \"wired\"\nrate_bps = 5e8\ndelay_ms = 1\n[[flow]]\nname = \"web\"\napp = \"ftp\"\nfrom = 0\nto = 2\nsize_bytes = 20000\ncount = 100000\nstart = { dist = \"uniform\", spread_s = 60 }\n[flow.tcp]\nmss = 1000\ninitial_window = 10\n";
+
+    #[test]
+    fn transfers_hold_their_windows_only_while_they_run() {
+        let c = Costs::builtin();
+        let e = estimate(&[sc(TRANSFERS)], 1, &BTreeMap::new(), &c);
+        // Little's law: 1,666.7 arrivals/s x (3 round trips of 12 ms + 20 kB at 500 Mbit/s)
+        // / (1 - 0.533): the handshake, then 20 segments from a window of 10 in two rounds.
+        let (rate, lasts, load): (f64, f64, f64) =
+            (100_000.0 / 60.0, 3.0 * 0.012 + 160_000.0 / 5e8, 0.5333);
+        let want = (rate * lasts / (1.0 - load)).ceil() as u64;
+        assert!(
+            e.transfers_at_once.abs_diff(want) <= 1,
+            "{} vs {want}",
+            e.transfers_at_once
+        );
+        assert!(
+            e.window_bytes > 20_000,
+            "a 20-segment window: {}",
+            e.window_bytes
+        );
+        assert_eq!(
+            e.memory.flows,
+            100_000 * e.flow_bytes + e.transfers_at_once * e.window_bytes
+        );
+        // Events cost as for the flows live at once, not all 100,000.
+        let per_event = (e.cpu_s - c.run_s - 100_000.0 * c.flow_s) / e.run_events;
+        let live = e.transfers_at_once as f64;
+        assert!((per_event - c.event_s(live)).abs() < 1e-12);
+        assert!(c.event_s(live) < c.event_s(100_000.0));
+        // All at once, or a saturated bottleneck: every copy holds its window.
+        for text in [
+            TRANSFERS.replace("start = { dist = \"uniform\", spread_s = 60 }\n", ""),
+            TRANSFERS.replace("spread_s = 60", "spread_s = 30"),
+        ] {
+            let all = estimate(&[sc(&text)], 1, &BTreeMap::new(), &c);
+            assert_eq!(all.transfers_at_once, 100_000);
+        }
+    }
+
+    #[test]
+    fn sweep_points_count_their_scenarios() {
+        let one = estimate(&[sc(ONE_FLOW)], 1, &BTreeMap::new(), &Costs::builtin());
+        let many = estimate(
+            &vec![sc(ONE_FLOW); 1000],
+            2,
+            &BTreeMap::new(),
+            &Costs::builtin(),
+        );
+        assert!(one.memory.points > 2048);
+        assert_eq!(many.memory.points, 1000 * one.memory.points);
+        assert_eq!(many.memory.total() - many.memory.points, {
+            let mut m = many.memory.clone();
+            m.points = 0;
+            m.total()
+        });
     }
 
     #[test]
