@@ -211,6 +211,8 @@ fn sh(line: &str, dir: &Path) -> Command {
         .arg(line)
         .current_dir(dir)
         .env("PATH", path)
+        // `mslink sim --calibrate` keeps its figures here, not in the user's cache.
+        .env("MSLINK_CALIBRATION", dir.join("calibration.json"))
         .stdin(Stdio::null());
     c
 }
