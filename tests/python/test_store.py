@@ -28,6 +28,7 @@ frame_bytes = 1000
 error = { model = "trace", file = "t.trace" }
 
 [segment.link]
+mtu = 996
 [[segment.link.service]]
 name = "u"
 scheme = "raw"
