@@ -11,8 +11,13 @@ Job = tuple[list[tuple[str, str]], int]
 
 
 def run_chunk(
-    base_toml: str, jobs: list[Job], base_dir: str, files: dict[str, str]
-) -> tuple[dict[str, Any], list[str]]:
+    base_toml: str,
+    jobs: list[Job],
+    base_dir: str,
+    files: dict[str, str],
+    store: str | None = None,
+) -> tuple[dict[str, Any], list[str], int]:
     """Runs ``jobs`` (sweep-point overrides, repetition) of ``base_toml``: (the rows of every
-    run as columns, each run's result as JSON)."""
-    return _core.run_jobs(base_toml, jobs, base_dir, files)
+    run as columns, each run's result as JSON, how many runs came from the result store
+    folder ``store`` instead of being made)."""
+    return _core.run_jobs(base_toml, jobs, base_dir, files, store)

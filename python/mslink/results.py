@@ -75,7 +75,8 @@ Chunk = tuple[dict[str, tuple[dict[str, list[Any]], dict[str, str]]], list[str]]
 class Result:
     """Everything a run or sweep produced: ``flows``, ``timeseries``, ``links``,
     ``services`` and ``runs`` DataFrames and the ``summary`` dict (see the module
-    documentation)."""
+    documentation); ``reused`` counts the runs taken from a result store (``store=`` of
+    :func:`mslink.run`), which are identical to runs made."""
 
     def __init__(
         self,
@@ -86,6 +87,7 @@ class Result:
         runs: pd.DataFrame,
         summary: dict[str, Any] | Callable[[], dict[str, Any]],
         summary_text: Callable[[], str] | None = None,
+        reused: int = 0,
     ) -> None:
         self.flows = flows
         self.timeseries = timeseries
@@ -94,6 +96,8 @@ class Result:
         self.runs = runs
         self._summary = summary
         self._summary_text = summary_text
+        #: How many runs were taken from the result store (``store=``) instead of being made.
+        self.reused = reused
 
     @property
     def summary(self) -> dict[str, Any]:

@@ -5,7 +5,10 @@ is the Rust CLI's: ``mslink.run(s)`` computes exactly what ``mslink sim s`` comp
 tables equal its files. Work is cut into chunks of runs; each chunk is one call into the Rust
 simulator with the GIL released, so local threads run in parallel like processes. Results are
 put back in (point, repetition) order whatever finishes first, so a sweep gives the same rows
-and values locally, in processes, or on any Dask cluster.
+and values locally, in processes, or on any Dask cluster. With a result store (``store=``),
+each run is first looked up in the folder ``mslink sim --store`` keeps (the key and the stored
+bytes are the CLI's, ``mslink_lab::campaign::Store``): a run found there is read back, a run
+made is put there, and the results are the same either way.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def execute(
     jobs: int | None = None,
     progress: bool | None = None,
     chunk: int | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Plans, runs and assembles a run or sweep (see :func:`run` and :func:`sweep`)."""
     from tqdm.auto import tqdm
@@ -79,6 +83,7 @@ def execute(
     job_list = [(pi, rep) for pi, n in enumerate(per_point) for rep in range(n)]
     files = sc.trace_files()
     base_dir = str(sc.base_dir)
+    store_dir = None if store is None else os.fspath(os.path.abspath(store))
 
     client, owned = _dask_client(client)
     local = client is None
@@ -100,10 +105,11 @@ def execute(
         disable=None if progress is None else not progress,
     )
     out: list[Chunk | None] = [None] * len(chunks)
+    reused = 0
     try:
         futures = {}
         for ci, c in enumerate(chunks):
-            args = (base_toml, [(points[pi], rep) for pi, rep in c], base_dir, files)
+            args = (base_toml, [(points[pi], rep) for pi, rep in c], base_dir, files, store_dir)
             if _is_dask(client):
                 f = client.submit(_tasks.run_chunk, *args, pure=False)
             else:
@@ -115,7 +121,11 @@ def execute(
             done_order = cf.as_completed
         for f in done_order(list(futures)):
             ci = futures[f]
-            out[ci] = f.result()
+            tables, runs, from_store = f.result()
+            out[ci] = (tables, runs)
+            if store_dir is not None:
+                reused += from_store
+                bar.set_description(f"{name} ({reused} from the store)", refresh=False)
             bar.update(len(chunks[ci]))
     finally:
         bar.close()
@@ -131,7 +141,9 @@ def execute(
         "reps": max(per_point, default=0),
     }
     done = [c for c in out if c is not None]
-    return build(name, keys, points, job_list, done, provenance)
+    result = build(name, keys, points, job_list, done, provenance)
+    result.reused = reused
+    return result
 
 
 def run(
@@ -143,6 +155,7 @@ def run(
     jobs: int | None = None,
     client: Any = None,
     progress: bool | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> Result:
     """Runs a scenario -- every point of its ``[sweep]`` (or of ``grid``, which replaces it,
     as in :func:`sweep`) and every repetition, as ``mslink sim`` does -- and returns its
@@ -155,9 +168,24 @@ def run(
     (see :func:`sweep`). A progress bar
     (tqdm, in terminals and notebooks) shows when ``progress`` is true, or by default when
     stderr is a terminal.
+
+    ``store`` is a result store folder (created if missing), shared with ``mslink sim
+    --store``: a run already made by an earlier ``mslink sim --store`` or Python call with the
+    same point scenario, repetition, trace file contents and mslink version is taken from it
+    instead of being made again, and every run made is put into it. The results are
+    identical either way; :attr:`~mslink.results.Result.reused` says how many runs came from
+    the store (the progress bar shows it too). With a Dask ``client`` the folder must be one
+    every worker can read and write (a shared file system).
     """
     return execute(
-        scenario, grid=grid, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress
+        scenario,
+        grid=grid,
+        reps=reps,
+        seed=seed,
+        client=client,
+        jobs=jobs,
+        progress=progress,
+        store=store,
     )
 
 
@@ -170,6 +198,7 @@ def sweep(
     client: Any = None,
     jobs: int | None = None,
     progress: bool | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> pd.DataFrame:
     """Runs every combination of ``grid`` (dotted key -> values, as a ``[sweep]`` table; it
     replaces the scenario's own grid, which is used when ``grid`` is None) ``reps`` times and
@@ -186,7 +215,21 @@ def sweep(
       with the work, so they need no shared folder.
 
     The rows and values do not depend on where the runs executed.
+
+    ``store`` is a result store folder, as in :func:`run`: runs already made by an earlier
+    ``mslink sim --store`` or Python call with the same point scenario, repetition, trace
+    file contents and mslink version are taken from it, the others are made and put into
+    it; the rows are identical either way. With Dask, the folder must be shared by the
+    workers (a file system every worker mounts at the same path). Use :func:`run` for the
+    :class:`~mslink.results.Result`, whose ``reused`` counts the runs taken from the store.
     """
     return execute(
-        scenario, grid=grid, reps=reps, seed=seed, client=client, jobs=jobs, progress=progress
+        scenario,
+        grid=grid,
+        reps=reps,
+        seed=seed,
+        client=client,
+        jobs=jobs,
+        progress=progress,
+        store=store,
     ).flows

@@ -252,7 +252,9 @@ class Scenario:
         for f in walk(self._doc):
             p = self.base_dir / f
             if f not in out and p.is_file():
-                out[f] = p.read_text()
+                # The file's bytes as they are (no newline translation): the result store
+                # hashes this text as `mslink sim --store` hashes the file.
+                out[f] = p.read_bytes().decode("utf-8")
         return out
 
     def __eq__(self, other: object) -> bool:

@@ -6,7 +6,8 @@
 //! `mslink_sim::Scenario` and calling its `validate` ([`check`], [`validate`]), and a failure
 //! is raised as `ScenarioError` whose `field` attribute is the dotted path of the bad key;
 //! sweep grids are expanded by `Scenario::sweep_points` ([`plan`]); runs are
-//! `mslink_sim::run` ([`run_jobs`], GIL released), with trace files read by `mslink-lab`. The
+//! `mslink_sim::run` ([`run_jobs`], GIL released), with trace files read by `mslink-lab`, and
+//! reused from and kept in `mslink sim`'s result store when given one. The
 //! `mslink` command is not here: the package's `mslink` script runs the `mslink` executable
 //! (python/mslink/_cli.py). Results cross into Python as the JSON of
 //! `RunResult` (the very serialization `summary.json` holds), so the Python tables equal the
@@ -20,9 +21,10 @@ mod tables;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use mslink_lab::campaign::{Store, Traces};
 use mslink_sim::{Scenario, ScenarioError as SimError};
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -344,37 +346,85 @@ fn plan(py: Python<'_>, doc: &Bound<'_, PyAny>, sets: Vec<(String, String)>) -> 
 }
 
 /// Runs jobs `(point overrides, rep)` of the base scenario `base_toml` (from [`plan`]) and
-/// returns `(tables, runs)`: the rows of every run as columns (see [`tables`]) and each run's
-/// `RunResult` as JSON (what `summary.json` holds), in job order. Trace files come from
-/// `files` (name to text) or else from `base_dir`. The GIL is released while the simulator
-/// runs and the tables are built.
+/// returns `(tables, runs, reused)`: the rows of every run as columns (see [`tables`]), each
+/// run's `RunResult` as JSON (what `summary.json` holds), in job order, and how many runs came
+/// from the result store. Trace files come from `files` (name to text) or else from
+/// `base_dir`. With `store` (a folder, `mslink_lab::campaign::Store`, the one `mslink sim
+/// --store` keeps), a run already in it is read back instead of made, and a run made is put
+/// into it: the same key and the same bytes as the CLI's, so either reuses the other's runs.
+/// The GIL is released while the simulator runs and the tables are built.
 #[pyfunction]
+#[pyo3(signature = (base_toml, jobs, base_dir, files, store=None))]
 fn run_jobs(
     py: Python<'_>,
     base_toml: &str,
     jobs: Vec<(Vec<(String, String)>, u32)>,
     base_dir: PathBuf,
     files: BTreeMap<String, String>,
-) -> PyResult<(Py<PyAny>, Vec<String>)> {
+    store: Option<PathBuf>,
+) -> PyResult<(Py<PyAny>, Vec<String>, usize)> {
     let base = Scenario::parse(base_toml).map_err(|e| sim_error(py, e, ""))?;
     let out = py.detach(|| {
         let mut load = |f: &str| match files.get(f) {
             Some(t) => Ok(t.clone()),
             None => mslink_lab::read_trace_file(&base_dir.join(f)),
         };
+        let traces = mslink_lab::TraceFiles::new(base_dir.clone());
+        let mut store = match &store {
+            Some(d) => Some(Store::open(d).map_err(Failure::Store)?),
+            None => None,
+        };
         let mut tables = tables::Tables::default();
         let mut runs = Vec::with_capacity(jobs.len());
+        let mut reused = 0;
         for (i, (point, rep)) in jobs.iter().enumerate() {
             let ctx = format!("run (rep {rep}): ");
-            let sc = base.with_overrides(point).map_err(|e| (ctx.clone(), e))?;
-            let r = mslink_sim::run(&sc, *rep, &mut load).map_err(|e| (ctx.clone(), e))?;
+            let sc = base
+                .with_overrides(point)
+                .map_err(|e| Failure::Sim(ctx.clone(), e))?;
+            let kept = match store.as_mut() {
+                Some(st) => {
+                    let key = st
+                        .key_of(&sc, *rep, Traces::Texts(&files, &traces))
+                        .map_err(Failure::Store)?;
+                    let hit = st.get_run(&key).map_err(Failure::Store)?;
+                    Some((key, hit))
+                }
+                None => None,
+            };
+            let r = match kept {
+                Some((_, Some(r))) => {
+                    reused += 1;
+                    r
+                }
+                Some((key, None)) => {
+                    let mut r = mslink_sim::run(&sc, *rep, &mut load)
+                        .map_err(|e| Failure::Sim(ctx.clone(), e))?;
+                    if let Some(st) = &store {
+                        st.put_run(&key, &mut r).map_err(Failure::Store)?;
+                    }
+                    r
+                }
+                None => mslink_sim::run(&sc, *rep, &mut load)
+                    .map_err(|e| Failure::Sim(ctx.clone(), e))?,
+            };
             tables.push(i, &r);
             runs.push(serde_json::to_string(&r).expect("RunResult serializes to JSON"));
         }
-        Ok::<_, (String, SimError)>((tables, runs))
+        Ok::<_, Failure>((tables, runs, reused))
     });
-    let (tables, runs) = out.map_err(|(ctx, e)| sim_error(py, e, &ctx))?;
-    Ok((tables.into_py(py)?, runs))
+    let (tables, runs, reused) = out.map_err(|f| match f {
+        Failure::Sim(ctx, e) => sim_error(py, e, &ctx),
+        // The store's errors name the file (reading, writing, a run that does not read back).
+        Failure::Store(e) => PyOSError::new_err(format!("result store: {e:#}")),
+    })?;
+    Ok((tables.into_py(py)?, runs, reused))
+}
+
+/// Why [`run_jobs`] stopped: a run that cannot be made, or the result store.
+enum Failure {
+    Sim(String, SimError),
+    Store(anyhow::Error),
 }
 
 /// The columns of the flows table after `rep` and `seed`, in order: the one declaration in

@@ -119,7 +119,7 @@ impl HostConfig {
 }
 
 /// Counters of one host's subsystem.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostStats {
     /// Packets from the transport.
     pub packets_in: u64,

@@ -32,6 +32,7 @@ mod store;
 
 pub use resources::mem_available;
 pub use stats_table::StatsMode;
+pub use store::{Store, Traces};
 
 /// What a campaign is given: the options of `mslink sim`, declared once here (the CLI parses
 /// them with the `clap` feature).

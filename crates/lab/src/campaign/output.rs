@@ -576,8 +576,9 @@ impl<W: Write> Write for Counted<W> {
 }
 
 /// One run as a pretty object at `depth`: every key from its `Value` but the series, which is
-/// written point by point (each point's keys sorted as a `Value` sorts them).
-fn write_run(w: &mut impl Write, r: &mut RunResult, depth: usize) -> Result<()> {
+/// written point by point (each point's keys sorted as a `Value` sorts them). The result
+/// store renders the runs it is given with this too (`store.rs`).
+pub(crate) fn write_run(w: &mut impl Write, r: &mut RunResult, depth: usize) -> Result<()> {
     // The two long lists are written item by item: as one `Value` tree a million flows cost
     // about 3.4 KB each (4.4 GB at the peak).
     let series = std::mem::take(&mut r.timeseries);

@@ -94,7 +94,7 @@ pub const SUMMARISED: [(&str, FlowMetric); 11] = [
 ];
 
 /// Counters of one direction of one segment.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DirectionResult {
     /// Frames (wireless) or packets (wired) put on the medium.
     pub sent: u64,
@@ -113,7 +113,7 @@ pub struct DirectionResult {
     /// Packets the link end refused from above (too large, service queue full).
     pub refused: u64,
     /// Packets that arrived during an outage of an `onoff` in drop mode (absent when none).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub outage_drops: u64,
 }
 
@@ -122,7 +122,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Results of one segment.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SegmentResult {
     /// Index.
     pub segment: usize,
@@ -145,8 +145,9 @@ pub struct TimePoint {
     pub throughput_bps: f64,
 }
 
-/// Everything one run produces.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+/// Everything one run produces. It reads back from its JSON (the result store of
+/// `mslink-lab` keeps runs so).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
     /// Repetition.
     pub rep: u32,
@@ -163,12 +164,12 @@ pub struct RunResult {
     /// Simulated seconds.
     pub simulated_s: f64,
     /// Counters of the hosts that have a network-subsystem model (`[[host]]`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostResult>,
 }
 
 /// Counters of one host's network subsystem.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HostResult {
     /// The node.
     pub node: usize,
