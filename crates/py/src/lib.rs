@@ -382,31 +382,30 @@ fn run_jobs(
             let sc = base
                 .with_overrides(point)
                 .map_err(|e| Failure::Sim(ctx.clone(), e))?;
-            let kept = match store.as_mut() {
+            // With a store: the run's key, and the run if it is kept there.
+            let (key, kept) = match store.as_mut() {
                 Some(st) => {
                     let key = st
                         .key_of(&sc, *rep, Traces::Texts(&files, &traces))
                         .map_err(Failure::Store)?;
-                    let hit = st.get_run(&key).map_err(Failure::Store)?;
-                    Some((key, hit))
+                    let kept = st.get_run(&key).map_err(Failure::Store)?;
+                    (Some(key), kept)
                 }
-                None => None,
+                None => (None, None),
             };
             let r = match kept {
-                Some((_, Some(r))) => {
+                Some(r) => {
                     reused += 1;
                     r
                 }
-                Some((key, None)) => {
+                None => {
                     let mut r = mslink_sim::run(&sc, *rep, &mut load)
                         .map_err(|e| Failure::Sim(ctx.clone(), e))?;
-                    if let Some(st) = &store {
-                        st.put_run(&key, &mut r).map_err(Failure::Store)?;
+                    if let (Some(st), Some(key)) = (&store, &key) {
+                        st.put_run(key, &mut r).map_err(Failure::Store)?;
                     }
                     r
                 }
-                None => mslink_sim::run(&sc, *rep, &mut load)
-                    .map_err(|e| Failure::Sim(ctx.clone(), e))?,
             };
             tables.push(i, &r);
             runs.push(serde_json::to_string(&r).expect("RunResult serializes to JSON"));
