@@ -63,7 +63,7 @@ pub(crate) fn check(
                     f,
                     TraceFile {
                         bytes: m.len(),
-                        held: held.min(m.len().next_power_of_two()),
+                        held,
                     },
                 );
             }
@@ -71,7 +71,8 @@ pub(crate) fn check(
     }
     let costs = super::calibrate::costs()?;
     let est = estimate(scenarios, threads, &sizes, &costs);
-    let available = mem_available().map(|a| a.saturating_sub(headroom(mem_total())));
+    let headroom = headroom(mem_total());
+    let available = mem_available().map(|a| a.saturating_sub(headroom));
     let name = args
         .scenario
         .as_deref()
@@ -83,11 +84,11 @@ pub(crate) fn check(
     } else if args.estimate {
         printed = format!("{name}: {est}\n");
         printed += &match available {
-            Some(a) if est.fits(a) => format!("  available {} (MemAvailable less {}): fits", bytes(a), bytes(headroom(mem_total()))),
+            Some(a) if est.fits(a) => format!("  available {} (MemAvailable less {}): fits", bytes(a), bytes(headroom)),
             Some(a) => format!(
                 "  available {} (MemAvailable less {}): does not fit; mslink sim refuses to run it without --force",
                 bytes(a),
-                bytes(headroom(mem_total()))
+                bytes(headroom)
             ),
             None => "  available unknown (no /proc/meminfo): memory is not checked".to_string(),
         };
@@ -115,7 +116,7 @@ pub(crate) fn check(
                  (MemAvailable less a headroom of {}). Estimate: {est}\nTo need less: {}; or give --force to run anyway",
                 bytes(est.memory.total()),
                 bytes(a),
-                bytes(headroom(mem_total())),
+                bytes(headroom),
                 est.advice()
             );
         }
