@@ -22,11 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from hostinfo import ROOT, describe_host
+from hostinfo import ROOT, check_block, describe_host, write_block
 
 DOC = ROOT / "docs" / "bench.md"
-BEGIN = "<!-- bench-figures: begin (written by bench/bench_figures.py; do not edit) -->"
-END = "<!-- bench-figures: end -->"
+BLOCK = ("bench-figures", "bench/bench_figures.py")
 
 # (what it answers, arguments after `mslink bench`)
 COMMANDS = [
@@ -64,10 +63,7 @@ def main() -> int:
     ap.add_argument("--only", type=int, action="append", help="run only command N (0-based)")
     ap.add_argument("--doc", type=Path, default=DOC, help="the file whose block is rewritten")
     a = ap.parse_args()
-    doc = a.doc.read_text()
-    if BEGIN not in doc or END not in doc:
-        print(f"bench_figures.py: {a.doc} lacks the markers", file=sys.stderr)
-        return 1
+    check_block(a.doc, *BLOCK)
     if not Path(a.mslink).is_file():
         print(f"bench_figures.py: no mslink at {a.mslink}; cargo build --release", file=sys.stderr)
         return 1
@@ -95,9 +91,7 @@ def main() -> int:
             "```",
             "",
         ]
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    a.doc.write_text(head + BEGIN + "\n" + "\n".join(out) + END + tail)
+    write_block(a.doc, *BLOCK, "\n".join(out))
     return 0
 
 

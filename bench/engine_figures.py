@@ -23,12 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hostinfo import describe_host
+from hostinfo import check_block, describe_host, write_block
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "PERFORMANCE.md"
-BEGIN = "<!-- engine-figures: begin (written by bench/engine_figures.py; do not edit) -->"
-END = "<!-- engine-figures: end -->"
+BLOCK = ("engine-figures", "bench/engine_figures.py")
 BENCH = [
     "cargo",
     "bench",
@@ -84,12 +83,6 @@ def kernels_measured(criterion: Path) -> list[str]:
     return [k for k in KERNELS if (d / k / "new" / "estimates.json").exists()]
 
 
-def default_kernel(have: list[str]) -> str:
-    # RsCodec::new: the fastest kernel the CPU has (RS(255,223) has 32 parity bytes, so the
-    # SSSE3 rule for codes of at most 8 does not apply).
-    return have[0]
-
-
 def gb(x: float) -> str:
     return f"{x / 1e9:.2f} GB/s"
 
@@ -98,7 +91,9 @@ def table(criterion: Path) -> tuple[str, list]:
     have = kernels_measured(criterion)
     if not have:
         raise Missing("RS(255,223)/encode/* (no kernel measured)")
-    best = default_kernel(have)
+    # RsCodec::new runs the fastest kernel the CPU has (RS(255,223) has 32 parity bytes, so the
+    # SSSE3 rule for codes of at most 8 does not apply).
+    best = have[0]
     rows: list[tuple[str, str, str, bool | None]] = []
 
     def sched(name: str, queues: int, label: str, target: float | None) -> None:
@@ -200,25 +195,16 @@ def main() -> int:
     ap.add_argument("--doc", type=Path, default=DOC, help="the file whose block is rewritten")
     a = ap.parse_args()
     target_dir = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    check_block(a.doc, *BLOCK)
     if not a.no_run:
         subprocess.run(BENCH, cwd=ROOT, check=True)
     try:
         text, failed = table(target_dir / "criterion")
     except Missing as e:
-        print(
-            f"engine_figures.py: no criterion estimate for {e}; run without --no-run",
-            file=sys.stderr,
-        )
+        msg = f"engine_figures.py: no criterion estimate for {e}; run without --no-run"
+        print(msg, file=sys.stderr)
         return 1
-    doc = a.doc.read_text()
-    if BEGIN not in doc or END not in doc:
-        print(
-            f"engine_figures.py: {a.doc} lacks the markers {BEGIN!r} ... {END!r}", file=sys.stderr
-        )
-        return 1
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    a.doc.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+    write_block(a.doc, *BLOCK, text)
     print(text)
     for what, val, target, _ in failed:
         print(f"engine_figures.py: not met: {what}: {val} against {target}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""One line naming the machine a figure comes from, for the scripts that write figures into docs.
+"""What the scripts that write figures into docs share: one line naming the machine a figure
+comes from, and the rewrite of a doc's block between two markers.
 
 CPU model, family and model numbers, the SIMD flags that pick mslink's kernels (present and
 absent), vCPUs, kernel, rustc and the commit (with "local changes" when the tree differs), and
@@ -46,3 +47,28 @@ def describe_host() -> str:
         f"{_run('rustc', '--version')}; commit {commit}{' with local changes' if dirty else ''}; "
         f"{now:%Y-%m-%d %H:%M} UTC."
     )
+
+
+def markers(name: str, script: str) -> tuple[str, str]:
+    """The begin and end markers of block `name`, which `script` writes."""
+    return (
+        f"<!-- {name}: begin (written by {script}; do not edit) -->",
+        f"<!-- {name}: end -->",
+    )
+
+
+def check_block(doc: Path, name: str, script: str) -> None:
+    """Raises SystemExit naming the file if `doc` lacks the block's markers."""
+    begin, end = markers(name, script)
+    text = doc.read_text()
+    if begin not in text or end not in text:
+        raise SystemExit(f"{script}: {doc} lacks the markers {begin!r} ... {end!r}")
+
+
+def write_block(doc: Path, name: str, script: str, body: str) -> None:
+    """Replaces what lies between the block's markers in `doc` with `body`."""
+    check_block(doc, name, script)
+    begin, end = markers(name, script)
+    head, rest = doc.read_text().split(begin, 1)
+    _, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{body}{end}{tail}")
