@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +51,14 @@ BENCH = [
 # Fastest first, as RsKernel::ALL orders them.
 KERNELS = ["avx512-gfni", "avx2-gfni", "avx2-shuffle", "ssse3-shuffle", "neon-shuffle", "scalar"]
 CODES = [(255, 223), (255, 239), (255, 251), (255, 181), (255, 57)]
-RS_OPS = ["encode", "decode_clean", "decode_t_half", "decode_t"]
+RS_OPS = [
+    "encode",
+    "encode_blocks",
+    "decode_clean",
+    "decode_blocks_clean",
+    "decode_t_half",
+    "decode_t",
+]
 
 
 class Missing(Exception):
@@ -83,17 +91,32 @@ def kernels_measured(criterion: Path) -> list[str]:
     return [k for k in KERNELS if (d / k / "new" / "estimates.json").exists()]
 
 
+def default_kernel() -> str:
+    """The kernel `RsCodec::new(32)` runs on this CPU, as the RS dispatch test reports it
+    (the codec's own rule, not a copy of it: e.g. AVX2 GFNI before AVX-512 on AMD Zen 4)."""
+    test = ["cargo", "test", "--release", "-p", "mslink-link", "--test", "rs_simd"]
+    out = subprocess.run(
+        [*test, "reports_which_paths_run", "--", "--nocapture"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    m = re.search(r"RsCodec::new runs (\w+)", out.stdout + out.stderr)
+    if not m:
+        raise Missing("the line 'RsCodec::new runs ...' of " + " ".join(test))
+    # Debug name (Avx2Gfni) to bench label (avx2-gfni).
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", m.group(1)).lower()
+
+
 def gb(x: float) -> str:
     return f"{x / 1e9:.2f} GB/s"
 
 
-def table(criterion: Path) -> tuple[str, list]:
+def table(criterion: Path, best: str) -> tuple[str, list]:
     have = kernels_measured(criterion)
-    if not have:
-        raise Missing("RS(255,223)/encode/* (no kernel measured)")
-    # RsCodec::new runs the fastest kernel the CPU has (RS(255,223) has 32 parity bytes, so the
-    # SSSE3 rule for codes of at most 8 does not apply).
-    best = have[0]
+    if best not in have:
+        raise Missing(f"RS(255,223)/encode/{best} (the kernel RsCodec::new runs here)")
     rows: list[tuple[str, str, str, bool | None]] = []
 
     def sched(name: str, queues: int, label: str, target: float | None) -> None:
@@ -128,15 +151,23 @@ def table(criterion: Path) -> tuple[str, list]:
             )
         )
     if "avx2-shuffle" in have:
-        for op in ("encode", "decode_clean"):
+        # Issue 34's target is judged on the path the RS service runs: a frame's codewords
+        # encoded and checked together (8 per frame in the benchmark); one codeword at a time
+        # is shown beside it.
+        for op, alone in (("encode_blocks", "encode"), ("decode_blocks_clean", "decode_clean")):
             v = per_second(criterion, label, op, "avx2-shuffle")
             rows.append(
                 (
-                    f"{label} {op}, `avx2-shuffle` (the kernel of AVX2-only hosts, run here)",
+                    f"{label} {op} (a frame's codewords together, as the RS service runs), "
+                    "`avx2-shuffle` (the kernel of AVX2-only hosts, run here)",
                     gb(v),
                     "≥ 2 GB/s (issue 34)",
                     v >= 2e9,
                 )
+            )
+            v = per_second(criterion, label, alone, "avx2-shuffle")
+            rows.append(
+                (f"{label} {alone} (one codeword at a time), `avx2-shuffle`", gb(v), "—", None)
             )
     for op in ("encode", "decode_clean"):
         v = per_second(criterion, label, op, "scalar")
@@ -169,8 +200,9 @@ def table(criterion: Path) -> tuple[str, list]:
         out.append(f"| {what} | {val} | {target} | {verdict} |")
     out += [
         "",
-        "Every Reed-Solomon code by kernel (MB/s = 10^6 bytes/s; encode counts message bytes,",
-        "the decodes codeword bytes; `decode_t_half` and `decode_t` correct t/2 and t errors):",
+        "Every Reed-Solomon code by kernel (MB/s = 10^6 bytes/s; the encodes count message bytes,",
+        "the decodes codeword bytes; `*_blocks` run 8 codewords of a frame together, as the RS",
+        "service does; `decode_t_half` and `decode_t` correct t/2 and t errors):",
         "",
         "| code | operation | " + " | ".join(have) + " |",
         "|---|---|" + "---|" * len(have),
@@ -199,7 +231,7 @@ def main() -> int:
     if not a.no_run:
         subprocess.run(BENCH, cwd=ROOT, check=True)
     try:
-        text, failed = table(target_dir / "criterion")
+        text, failed = table(target_dir / "criterion", default_kernel())
     except Missing as e:
         msg = f"engine_figures.py: no criterion estimate for {e}; run without --no-run"
         print(msg, file=sys.stderr)

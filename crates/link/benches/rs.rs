@@ -9,8 +9,9 @@
 //! shuffle rows measured on a GFNI host stand for AVX2-only (or SSSE3-only) hosts: the codec
 //! there runs the same code. Pick one with criterion's filter, e.g. `-- 'RS\(255,223\)/encode'`.
 //! Throughput counts the bytes each operation consumes: message bytes (k per codeword) for
-//! `encode`, codeword bytes (n) for the `decode_*` cases. Multiply a decode figure by k/n for
-//! message bytes.
+//! `encode` and `encode_blocks`, codeword bytes (n) for the `decode_*` cases. Multiply a
+//! decode figure by k/n for message bytes. The `*_blocks` cases run the path of the RS
+//! service, a frame's codewords together (`RsCodec::encode_blocks`, `decode_blocks`).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use mslink_link::fec::{RsCodec, RsKernel};
@@ -19,6 +20,9 @@ use rand_chacha::ChaCha8Rng;
 
 /// Codewords per iteration: enough to amortise criterion's per-iteration cost.
 const BATCH: usize = 64;
+/// Codewords per frame in the `*_blocks` cases: an RS service frame at its largest payload
+/// (2,047 bytes and the CRC) with 32 parity bytes per block holds ten, with 16 nine.
+const FRAME: usize = 8;
 
 fn codewords(c: &RsCodec, n: usize, rng: &mut ChaCha8Rng) -> Vec<Vec<u8>> {
     (0..BATCH)
@@ -91,6 +95,42 @@ fn bench_rs(cr: &mut Criterion) {
                 b.iter(|| {
                     for cw in work.iter_mut() {
                         assert_eq!(c.decode(black_box(cw)), Ok(0));
+                    }
+                })
+            });
+
+            // The path the RS service runs: a frame's blocks encoded and checked together
+            // (`RsCodec::encode_blocks`, `decode_blocks`), FRAME codewords back to back; the
+            // same codewords as above, so the parity is checked against them first.
+            let mut frames: Vec<Vec<u8>> = clean.chunks(FRAME).map(|f| f.concat()).collect();
+            for f in &mut frames {
+                let want = f.clone();
+                f.iter_mut().enumerate().for_each(|(i, b)| {
+                    if i % n >= k {
+                        *b = 0
+                    }
+                });
+                c.encode_blocks(f, n).unwrap();
+                assert_eq!(
+                    *f, want,
+                    "{path}: encode_blocks differs from encode_in_place"
+                );
+            }
+            g.throughput(Throughput::Bytes((k * BATCH) as u64));
+            g.bench_function(BenchmarkId::new("encode_blocks", path), |b| {
+                b.iter(|| {
+                    for f in frames.iter_mut() {
+                        c.encode_blocks(black_box(f), n).unwrap();
+                    }
+                })
+            });
+            g.throughput(Throughput::Bytes((n * BATCH) as u64));
+            g.bench_function(BenchmarkId::new("decode_blocks_clean", path), |b| {
+                b.iter(|| {
+                    for f in frames.iter_mut() {
+                        let mut fixed = 0;
+                        c.decode_blocks(black_box(f), n, |s| fixed += s).unwrap();
+                        assert_eq!(fixed, 0);
                     }
                 })
             });

@@ -174,3 +174,117 @@ proptest! {
         }
     }
 }
+
+/// A frame of consecutive codewords of `n` bytes (the last piece `last` bytes shorter than a
+/// full one, if `last > 0`), each encoded on its own by the scalar codec.
+fn frame(slow: &RsCodec, n: usize, full: usize, last: usize, rng: &mut ChaCha8Rng) -> Vec<u8> {
+    let mut f: Vec<u8> = (0..full * n + last).map(|_| rng.gen()).collect();
+    for piece in f.chunks_mut(n) {
+        slow.encode_in_place(piece).unwrap();
+    }
+    f
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// `encode_blocks` (codewords in groups, as the RS service encodes a frame) writes what
+    /// `encode_in_place` writes piece by piece, on every kernel and the scalar codec.
+    #[test]
+    fn encode_blocks_matches_one_by_one(
+        nsym in nsym_strategy(),
+        extra in 0usize..=254,
+        full in 0usize..=10,
+        last in 0usize..=255,
+        seed in any::<u64>(),
+    ) {
+        let n = (nsym + 1 + extra).min(255);
+        let last = if last < nsym { 0 } else { last.min(n - 1) };
+        let slow = RsCodec::new_scalar(nsym).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let want = frame(&slow, n, full, last, &mut rng);
+        for codec in simd_codecs(nsym).into_iter().chain([slow.clone()]) {
+            let mut got = want.clone();
+            for (i, b) in got.iter_mut().enumerate() {
+                // Garbage where the parity goes: encode_blocks must overwrite all of it.
+                if i % n >= n - nsym || (i >= full * n && i - full * n >= last - nsym.min(last)) {
+                    *b ^= 0x5a;
+                }
+            }
+            codec.encode_blocks(&mut got, n).unwrap();
+            prop_assert_eq!(&got, &want, "{:?}", codec.kernel());
+        }
+    }
+
+    /// `decode_blocks` gives each block the verdict `decode` gives it alone, stops at the
+    /// first block beyond repair and leaves that block and the rest untouched.
+    #[test]
+    fn decode_blocks_matches_one_by_one(
+        nsym in nsym_strategy(),
+        full in 0usize..=10,
+        last in 0usize..=255,
+        seed in any::<u64>(),
+        frac in 0.0f64..=1.2,
+        hit_share in 0.0f64..=1.0,
+    ) {
+        let n = 255;
+        let last = if last < nsym { 0 } else { last.min(n - 1) };
+        let slow = RsCodec::new_scalar(nsym).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut f = frame(&slow, n, full, last, &mut rng);
+        // Some blocks get errors, up to 1.2 t (beyond repair sometimes).
+        for piece in f.chunks_mut(n) {
+            if rng.gen_bool(hit_share) {
+                let errors = (piece.len() as f64).min(nsym as f64 * frac / 2.0) as usize;
+                inject(&mut rng, piece, errors);
+            }
+        }
+        // What decoding one block at a time does: the counts up to the first failure.
+        let mut want_bytes = f.clone();
+        let mut want_counts = Vec::new();
+        let mut want_result = Ok(());
+        for piece in want_bytes.chunks_mut(n) {
+            match slow.decode(piece) {
+                Ok(c) => want_counts.push(c),
+                Err(e) => {
+                    want_result = Err(e);
+                    break;
+                }
+            }
+        }
+        for codec in simd_codecs(nsym).into_iter().chain([slow.clone()]) {
+            let mut got = f.clone();
+            let mut counts = Vec::new();
+            let result = codec.decode_blocks(&mut got, n, |c| counts.push(c));
+            prop_assert_eq!(result, want_result, "{:?}", codec.kernel());
+            prop_assert_eq!(&counts, &want_counts);
+            prop_assert_eq!(&got, &want_bytes);
+        }
+    }
+}
+
+#[test]
+fn blocks_with_a_piece_shorter_than_the_parity_are_refused_untouched() {
+    let c = RsCodec::new(32).unwrap();
+    for (len, n) in [(255 * 2 + 31, 255), (100, 31), (300, 256)] {
+        let mut buf = vec![7u8; len];
+        let want = if n == 255 { 31 } else { n };
+        assert_eq!(
+            c.encode_blocks(&mut buf, n),
+            Err(RsError::BadLength {
+                len: want,
+                nsym: 32
+            })
+        );
+        assert_eq!(
+            c.decode_blocks(&mut buf, n, |_| panic!("nothing decoded")),
+            Err(RsError::BadLength {
+                len: want,
+                nsym: 32
+            })
+        );
+        assert!(buf.iter().all(|&b| b == 7));
+    }
+    // An empty frame holds no codeword: nothing to do.
+    assert_eq!(c.encode_blocks(&mut [], 255), Ok(()));
+}

@@ -97,7 +97,7 @@ pub enum RsError {
 /// [`RsCodec::with_kernel`] (tests and benchmarks compare them on one host) and for asking
 /// which one a codec runs ([`RsCodec::kernel`]). All give identical results on every input;
 /// they differ only in speed and in the CPU features they need. [`RsCodec::new`] picks the
-/// first available in [`RsKernel::ALL`] order that [`RsKernel::beats_scalar`] for its code.
+/// first in [`RsKernel::available`] order that [`RsKernel::beats_scalar`] for its code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RsKernel {
@@ -119,7 +119,8 @@ pub enum RsKernel {
 }
 
 impl RsKernel {
-    /// Every kernel, fastest first: the order [`RsCodec::new`] tries them in.
+    /// Every kernel, fastest first on most CPUs: the order [`RsCodec::new`] tries them in
+    /// (see [`RsKernel::available`] for the exception).
     pub const ALL: [RsKernel; 6] = [
         RsKernel::Avx512Gfni,
         RsKernel::Avx2Gfni,
@@ -147,9 +148,21 @@ impl RsKernel {
     }
 
     /// The kernels this CPU can run, fastest first (always ending with
-    /// [`RsKernel::Scalar`]).
+    /// [`RsKernel::Scalar`]): [`RsKernel::ALL`]'s order, except on CPUs that execute 512-bit
+    /// instructions as two 256-bit halves (AMD Zen 4), where [`RsKernel::Avx2Gfni`] comes
+    /// before [`RsKernel::Avx512Gfni`] (measured no slower there, docs/PERFORMANCE.md).
     pub fn available() -> impl DoubleEndedIterator<Item = RsKernel> {
-        RsKernel::ALL.into_iter().filter(|k| k.is_available())
+        #[cfg(target_arch = "x86_64")]
+        let order = if super::simd::splits_512_bit_ops() {
+            let mut o = RsKernel::ALL;
+            o.swap(0, 1);
+            o
+        } else {
+            RsKernel::ALL
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let order = RsKernel::ALL;
+        order.into_iter().filter(|k| k.is_available())
     }
 
     /// True if this kernel is faster than the scalar one for codes of `nsym` parity bytes, so
@@ -416,8 +429,8 @@ fn build_slice8<const NW: usize, const NB: usize>(t1: &[u64]) -> Slice8<NW, NB> 
 
 impl RsCodec {
     /// A codec with `nsym` parity symbols per codeword (`t = nsym / 2` correctable errors).
-    /// It uses the fastest kernel this CPU has (the first available in [`RsKernel::ALL`]:
-    /// GFNI, then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one), unless
+    /// It uses the fastest kernel this CPU has (the first of [`RsKernel::available`]: GFNI,
+    /// then AVX2, then SSSE3 on x86-64, NEON on aarch64, else the portable one), unless
     /// the portable one is faster for this code ([`RsKernel::beats_scalar`]: SSSE3 with at
     /// most 8 parity bytes); all give the same results on every input.
     pub fn new(nsym: usize) -> Result<Self, RsError> {
@@ -551,6 +564,35 @@ impl RsCodec {
         }
     }
 
+    /// [`RsCodec::parity_into`] for `K` messages of equal length (full blocks of a frame),
+    /// which the AVX2 shuffle kernel computes in one pass over the rows.
+    fn parity_many_into<const K: usize>(&self, msgs: [&[u8]; K], out: &mut [[u8; MAX_WIDTH]; K]) {
+        match &self.simd {
+            Some(s) => {
+                let first = MAX_N - self.nsym - msgs[0].len();
+                let width = self.nsym.div_ceil(32) * 32;
+                s.rows
+                    .row_sum_many(msgs, first, out.each_mut().map(|o| &mut o[..width]));
+            }
+            None => {
+                for (m, o) in msgs.into_iter().zip(out) {
+                    self.parity_into(m, o);
+                }
+            }
+        }
+    }
+
+    /// Checks that `blocks.len()` cuts into codewords of `n` bytes, the last piece shorter
+    /// but still a codeword length (what [`RsCodec::encode_blocks`] and
+    /// [`RsCodec::decode_blocks`] accept).
+    fn check_blocks(&self, len: usize, n: usize) -> Result<(), RsError> {
+        self.check_len(n)?;
+        match len % n {
+            0 => Ok(()),
+            last => self.check_len(last),
+        }
+    }
+
     fn remainder(&self, msg: &[u8]) -> Reg {
         match &self.kernel {
             Kernel::W1(k) => widen(remainder8(k, msg)),
@@ -595,6 +637,102 @@ impl RsCodec {
         let mut out = [0u8; MAX_WIDTH];
         self.parity_into(msg, &mut out);
         parity.copy_from_slice(&out[..self.nsym]);
+        Ok(())
+    }
+
+    /// The parities of the `K` full codewords of `n` bytes at the start of `words`, computed
+    /// together ([`RsCodec::parity_many_into`]).
+    fn group_parity<const K: usize>(&self, words: &[u8], n: usize) -> [[u8; MAX_WIDTH]; K] {
+        let k = n - self.nsym;
+        let mut par = [[0u8; MAX_WIDTH]; K];
+        self.parity_many_into(core::array::from_fn(|i| &words[i * n..i * n + k]), &mut par);
+        par
+    }
+
+    /// How many of the next codewords go through the kernel together, `full` of them being
+    /// full (`n` bytes) codewords: four, two or one; always one on kernels that gain nothing
+    /// from it ([`RowTable::shares_rows`]).
+    fn group_len(&self, full: usize) -> usize {
+        match full {
+            _ if !self.simd.as_ref().is_some_and(|s| s.rows.shares_rows()) => 1,
+            4.. => 4,
+            2 | 3 => 2,
+            _ => 1,
+        }
+    }
+
+    /// Encodes the consecutive codewords of `blocks` in place: every `n` bytes are one
+    /// codeword (message, then `nsym` parity bytes to be filled), and the last piece may be
+    /// shorter (a shortened codeword), as the RS service lays out a frame
+    /// (`service/rs_fec/frame.rs`). The result is that of [`RsCodec::encode_in_place`] on each
+    /// piece; full codewords go through the kernel four or two at a time, which the AVX2
+    /// shuffle kernel makes faster (it reads each parity row once for all of them).
+    ///
+    /// # Errors
+    /// [`RsError::BadLength`] if `n` or the last piece's length is not a codeword length
+    /// (`nsym..=255`); nothing is written then.
+    pub fn encode_blocks(&self, blocks: &mut [u8], n: usize) -> Result<(), RsError> {
+        self.check_blocks(blocks.len(), n)?;
+        let k = n - self.nsym;
+        let mut rest = blocks;
+        while !rest.is_empty() {
+            let group = self.group_len(rest.len() / n);
+            let (words, tail) = rest.split_at_mut((group * n).min(rest.len()));
+            let par: &[[u8; MAX_WIDTH]] = match group {
+                4 => &self.group_parity::<4>(words, n),
+                2 => &self.group_parity::<2>(words, n),
+                _ => {
+                    self.encode_in_place(words)?;
+                    &[]
+                }
+            };
+            for (w, p) in words.chunks_exact_mut(n).zip(par) {
+                w[k..].copy_from_slice(&p[..self.nsym]);
+            }
+            rest = tail;
+        }
+        Ok(())
+    }
+
+    /// Decodes the consecutive codewords of `blocks` (laid out as for
+    /// [`RsCodec::encode_blocks`]) in order, as [`RsCodec::decode`] would one by one, and
+    /// calls `corrected` with each block's count of changed symbols (0 for a clean one). Stops
+    /// at the first block beyond repair and returns its error, leaving it and the blocks after
+    /// it as they were. Full codewords are checked four or two at a time (the clean-decode
+    /// path); only a block that fails the check pays for correction.
+    ///
+    /// # Errors
+    /// [`RsError::BadLength`] as for [`RsCodec::encode_blocks`] (nothing is touched), or the
+    /// error of the first block that does not decode.
+    pub fn decode_blocks(
+        &self,
+        blocks: &mut [u8],
+        n: usize,
+        mut corrected: impl FnMut(usize),
+    ) -> Result<(), RsError> {
+        self.check_blocks(blocks.len(), n)?;
+        let k = n - self.nsym;
+        let mut rest = blocks;
+        while !rest.is_empty() {
+            let group = self.group_len(rest.len() / n);
+            let (words, tail) = rest.split_at_mut((group * n).min(rest.len()));
+            let par: &[[u8; MAX_WIDTH]] = match group {
+                4 => &self.group_parity::<4>(words, n),
+                2 => &self.group_parity::<2>(words, n),
+                _ => {
+                    corrected(self.decode(words)?);
+                    &[]
+                }
+            };
+            for (w, p) in words.chunks_exact_mut(n).zip(par) {
+                if p[..self.nsym] == w[k..] {
+                    corrected(0);
+                } else {
+                    corrected(self.decode(w)?);
+                }
+            }
+            rest = tail;
+        }
         Ok(())
     }
 

@@ -184,6 +184,50 @@ pub(super) unsafe fn split_row_sum_avx2<const V: usize>(
     }
 }
 
+/// [`split_row_sum_avx2`] for `K` coefficient streams of equal length over the same rows
+/// (`K` codewords of one frame): `out[s]` gets the sum for `coefs[s]`. Each 32-byte row chunk
+/// is loaded once and looked up in every stream's table, so a message byte costs `1 + V / K`
+/// loads instead of `1 + V`: the single stream's kernel is bound by loads on CPUs with two
+/// vector loads per cycle (docs/PERFORMANCE.md). The caller keeps `K * V <= 8` (accumulators
+/// in registers).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn split_row_sum_avx2_many<const V: usize, const K: usize>(
+    coefs: [&[u8]; K],
+    rows: &[u8],
+    stride: usize,
+    out: [&mut [u8]; K],
+) {
+    let n = coefs[0].len();
+    assert!(coefs.iter().all(|c| c.len() == n) && out.iter().all(|o| o.len() == 16 * V));
+    assert!(rows_fit(rows, n, stride, 32 * V));
+    let mut acc = [[_mm256_setzero_si256(); V]; K];
+    for r in 0..n {
+        let p = rows.as_ptr().wrapping_add(r * stride);
+        let t = coefs.map(|c| table_pair256(c[r]));
+        for v in 0..V {
+            // SAFETY: row r is below n, so its bytes 32v..32v+32 (v < V) lie inside `rows`
+            // (asserted above); loadu needs no alignment.
+            let x = unsafe { _mm256_loadu_si256(p.add(32 * v).cast()) };
+            for (a, t) in acc.iter_mut().zip(&t) {
+                a[v] = _mm256_xor_si256(a[v], _mm256_shuffle_epi8(*t, x));
+            }
+        }
+    }
+    for (acc, out) in acc.iter().zip(out) {
+        for (v, x) in acc.iter().enumerate() {
+            let sum = _mm_xor_si128(
+                _mm256_castsi256_si128(*x),
+                _mm256_extracti128_si256::<1>(*x),
+            );
+            // SAFETY: `out` has 16 * V bytes (asserted above); storeu needs no alignment.
+            unsafe { _mm_storeu_si128(out.as_mut_ptr().add(16 * v).cast(), sum) };
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // SSSE3
 // ---------------------------------------------------------------------------------------------

@@ -233,15 +233,15 @@ fn emit_blocks(codecs: &mut Codecs, nsym: usize, data: &[u8], out: &mut Vec<u8>)
         out.extend_from_slice(data);
         return;
     }
-    let codec = codecs.get(nsym);
+    let start = out.len();
     for chunk in data.chunks(BLOCK_LEN - nsym) {
-        let start = out.len();
         out.extend_from_slice(chunk);
-        out.resize(start + chunk.len() + nsym, 0);
-        codec
-            .encode_in_place(&mut out[start..])
-            .expect("block length is at most 255");
+        out.resize(out.len() + nsym, 0);
     }
+    codecs
+        .get(nsym)
+        .encode_blocks(&mut out[start..], BLOCK_LEN)
+        .expect("every block holds 1..=255 - nsym data bytes");
 }
 
 /// Appends a data frame to `out`: header, then `payload` and its CRC in blocks.
@@ -262,14 +262,14 @@ pub fn emit_data(codecs: &mut Codecs, h: &DataHeader, payload: &[u8], out: &mut 
         return;
     }
     // Blocks are cut over payload || crc without building that buffer: the CRC joins the
-    // last block.
+    // last block. The data goes in first, a gap of nsym bytes after each block's, then the
+    // frame's blocks are encoded together (two at a time: faster on AVX2-only CPUs).
     let k = BLOCK_LEN - nsym;
-    let codec = codecs.get(nsym);
     let total = payload.len() + CRC_LEN;
+    let start = out.len();
     let mut off = 0;
     while off < total {
         let end = (off + k).min(total);
-        let start = out.len();
         for i in off..end {
             out.push(if i < payload.len() {
                 payload[i]
@@ -277,12 +277,13 @@ pub fn emit_data(codecs: &mut Codecs, h: &DataHeader, payload: &[u8], out: &mut 
                 crc[i - payload.len()]
             });
         }
-        out.resize(start + (end - off) + nsym, 0);
-        codec
-            .encode_in_place(&mut out[start..])
-            .expect("block length is at most 255");
+        out.resize(out.len() + nsym, 0);
         off = end;
     }
+    codecs
+        .get(nsym)
+        .encode_blocks(&mut out[start..], BLOCK_LEN)
+        .expect("every block holds 1..=255 - nsym data bytes");
 }
 
 /// Appends a report frame to `out`.
@@ -372,17 +373,17 @@ pub fn decode_data(
     } else {
         scratch.clear();
         scratch.extend_from_slice(body);
-        let codec = codecs.get(nsym);
-        for block in scratch.chunks_mut(BLOCK_LEN) {
-            match codec.decode(block) {
-                Ok(0) => {}
-                Ok(n) => {
-                    st.blocks_corrected += 1;
-                    st.symbols_corrected += n as u32;
-                    st.worst_block = st.worst_block.max(n as u32);
-                }
-                Err(_) => return Err((FrameError::Failed, st)),
+        let decoded = codecs.get(nsym).decode_blocks(scratch, BLOCK_LEN, |n| {
+            if n > 0 {
+                st.blocks_corrected += 1;
+                st.symbols_corrected += n as u32;
+                st.worst_block = st.worst_block.max(n as u32);
             }
+        });
+        if decoded.is_err() {
+            return Err((FrameError::Failed, st));
+        }
+        for block in scratch.chunks(BLOCK_LEN) {
             payload.extend_from_slice(&block[..block.len() - nsym]);
         }
     }
