@@ -403,25 +403,16 @@ impl RowTable {
             assert!(coefs.iter().all(|c| c.len() == n) && first + n <= self.rows);
             assert!(out.iter().all(|o| o.len() == self.width));
             let rows = &self.bytes.get()[first * self.stride..];
-            // Blocks of 8 / K vectors of 16 output bytes per stream: 8 accumulators.
-            let block = 128 / K;
+            // Blocks of 32 output bytes (two vectors) per stream: at most eight accumulators
+            // and four tables in the sixteen registers (wider blocks spilled).
             let mut out = out;
-            for b in 0..self.width.div_ceil(block) {
-                let span = block * b..(block * b + block).min(self.width);
-                let rows = rows.get(2 * block * b..).unwrap_or_default();
-                let o = out.each_mut().map(|o| &mut o[span.clone()]);
+            for b in 0..self.width / 32 {
+                let o = out.each_mut().map(|o| &mut o[32 * b..32 * b + 32]);
+                let rows = rows.get(64 * b..).unwrap_or_default();
                 // SAFETY: `shares_rows` holds only for `Avx2Shuffle`, which `with_kernel`
-                // makes only after detecting AVX2; the width is a multiple of 32, so a block
-                // has 2 or 4 vectors (4 only when K = 2); the kernel checks that its rows lie
-                // inside `rows`.
-                unsafe {
-                    let stride = self.stride;
-                    match span.len() / 16 {
-                        2 => x86_shuffle::split_row_sum_avx2_many::<2, K>(coefs, rows, stride, o),
-                        4 => x86_shuffle::split_row_sum_avx2_many::<4, K>(coefs, rows, stride, o),
-                        v => unreachable!("no kernel instance for {K} streams of {v} vectors"),
-                    }
-                }
+                // makes only after detecting AVX2; the kernel checks that its rows lie inside
+                // `rows`.
+                unsafe { x86_shuffle::split_row_sum_avx2_many::<2, K>(coefs, rows, self.stride, o) }
             }
             return;
         }
