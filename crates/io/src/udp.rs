@@ -94,24 +94,35 @@ impl UdpPort {
         &self.sock
     }
 
+    /// The socket's receive buffer in bytes as the kernel reports it (0 if unknown).
+    pub fn receive_buffer_bytes(&self) -> usize {
+        receive_buffer(&self.sock)
+    }
+
     /// True while datagrams wait for room in the send buffer.
     pub fn stalled(&self) -> bool {
         !self.out.is_empty()
     }
 
-    /// Receives up to [`BURST`] datagrams and hands each to `feed` with its sender; returns
-    /// how many came.
+    /// Receives up to [`BURST`] datagrams and hands each to `feed` with its sender, those
+    /// for which `first` holds before the others (each group in arrival order); returns how
+    /// many came.
     pub fn receive(
         &mut self,
+        first: impl Fn(&[u8]) -> bool,
         mut feed: impl FnMut(SocketAddr, &mut [u8]),
         note: &mut dyn FnMut(SocketNote<'_>),
     ) -> usize {
         match self.recv.recv(&self.sock) {
             Ok(n) => {
                 self.counts.datagrams_received += n as u64;
-                for i in 0..n {
-                    if let Some((from, d)) = self.recv.datagram(i) {
-                        feed(from, d);
+                for pass in [true, false] {
+                    for i in 0..n {
+                        if let Some((from, d)) = self.recv.datagram(i) {
+                            if first(d) == pass {
+                                feed(from, d);
+                            }
+                        }
                     }
                 }
                 n
@@ -210,16 +221,51 @@ pub fn ip_udp_header_len(to: SocketAddr) -> usize {
     }
 }
 
+/// Sets a socket buffer size: with the `*FORCE` option first, which goes past
+/// `net.core.rmem_max` / `wmem_max` (212,992 bytes on a stock kernel) for a process with
+/// CAP_NET_ADMIN, as the tunnel and the emulator have; else capped by the kernel.
 fn set_buffer(sock: &UdpSocket, opt: libc::c_int, bytes: libc::c_int) {
-    // SAFETY: setsockopt with an int option on our socket; failure only leaves the default.
-    unsafe {
-        libc::setsockopt(
+    let force = if opt == libc::SO_RCVBUF {
+        libc::SO_RCVBUFFORCE
+    } else {
+        libc::SO_SNDBUFFORCE
+    };
+    let set = |opt| {
+        // SAFETY: setsockopt with an int option on our socket; failure only leaves the size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if set(force) != 0 {
+        set(opt);
+    }
+}
+
+/// The socket's receive buffer as the kernel reports it (twice what was set: the kernel
+/// counts its bookkeeping), or 0 if it cannot say.
+fn receive_buffer(sock: &UdpSocket) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt with an int option into a local int of the given length.
+    let r = unsafe {
+        libc::getsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
-            opt,
-            (&bytes as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
+            libc::SO_RCVBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        usize::try_from(v).unwrap_or(0)
+    } else {
+        0
     }
 }
 
@@ -452,6 +498,54 @@ fn send_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_privileged_process_gets_the_buffer_it_asks_for_past_rmem_max() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            assert_ne!(
+                std::env::var("MSLINK_REQUIRE_ROOT").as_deref(),
+                Ok("1"),
+                "MSLINK_REQUIRE_ROOT=1 but not root: SO_RCVBUFFORCE needs CAP_NET_ADMIN"
+            );
+            eprintln!("skipped: not root");
+            return;
+        }
+        let rmem_max: usize = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let ask = 2 * rmem_max.max(1 << 20);
+        let port = UdpPort::new(UdpSocket::bind("127.0.0.1:0").unwrap(), ask, false).unwrap();
+        // The kernel reports twice what was set.
+        assert_eq!(port.receive_buffer_bytes(), 2 * ask, "rmem_max {rmem_max}");
+    }
+
+    #[test]
+    fn datagrams_marked_first_are_handed_over_before_the_rest_of_their_batch() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        let mut port = UdpPort::new(rx, 0, false).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Kind byte 3 is data; the others go first, each group in arrival order.
+        let sent: [&[u8]; 6] = [&[3, 0], &[3, 1], &[1, 2], &[3, 3], &[4, 4], &[3, 5]];
+        for d in sent {
+            tx.send_to(d, to).unwrap();
+        }
+        let mut got = Vec::new();
+        let n = port.receive(
+            |d| d[0] != 3,
+            |from, d| {
+                assert_eq!(from, tx.local_addr().unwrap());
+                got.push(d[1]);
+            },
+            &mut |note| panic!("{note:?}"),
+        );
+        assert_eq!(n, 6);
+        assert_eq!(got, [2, 4, 0, 1, 3, 5]);
+        assert_eq!(port.counts.datagrams_received, 6);
+    }
 
     #[test]
     fn the_path_mtu_to_loopback_is_the_loopback_device_s() {

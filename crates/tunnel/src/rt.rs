@@ -58,7 +58,7 @@ use crate::events::Severity;
 use crate::handshake::Credentials;
 use crate::keys::Key;
 use crate::session::{Tunnel, TunnelStats};
-use crate::wire::{TAG_LEN, TRANSPORT_HEADER_LEN};
+use crate::wire::{Kind, TAG_LEN, TRANSPORT_HEADER_LEN};
 
 /// How often [`Control::snapshot`] is refreshed.
 pub const SNAPSHOT_EVERY: StdDuration = StdDuration::from_millis(20);
@@ -556,6 +556,9 @@ impl Machine for TunnelMachine<'_> {
     }
     fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &mut [u8]) {
         self.tunnel.handle_datagram(now, from, datagram);
+    }
+    fn handled_first(datagram: &[u8]) -> bool {
+        Kind::of(datagram).is_some_and(Kind::is_handshake)
     }
     fn handle_timeout(&mut self, now: Instant) {
         if self.tunnel.poll_timeout().is_some_and(|t| t <= now) {

@@ -85,6 +85,20 @@ impl From<u8> for Kind {
     }
 }
 
+impl Kind {
+    /// The kind of the datagram `bytes` (the first byte), without checking the rest.
+    pub fn of(bytes: &[u8]) -> Option<Kind> {
+        bytes.first().map(|&b| Kind::from(b))
+    }
+
+    /// True for the handshake messages (initiation, response, cookie reply): the driver hands
+    /// them to the session before the data of their batch, so that a batch full of data does
+    /// not delay a handshake (docs/tunnel.md, *Load*).
+    pub fn is_handshake(self) -> bool {
+        matches!(self, Kind::Initiation | Kind::Response | Kind::CookieReply)
+    }
+}
+
 impl From<Kind> for u8 {
     fn from(k: Kind) -> u8 {
         match k {
@@ -376,6 +390,15 @@ pub fn emit_transport_header(receiver: u32, counter: u64, out: &mut [u8]) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn handshake_kinds_are_the_three_handshake_messages() {
+        let first: Vec<u8> = (0..=255u8)
+            .filter(|&b| Kind::of(&[b, 9, 9]).is_some_and(Kind::is_handshake))
+            .collect();
+        assert_eq!(first, [1, 2, 4]);
+        assert_eq!(Kind::of(&[]), None);
+    }
 
     #[test]
     fn transport_fixture() {

@@ -115,6 +115,15 @@ pub trait Machine {
     fn handle_packet(&mut self, now: Instant, device: usize, packet: &[u8]);
     /// A datagram the socket received at `now` from `from`.
     fn handle_datagram(&mut self, _now: Instant, _from: SocketAddr, _datagram: &mut [u8]) {}
+    /// True for a datagram to be handled before the others of its batch (one `recvmmsg` of
+    /// up to [`crate::udp::BURST`]): the tunnel's handshake messages, so that a batch of data
+    /// does not hold up the answer a handshake waits for.
+    fn handled_first(_datagram: &[u8]) -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
     /// Runs what is due at `now` (called every turn; nothing due does nothing).
     fn handle_timeout(&mut self, now: Instant);
     /// The next deadline, if any.
@@ -436,6 +445,7 @@ impl<D: Device> Loop<'_, D> {
         let now = self.clock.now();
         let mut notes = Vec::new();
         let n = sock.receive(
+            M::handled_first,
             |from, d| machine.handle_datagram(now, from, d),
             &mut |note| notes.push(format_socket_note(note)),
         );
