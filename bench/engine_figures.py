@@ -7,7 +7,7 @@ value and whether each is met, then every Reed-Solomon code and operation by ker
 (CPU model, the SIMD flags that pick the kernels, vCPUs, kernel, rustc, commit) heads the
 table, so a figure never loses the machine it comes from.
 
-    python3 bench/engine_figures.py              # benchmark (about 9 minutes), then write
+    python3 bench/engine_figures.py              # benchmark (about 15 minutes), then write
     python3 bench/engine_figures.py --no-run     # write from target/criterion as it is
     python3 bench/engine_figures.py --check      # exit 1 if a target is not met
 
