@@ -661,6 +661,38 @@ impl RsCodec {
         }
     }
 
+    /// Hands each codeword of `blocks` (every `n` bytes, the last piece possibly shorter) to
+    /// `each` in order with the parity of its message part: computed for groups of full
+    /// codewords together where the kernel gains from it ([`RsCodec::group_len`]), else one
+    /// by one. Stops at the first error of `each`.
+    fn for_each_block(
+        &self,
+        blocks: &mut [u8],
+        n: usize,
+        mut each: impl FnMut(&mut [u8], &[u8]) -> Result<(), RsError>,
+    ) -> Result<(), RsError> {
+        self.check_blocks(blocks.len(), n)?;
+        let mut rest = blocks;
+        while !rest.is_empty() {
+            let group = self.group_len(rest.len() / n);
+            let (words, tail) = rest.split_at_mut((group * n).min(rest.len()));
+            let mut one = [[0u8; MAX_WIDTH]; 1];
+            let par: &[[u8; MAX_WIDTH]] = match group {
+                4 => &self.group_parity::<4>(words, n),
+                2 => &self.group_parity::<2>(words, n),
+                _ => {
+                    self.parity_into(&words[..words.len() - self.nsym], &mut one[0]);
+                    &one
+                }
+            };
+            for (w, p) in words.chunks_mut(n).zip(par) {
+                each(w, &p[..self.nsym])?;
+            }
+            rest = tail;
+        }
+        Ok(())
+    }
+
     /// Encodes the consecutive codewords of `blocks` in place: every `n` bytes are one
     /// codeword (message, then `nsym` parity bytes to be filled), and the last piece may be
     /// shorter (a shortened codeword), as the RS service lays out a frame
@@ -672,26 +704,11 @@ impl RsCodec {
     /// [`RsError::BadLength`] if `n` or the last piece's length is not a codeword length
     /// (`nsym..=255`); nothing is written then.
     pub fn encode_blocks(&self, blocks: &mut [u8], n: usize) -> Result<(), RsError> {
-        self.check_blocks(blocks.len(), n)?;
-        let k = n - self.nsym;
-        let mut rest = blocks;
-        while !rest.is_empty() {
-            let group = self.group_len(rest.len() / n);
-            let (words, tail) = rest.split_at_mut((group * n).min(rest.len()));
-            let par: &[[u8; MAX_WIDTH]] = match group {
-                4 => &self.group_parity::<4>(words, n),
-                2 => &self.group_parity::<2>(words, n),
-                _ => {
-                    self.encode_in_place(words)?;
-                    &[]
-                }
-            };
-            for (w, p) in words.chunks_exact_mut(n).zip(par) {
-                w[k..].copy_from_slice(&p[..self.nsym]);
-            }
-            rest = tail;
-        }
-        Ok(())
+        self.for_each_block(blocks, n, |word, parity| {
+            let k = word.len() - parity.len();
+            word[k..].copy_from_slice(parity);
+            Ok(())
+        })
     }
 
     /// Decodes the consecutive codewords of `blocks` (laid out as for
@@ -710,30 +727,15 @@ impl RsCodec {
         n: usize,
         mut corrected: impl FnMut(usize),
     ) -> Result<(), RsError> {
-        self.check_blocks(blocks.len(), n)?;
-        let k = n - self.nsym;
-        let mut rest = blocks;
-        while !rest.is_empty() {
-            let group = self.group_len(rest.len() / n);
-            let (words, tail) = rest.split_at_mut((group * n).min(rest.len()));
-            let par: &[[u8; MAX_WIDTH]] = match group {
-                4 => &self.group_parity::<4>(words, n),
-                2 => &self.group_parity::<2>(words, n),
-                _ => {
-                    corrected(self.decode(words)?);
-                    &[]
-                }
-            };
-            for (w, p) in words.chunks_exact_mut(n).zip(par) {
-                if p[..self.nsym] == w[k..] {
-                    corrected(0);
-                } else {
-                    corrected(self.decode(w)?);
-                }
-            }
-            rest = tail;
-        }
-        Ok(())
+        self.for_each_block(blocks, n, |word, parity| {
+            let k = word.len() - parity.len();
+            corrected(if word[k..] == *parity {
+                0
+            } else {
+                self.decode(word)?
+            });
+            Ok(())
+        })
     }
 
     /// The residue `c(x) mod g(x)` of `codeword` (all zero for a codeword) in `out[..nsym]`,
