@@ -5,7 +5,7 @@
 #     available kernel against the scalar codec and against reedsolo's codewords), and
 #   * `cargo bench -p mslink-link --bench rs` (the same criterion binary, run in the guest).
 # The guest's /proc/cpuinfo model name and flags are printed first, so every figure names the
-# CPU it ran on. Output: the guest's console, also kept in $OUT (default bench-rs-guest.log).
+# CPU it ran on. Output: the guest's console, also kept in $OUT (default target/rs-guest.log).
 #
 #   bench/rs_guest.sh                      # every code
 #   bench/rs_guest.sh 'RS\(255,223\)'      # a criterion filter
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FILTER=${1:-}
-OUT=${OUT:-bench-rs-guest.log}
+OUT=${OUT:-target/rs-guest.log}
 MEASURE=${MEASURE:-3}
 # ACCEL=kvm (default): the figures are this machine's cores. ACCEL=tcg: QEMU's emulated "max"
 # CPU (AVX2, no GFNI, no AVX-512) where KVM cannot boot a stock kernel (e.g. a nested KVM that
@@ -98,6 +98,7 @@ for f in avx512f avx512dq avx512cd avx512bw avx512vl avx512ifma avx512vbmi avx51
     off="$off,-$f"
 done
 if [ "$ACCEL" = kvm ]; then cpu="host,-$off"; else cpu=${CPU:-max}; fi
+mkdir -p "$(dirname "$OUT")"
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-); guest: -accel $ACCEL -cpu $cpu" | tee "$OUT"
 # Emulated, the tests take about 20 s; a benchmark of every code under KVM about 10 minutes.
 if [ "$ACCEL" = kvm ]; then limit=3600; else limit=600; fi
