@@ -263,7 +263,7 @@ pub fn emit_data(codecs: &mut Codecs, h: &DataHeader, payload: &[u8], out: &mut 
     }
     // Blocks are cut over payload || crc without building that buffer: the CRC joins the
     // last block. The data goes in first, a gap of nsym bytes after each block's, then the
-X
+    // frame's blocks are encoded together (in fours and twos: faster on AVX2-only CPUs).
     let k = BLOCK_LEN - nsym;
     let total = payload.len() + CRC_LEN;
     let start = out.len();
