@@ -182,3 +182,47 @@ fn two_transfers_share_a_congested_bottleneck() {
     let jain = (x + y).powi(2) / (2.0 * (x * x + y * y));
     assert!(jain >= 0.9, "{x} vs {y}: {jain}");
 }
+
+/// A 10 Mbit/s hop of 25 ms each way (1500-byte packets, one Raw service) carrying a
+/// Linux-like transfer for `secs` seconds with both socket buffers `buffer` bytes.
+fn srtt_run(buffer: u64, secs: f64, cc: &str) -> FlowResult {
+    run_flow(&format!(
+        "[sim]\nduration_s = {secs}\ndrain_s = 0\n\
+         [[segment]]\nkind = \"wireless\"\nrate_bps = 10000000\ndelay_ms = 25\nframe_bytes = 1504\n\
+         error = {{ model = \"perfect\" }}\n\
+         [segment.link]\nmtu = 1500\n[[segment.link.service]]\nname = \"tcp\"\nscheme = \"raw\"\n\
+         [[flow]]\nname = \"ftp\"\napp = \"ftp\"\nfrom = 0\nto = 1\nsize_bytes = 1000000000\n\
+         [flow.tcp]\nvariant = \"sack\"\ncongestion_control = \"{cc}\"\nrecv_buffer_bytes = {buffer}\n\
+         send_buffer_bytes = {buffer}\n"
+    ))
+}
+
+/// An `ftp` flow's delay percentiles are those of its SRTT read every 100 ms. With a window
+/// (16 KB) below the path's bandwidth-delay product (62.5 KB) no queue builds, so every
+/// reading is the 50 ms propagation plus a segment's and an ACK's transmission time (1.2 ms
+/// and 0.04 ms) plus at most a delayed ACK's 40 ms wait. With a window of 4 MB Reno slow
+/// starts into the 1000-packet queue (1.2 s at 10 Mbit/s): the SRTT follows the queue as it
+/// fills and drains, so the readings spread (95th percentile 1.5 times the median or more),
+/// all above the propagation time. A run shorter than the first reading reports none.
+#[test]
+fn an_ftp_flows_delay_percentiles_are_its_srtt_read_every_100_ms() {
+    let f = srtt_run(16_384, 10.0, "reno");
+    let (p50, p95, p99) = (f.delay_p50_s, f.delay_p95_s, f.delay_p99_s);
+    eprintln!("window-limited: p50 {p50} p95 {p95} p99 {p99}");
+    assert!((0.0512..=0.0512 * 1.02 + 0.040).contains(&p50), "{p50}");
+    assert!(
+        p50 <= p95 && p95 <= p99 && p99 <= (0.0512 + 0.040) * 1.02,
+        "{p95} {p99}"
+    );
+
+    let f = srtt_run(4 << 20, 10.0, "reno");
+    let (p50, p95) = (f.delay_p50_s, f.delay_p95_s);
+    eprintln!("queue-filling: p50 {p50} p95 {p95}");
+    assert!(p50 > 0.1 && p95 > 1.5 * p50, "{p50} {p95}");
+
+    let f = srtt_run(16_384, 0.09, "reno");
+    assert_eq!(
+        (f.delay_p50_s, f.delay_p95_s, f.delay_p99_s),
+        (0.0, 0.0, 0.0)
+    );
+}

@@ -65,6 +65,17 @@ pub fn t975(df: f64) -> f64 {
     }
 }
 
+/// Percentile `p` (0 to 1) of `sorted` (increasing): the value at rank floor(p (n - 1)), the
+/// lower of the two nearest order statistics, so every percentile is an observed value; NaN
+/// for no values. One rule for every exact percentile mslink reports (a flow's delays, the
+/// kernel's SRTT readings in `mslink validate`).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n => sorted[((p.clamp(0.0, 1.0) * (n - 1) as f64) as usize).min(n - 1)],
+    }
+}
+
 /// Mean, standard deviation and 95% interval of `xs`.
 pub fn estimate(xs: &[f64]) -> Estimate {
     let n = xs.len();
@@ -181,6 +192,17 @@ pub fn paired_ratio(a: &[f64], b: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percentile_is_the_lower_nearest_order_statistic() {
+        let xs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        // ranks floor(0.5 * 9) = 4, floor(0.95 * 9) = 8, 0 and 9.
+        assert_eq!(percentile(&xs, 0.5), 5.0);
+        assert_eq!(percentile(&xs, 0.95), 9.0);
+        assert_eq!((percentile(&xs, 0.0), percentile(&xs, 1.0)), (1.0, 10.0));
+        assert_eq!(percentile(&[4.0], 0.99), 4.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
 
     #[test]
     fn t_quantiles_match_the_published_table() {

@@ -154,8 +154,10 @@ pub fn netstat(text: &str, name: &str) -> Option<f64> {
     None
 }
 
-/// A row from iperf3's JSON document (`-J`) and the namespace's netstat after it.
-pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, f64, f64)> {
+/// A row from iperf3's JSON document (`-J`) and the namespace's netstat after it: goodput,
+/// retransmitted share, timeouts, and the median and 95th percentile of the SRTT read at the
+/// end of each interval (ms; NaN when the document has no interval with an RTT).
+pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, f64, [f64; 2])> {
     if let Some(e) = doc.get("error").and_then(|e| e.as_str()) {
         bail!("iperf3: {e}");
     }
@@ -167,10 +169,26 @@ pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, 
     let bytes = num(doc, "end.sum_received.bytes").context("no end.sum_received.bytes")?;
     let retx = num(doc, "end.sum_sent.retransmits").context("no end.sum_sent.retransmits")?;
     let mss = num(doc, "start.tcp_mss_default").unwrap_or(1448.0);
-    let rtt_us = num(doc, "end.streams.0.sender.mean_rtt").unwrap_or(f64::NAN);
     let segments = (bytes / mss).ceil() + retx;
     let timeouts = netstat(netstat_text, "TCPTimeouts").unwrap_or(f64::NAN);
-    Ok((goodput, retx / segments.max(1.0), timeouts, rtt_us / 1000.0))
+    // The sender's `tcpi_rtt` (µs) at the end of each interval; 0 before its first sample.
+    let mut srtt: Vec<f64> = doc
+        .get("intervals")
+        .and_then(|i| i.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.pointer("/streams/0/rtt")?.as_f64())
+        .filter(|&us| us > 0.0)
+        .map(|us| us / 1000.0)
+        .collect();
+    srtt.sort_by(f64::total_cmp);
+    let p = |q| mslink_stats::percentile(&srtt, q);
+    Ok((
+        goodput,
+        retx / segments.max(1.0),
+        timeouts,
+        [p(0.5), p(0.95)],
+    ))
 }
 
 /// Every real transfer of `o`, one after the other, in (link, control, repetition) order.
@@ -258,7 +276,7 @@ fn row_from_files(stem: &Path, li: usize, cc: Cc, rep: u32) -> Result<Row> {
 /// The row of one transfer from its iperf3 document `doc` and the netstat snapshot beside it.
 fn row_from_doc(doc: &serde_json::Value, stem: &Path, li: usize, cc: Cc, rep: u32) -> Result<Row> {
     let nstext = std::fs::read_to_string(stem.with_extension("netstat")).unwrap_or_default();
-    let (goodput_bps, retrans_rate, timeouts, rtt_mean_ms) = row_of(doc, &nstext)?;
+    let (goodput_bps, retrans_rate, timeouts, [srtt_p50_ms, srtt_p95_ms]) = row_of(doc, &nstext)?;
     Ok(Row {
         link: li,
         cc,
@@ -267,7 +285,8 @@ fn row_from_doc(doc: &serde_json::Value, stem: &Path, li: usize, cc: Cc, rep: u3
         goodput_bps,
         retrans_rate,
         timeouts,
-        rtt_mean_ms,
+        srtt_p50_ms,
+        srtt_p95_ms,
     })
 }
 
@@ -278,7 +297,7 @@ fn transfer(o: &Options, exe: &Path, li: usize, link: &Link, cc: Cc, rep: u32) -
         .with_context(|| format!("writing {}", lf.display()))?;
     let (json, ns) = (stem.with_extension("json"), stem.with_extension("netstat"));
     let left = format!(
-        "sleep 0.5; iperf3 -c $MSLINK_RIGHT -t {secs} -C {cc} -J > {json}; cat /proc/net/netstat > {ns}",
+        "sleep 0.5; iperf3 -c $MSLINK_RIGHT -t {secs} -i 0.1 -C {cc} -J > {json}; cat /proc/net/netstat > {ns}",
         secs = o.seconds,
         cc = cc.name(),
         json = json.display(),
@@ -294,17 +313,22 @@ mod tests {
 
     #[test]
     fn an_iperf3_document_and_netstat_make_a_row() {
+        // Readings of 0 (before the first RTT sample) are none; of the four others (20, 21,
+        // 25, 90 ms) ranks floor(0.5 * 3) = 1 and floor(0.95 * 3) = 2.
+        let intervals = [0, 21000, 25000, 20000, 90000]
+            .map(|rtt| serde_json::json!({"streams": [{"rtt": rtt}]}));
         let doc: serde_json::Value = serde_json::json!({
             "start": {"tcp_mss_default": 1448},
             "end": {
                 "sum_sent": {"bytes": 29000000.0, "retransmits": 100},
                 "sum_received": {"bytes": 14480000.0, "bits_per_second": 5.6e6},
                 "streams": [{"sender": {"mean_rtt": 25000}}]
-            }
+            },
+            "intervals": intervals,
         });
         let ns = "TcpExt: SyncookiesSent TCPTimeouts X\nTcpExt: 0 3 9\nIpExt: A\nIpExt: 1\n";
-        let (g, r, t, rtt) = row_of(&doc, ns).unwrap();
-        assert_eq!((g, t, rtt), (5.6e6, 3.0, 25.0));
+        let (g, r, t, srtt) = row_of(&doc, ns).unwrap();
+        assert_eq!((g, t, srtt), (5.6e6, 3.0, [21.0, 25.0]));
         assert!((r - 100.0 / 10_100.0).abs() < 1e-12);
         let err = row_of(&serde_json::json!({"error": "unable to connect"}), "").unwrap_err();
         assert!(err.to_string().contains("unable to connect"));

@@ -222,9 +222,11 @@ pub struct Row {
     /// Retransmission timeouts (the simulator's count; the kernel's is not in iperf3's
     /// document: NaN).
     pub timeouts: f64,
-    /// The sender's mean smoothed RTT, ms (iperf3's `mean_rtt`; NaN for the simulator, which
-    /// does not report RTT samples yet).
-    pub rtt_mean_ms: f64,
+    /// Median of the sender's smoothed RTT read every 100 ms, ms: the kernel's `tcpi_rtt` at
+    /// the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks.
+    pub srtt_p50_ms: f64,
+    /// 95th percentile of the same readings, ms.
+    pub srtt_p95_ms: f64,
 }
 
 /// What the simulator is given to match the kernel, and how: printed above the table.

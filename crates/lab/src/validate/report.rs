@@ -29,8 +29,10 @@ pub struct Summary {
     pub retrans: [Estimate; 2],
     /// Timeouts per transfer: simulated, real.
     pub timeouts: [Estimate; 2],
-    /// Real mean RTT, ms.
-    pub rtt_ms: Estimate,
+    /// Median SRTT read every 100 ms, ms: simulated, real (mean over the repetitions).
+    pub srtt_p50: [Estimate; 2],
+    /// 95th percentile of the same, ms: simulated, real.
+    pub srtt_p95: [Estimate; 2],
     /// Goodput sim / real and the half-width of its 95% interval.
     pub ratio: (f64, f64),
 }
@@ -74,7 +76,8 @@ fn summaries(links: &[Link], rows: &[Row]) -> Vec<Summary> {
                 goodput,
                 retrans: both(|r| r.retrans_rate),
                 timeouts: both(|r| r.timeouts),
-                rtt_ms: of(Side::Real, |r| r.rtt_mean_ms),
+                srtt_p50: both(|r| r.srtt_p50_ms),
+                srtt_p95: both(|r| r.srtt_p95_ms),
             }
         })
         .collect()
@@ -167,7 +170,7 @@ pub fn report(
 /// runs.csv: one line per transfer, the link's settings and what was measured, numbers only.
 fn runs_csv(links: &[Link], rows: &[Row]) -> String {
     let mut csv = String::from(
-        "rate_bps,rtt_ms,loss,burst_frames,cc,side,rep,goodput_bps,retrans_rate,timeouts,rtt_mean_ms\n",
+        "rate_bps,rtt_ms,loss,burst_frames,cc,side,rep,goodput_bps,retrans_rate,timeouts,srtt_p50_ms,srtt_p95_ms\n",
     );
     for r in rows {
         let l = &links[r.link];
@@ -177,7 +180,7 @@ fn runs_csv(links: &[Link], rows: &[Row]) -> String {
         };
         let _ = writeln!(
             csv,
-            "{},{},{loss},{burst},{},{},{},{},{},{},{}",
+            "{},{},{loss},{burst},{},{},{},{},{},{},{},{}",
             l.rate_bps,
             l.rtt_ms,
             r.cc.name(),
@@ -186,7 +189,8 @@ fn runs_csv(links: &[Link], rows: &[Row]) -> String {
             r.goodput_bps,
             r.retrans_rate,
             r.timeouts,
-            r.rtt_mean_ms
+            r.srtt_p50_ms,
+            r.srtt_p95_ms
         );
     }
     csv
@@ -224,13 +228,16 @@ fn markdown(
     }
     let _ = writeln!(
         md,
-        "\nMean ± 95% interval (Student t) over the repetitions; ratio = sim / real goodput with its 95% interval (delta method).\n"
+        "\nMean ± 95% interval (Student t) over the repetitions; ratio = sim / real goodput with its 95% interval (delta method). SRTT p50 and p95: percentiles of the sender's smoothed RTT read every 100 ms of a transfer (the kernel's `tcpi_rtt` at the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks), averaged over the repetitions.\n"
     );
     let _ = writeln!(
         md,
-        "| link | cc | real Mbit/s | sim Mbit/s | sim/real | verdict | real retx % | sim retx % | real RTOs | sim RTOs | real RTT ms |"
+        "| link | cc | real Mbit/s | sim Mbit/s | sim/real | verdict | real retx % | sim retx % | real RTOs | sim RTOs | real SRTT p50 ms | sim SRTT p50 ms | real SRTT p95 ms | sim SRTT p95 ms |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for s in sums {
         md.push_str(&table_row(links, s));
     }
@@ -251,7 +258,7 @@ fn markdown(
 /// without real transfers), retransmissions, timeouts and the real RTT.
 fn table_row(links: &[Link], s: &Summary) -> String {
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
         links[s.link].label(),
         s.cc.name(),
         pm(&s.goodput[1], 1e-6, 2),
@@ -270,7 +277,10 @@ fn table_row(links: &[Link], s: &Summary) -> String {
         pm(&s.retrans[0], 100.0, 2),
         pm(&s.timeouts[1], 1.0, 1),
         pm(&s.timeouts[0], 1.0, 1),
-        pm(&s.rtt_ms, 1.0, 1),
+        pm(&s.srtt_p50[1], 1.0, 1),
+        pm(&s.srtt_p50[0], 1.0, 1),
+        pm(&s.srtt_p95[1], 1.0, 1),
+        pm(&s.srtt_p95[0], 1.0, 1),
     )
 }
 
@@ -322,7 +332,8 @@ mod tests {
             goodput_bps: g,
             retrans_rate: 0.01,
             timeouts: 0.0,
-            rtt_mean_ms: if side == Side::Real { 21.0 } else { f64::NAN },
+            srtt_p50_ms: if side == Side::Real { 21.0 } else { 22.0 },
+            srtt_p95_ms: 30.0 + f64::from(rep),
         }
     }
 
@@ -366,6 +377,8 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("outside 10%"));
+        // Both sides' SRTT percentiles: p50 21 real, 22 sim; p95 30 and 31 on each side.
+        assert!(md.contains("| 21.0 ± 0.0 | 22.0 ± 0.0 | 30.5 ± "), "{md}");
         let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
         assert_eq!(csv.lines().count(), 5);
         assert!(files.iter().any(|f| f.ends_with("goodput.svg")));

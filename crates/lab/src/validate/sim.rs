@@ -76,7 +76,9 @@ pub fn run(
             goodput_bps: f.throughput_bps,
             retrans_rate: f.retransmits as f64 / (f.sent as f64).max(1.0),
             timeouts: f.timeouts as f64,
-            rtt_mean_ms: f64::NAN,
+            // An ftp flow's delay percentiles are its SRTT's, read every 100 ms.
+            srtt_p50_ms: f.delay_p50_s * 1e3,
+            srtt_p95_ms: f.delay_p95_s * 1e3,
         })
     });
     progress.done();

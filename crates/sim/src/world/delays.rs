@@ -47,7 +47,7 @@ pub(crate) struct DelaySummary {
 }
 
 /// The delays of one flow.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Delays {
     n: u64,
     sum: f64,
@@ -120,7 +120,7 @@ impl Delays {
         }
         let q = |p: f64| match &self.sketch {
             Some(sk) => sk.quantile(p).ok().flatten().unwrap_or(0.0),
-            None => sorted[(p * (sorted.len() - 1) as f64) as usize],
+            None => mslink_stats::percentile(&sorted, p),
         };
         DelaySummary {
             mean_s: mean,

@@ -12,7 +12,8 @@
 //! (each further factor of 13 adds a block, up to [`super::delays::MAX_HEAP_BYTES`], 4 KiB;
 //! counting that for every flow would put a million-flow estimate five times over the run), a
 //! `cbr` flow's talk-spurt state and random stream, and a TCP flow's
-//! connection state and window of packets in flight.
+//! connection state, window of packets in flight and SRTT readings (as a datagram flow's
+//! delays, one reading per 100 ms of the run).
 //! [`SERIES_POINT_BYTES`] is what each moving-window point of a flow costs while the run goes
 //! (the sink's byte counter) and [`result_point_bytes`] what it costs in the results. Heap
 //! blocks are counted as glibc's allocator rounds them ([`heap_block`]).
@@ -55,7 +56,11 @@ pub(crate) fn flow_state_bytes(f: &Flow, name_len: usize, duration_s: f64) -> u6
         + size_of::<Option<Box<TcpFlow>>>()
         + size_of::<Option<Box<WwwFlow>>>();
     let own = match f.app {
-        AppKind::Ftp => heap_block(size_of::<TcpFlow>()) + tcp_connection_bytes(f),
+        AppKind::Ftp => {
+            heap_block(size_of::<TcpFlow>())
+                + tcp_connection_bytes(f)
+                + delays_bytes(srtt_ticks(f, duration_s))
+        }
         // A request and a reply connection (`www.rs`).
         AppKind::Www => heap_block(size_of::<WwwFlow>()) + 2 * tcp_connection_bytes(f),
         AppKind::Cbr => heap_block(size_of::<Talk>()) + datagram_sink_bytes(f, duration_s),
@@ -76,12 +81,23 @@ fn datagram_sink_bytes(f: &Flow, duration_s: f64) -> u64 {
     } else {
         f.rate_bps * (stop - f.start_s).max(0.0) / (8 * f.packet_bytes) as f64
     };
-    let delays = if packets <= delays::EXACT as f64 {
+    heap_block(arrivals::MAX_HEAP_BYTES) + delays_bytes(packets)
+}
+
+/// The heap of [`delays::Delays`] given `n` values: the exact list up to
+/// [`delays::EXACT`], else the sketch with one block of bins.
+fn delays_bytes(n: f64) -> u64 {
+    if n <= delays::EXACT as f64 {
         heap_block(delays::EXACT * size_of::<f64>())
     } else {
         heap_block(delays::MAX_HEAP_BYTES[0]) + heap_block(delays::BLOCK_BYTES)
-    };
-    heap_block(arrivals::MAX_HEAP_BYTES) + delays
+    }
+}
+
+/// The SRTT readings an `ftp` flow takes at most (`ftp.rs`): one per tick from its start to
+/// the run's end (a transfer that finishes earlier takes fewer).
+fn srtt_ticks(f: &Flow, duration_s: f64) -> f64 {
+    (duration_s - f.start_s).max(0.0) / super::ftp::SRTT_TICK.as_secs_f64()
 }
 
 /// The heap of one TCP connection at its largest: a full window of segments in flight (each

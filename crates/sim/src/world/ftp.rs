@@ -17,9 +17,17 @@
 //! carries data. The flow still completes when its last byte arrives (the time reported); a
 //! run of transfers waits for each connection to close as well (both FINs acknowledged), so
 //! the close is on the capture and in the sender's `closed` counter.
+//!
+//! The sender's smoothed RTT is read every [`SRTT_TICK`] from the flow's start to its last
+//! byte (or the run's end), as iperf3 `-i 0.1` reads the kernel's `tcpi_rtt` at the end of
+//! each interval: the value at tick t is the SRTT after the last ACK before t (ticks before
+//! the first RTT sample have none and are skipped). The results give its 50th, 95th and 99th
+//! percentiles in the delay percentile columns (`mslink validate` sets them beside the
+//! kernel's), in memory that does not grow with the run (`delays.rs`).
 
-use mslink_link::Instant;
+use mslink_link::{Duration, Instant};
 
+use super::delays::Delays;
 use super::{Ev, FlowResult, World};
 use crate::packet;
 use crate::tcp::segment::{self, Endpoints, WireSegment};
@@ -44,7 +52,13 @@ pub(super) struct TcpFlow {
     handshake: bool,
     /// Whether this flow has been counted off `tcp_left`.
     finished: bool,
+    /// The sender's SRTT at each [`SRTT_TICK`] so far, and the next tick.
+    srtt: Delays,
+    next_tick: Instant,
 }
+
+/// How often a flow's SRTT is read for its percentiles (iperf3's shortest interval).
+pub(crate) const SRTT_TICK: Duration = Duration::from_millis(100);
 
 impl TcpFlow {
     /// The connection of flow `i`.
@@ -74,6 +88,20 @@ impl TcpFlow {
             malformed: 0,
             handshake: f.tcp.handshake,
             finished: false,
+            srtt: Delays::default(),
+            next_tick: start + SRTT_TICK,
+        }
+    }
+
+    /// Reads the sender's SRTT into `into` at every tick up to and including `now` (before
+    /// an ACK that arrives at `now` changes it).
+    fn read_srtt(sender: &Sender, next_tick: &mut Instant, into: &mut Delays, now: Instant) {
+        let srtt = sender.rto().srtt().map(|d| d.as_secs_f64());
+        while *next_tick <= now {
+            if let Some(s) = srtt {
+                into.add(s);
+            }
+            *next_tick += SRTT_TICK;
         }
     }
 
@@ -113,6 +141,12 @@ impl TcpFlow {
         let last = self.done_at.unwrap_or(end);
         let duration = last.saturating_since(self.start).as_secs_f64();
         let bytes = self.receiver.rcv_nxt();
+        // The ticks from the last ACK to the flow's last byte (or the run's end) read the
+        // SRTT that ACK left.
+        let mut srtt = self.srtt.clone();
+        let mut tick = self.next_tick;
+        Self::read_srtt(&self.sender, &mut tick, &mut srtt, last);
+        let srtt = srtt.summary();
         FlowResult {
             flow: name.to_string(),
             app: "ftp".into(),
@@ -141,14 +175,17 @@ impl TcpFlow {
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
             delay_std_s: self.sender.rto().rttvar().as_secs_f64(),
+            delay_p50_s: srtt.p50_s,
+            delay_p95_s: srtt.p95_s,
+            delay_p99_s: srtt.p99_s,
             playback_miss_rate: 0.0,
             retransmits: s.retransmits,
             timeouts: s.timeouts,
             completed: self.done_at.is_some(),
             malformed: self.malformed,
             transactions: 0,
-            // Delay percentiles and jitter are of datagram flows' one-way delays; a TCP flow
-            // reports its sender's SRTT and RTTVAR above.
+            // A TCP flow reports its sender's SRTT and RTTVAR at the end and the percentiles
+            // of its SRTT read every tick; the smallest delay and jitter are datagram flows'.
             ..FlowResult::default()
         }
     }
@@ -268,6 +305,7 @@ impl World<'_, '_> {
             }
         } else if !data && node == t.from {
             let seg = w.to_segment(0, t.sender.snd_una(), shift);
+            TcpFlow::read_srtt(&t.sender, &mut t.next_tick, &mut t.srtt, now);
             t.sender.handle_ack(now, &seg);
         } else {
             t.malformed += 1;

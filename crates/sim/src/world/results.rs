@@ -40,18 +40,20 @@ pub struct FlowResult {
     pub throughput_bps: f64,
     /// 1 - received / (sent - unsent).
     pub loss_rate: f64,
-    /// Mean one-way delay, seconds.
+    /// Mean one-way delay, seconds (TCP: the sender's SRTT at the end).
     pub delay_mean_s: f64,
-    /// Standard deviation of the delay, seconds.
+    /// Standard deviation of the delay, seconds (TCP: the sender's RTTVAR at the end).
     pub delay_std_s: f64,
     /// Smallest delay of any packet, seconds (UDP; a ping's is its minimum round trip, 001
     /// §III.A; TCP: 0).
     pub delay_min_s: f64,
-    /// Median one-way delay, seconds (UDP; within 1%: `world/delays.rs`; TCP: 0).
+    /// Median one-way delay, seconds (UDP; within 1%: `world/delays.rs`; an `ftp` flow: the
+    /// median of its sender's SRTT read every 100 ms, as iperf3 `-i 0.1` reads the kernel's,
+    /// `world/ftp.rs`; WWW: 0).
     pub delay_p50_s: f64,
-    /// 95th percentile of the one-way delay, seconds (UDP; TCP: 0).
+    /// 95th percentile of the one-way delay, seconds (UDP; `ftp`: of the SRTT, as above).
     pub delay_p95_s: f64,
-    /// 99th percentile of the one-way delay, seconds (UDP; TCP: 0).
+    /// 99th percentile of the one-way delay, seconds (UDP; `ftp`: of the SRTT, as above).
     pub delay_p99_s: f64,
     /// Interarrival jitter of RFC 3550 §6.4.1 at the end of the run, seconds (UDP; TCP: 0).
     pub jitter_s: f64,
