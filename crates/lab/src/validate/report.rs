@@ -251,6 +251,48 @@ fn markdown(
         counts[1],
         counts[2]
     );
+    md.push_str(&not_within(links, sums));
+    md
+}
+
+/// The section of report.md on the points with real transfers that are not within 10%: the
+/// mean ratio, whether it lies in the band, and each side's spread (half-width of its
+/// goodput's 95% interval over its mean), which says whether more transfers could decide it.
+fn not_within(links: &[Link], sums: &[Summary]) -> String {
+    let open: Vec<&Summary> = sums
+        .iter()
+        .filter(|s| s.goodput[1].n > 0 && s.verdict() != "within 10%")
+        .collect();
+    if open.is_empty() {
+        return String::new();
+    }
+    let spread = |e: &Estimate| {
+        if e.half.is_finite() && e.mean > 0.0 {
+            format!("{:.1}", 100.0 * e.half / e.mean)
+        } else {
+            "-".into()
+        }
+    };
+    let mut md = String::from(
+        "\n## The points not within 10%\n\nA side's spread is the half-width of its goodput's 95% interval over its mean. Where the mean ratio lies in [0.9, 1.1] and the interval does not, the transfers' own spread leaves the point undecided (more or longer transfers decide it); where the mean lies outside, the simulator differs by more than its mean's distance from the band.\n\n| link | cc | sim/real | verdict | mean in [0.9, 1.1] | real spread % | sim spread % |\n|---|---|---|---|---|---|---|\n",
+    );
+    for s in open {
+        let (r, h) = s.ratio;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {r:.2} ± {h:.2} | {} | {} | {} | {} |",
+            links[s.link].label(),
+            s.cc.name(),
+            s.verdict(),
+            if (0.9..=1.1).contains(&r) {
+                "yes"
+            } else {
+                "no"
+            },
+            spread(&s.goodput[1]),
+            spread(&s.goodput[0]),
+        );
+    }
     md
 }
 
@@ -377,6 +419,14 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("outside 10%"));
+        // The point outside is listed with its mean ratio out of the band and both spreads
+        // (real 5.61 ± 0.127 Mbit/s: 2.3%; sim 4.005 ± 0.064: 1.6%).
+        assert!(
+            md.contains(
+                "| 10 Mbit/s, 20 ms, 1% | reno | 0.71 ± 0.02 | outside 10% | no | 2.3 | 1.6 |"
+            ),
+            "{md}"
+        );
         // Both sides' SRTT percentiles: p50 21 real, 22 sim; p95 30 and 31 on each side.
         assert!(md.contains("| 21.0 ± 0.0 | 22.0 ± 0.0 | 30.5 ± "), "{md}");
         let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
