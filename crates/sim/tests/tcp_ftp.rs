@@ -226,3 +226,49 @@ fn an_ftp_flows_delay_percentiles_are_its_srtt_read_every_100_ms() {
         (0.0, 0.0, 0.0)
     );
 }
+
+/// `stop_s` ends an `ftp` flow's measurement as iperf3's receiver ends its own: at 1 Mbit/s
+/// with a 1000-packet queue (12 s) and no loss, Reno's slow start fills seconds of queue by
+/// the 10-s stop, and what was sent before the stop keeps arriving until the first segment
+/// sent after it does. So the flow is measured past 10 s, over a link busy all along (the
+/// bytes are the payload rate times that time), never past what was sent by the stop; its
+/// counters are those at the stop, below the whole run's (25 s).
+#[test]
+fn stop_s_ends_an_ftp_flows_measurement_when_the_first_segment_sent_after_it_arrives() {
+    let text = |stop: &str| {
+        format!(
+            "[sim]\nduration_s = 25\ndrain_s = 0\n\
+             [[segment]]\nkind = \"wireless\"\nrate_bps = 1000000\ndelay_ms = 5\nframe_bytes = 1504\n\
+             error = {{ model = \"perfect\" }}\n\
+             [segment.link]\nmtu = 1500\n[[segment.link.service]]\nname = \"tcp\"\nscheme = \"raw\"\n\
+             [[flow]]\nname = \"ftp\"\napp = \"ftp\"\nfrom = 0\nto = 1\nsize_bytes = 1000000000\n{stop}\n\
+             [flow.tcp]\nvariant = \"sack\"\nmss = 1448\ntimestamps = true\nrecv_buffer_bytes = 4194304\n\
+             send_buffer_bytes = 4194304\n"
+        )
+    };
+    let f = run_flow(&text("stop_s = 10"));
+    let whole = run_flow(&text(""));
+    eprintln!(
+        "stopped: {} s, {} bytes, {} segments; whole run: {} s, {} segments",
+        f.duration_s, f.bytes, f.sent, whole.duration_s, whole.sent
+    );
+    assert!(
+        f.duration_s > 12.0 && f.duration_s < 25.0,
+        "{}",
+        f.duration_s
+    );
+    // 1448 payload bytes of every 1504-byte frame at 1 Mbit/s.
+    let payload = 1e6 * 1448.0 / 1504.0;
+    assert!(
+        (f.throughput_bps / payload - 1.0).abs() < 0.02,
+        "{} vs {payload}",
+        f.throughput_bps
+    );
+    assert!(
+        f.bytes <= f.sent * 1448 && f.sent < whole.sent,
+        "{} {}",
+        f.bytes,
+        f.sent
+    );
+    assert_eq!(whole.duration_s, 25.0);
+}

@@ -4,7 +4,10 @@
 //! Contract. [`scenario`] is that file with the link's rate, one-way delay (half the RTT) and
 //! data-frame error model, the control, the length and the buffers set by overrides, so the
 //! file stays the one description of a Linux-like sender; the transfer is longer than the link
-//! can carry in the run, so the run's end stops it. [`run`] makes every (link, control,
+//! can carry. The flow's `stop_s` is the transfer's length, which ends its measurement as
+//! iperf3's receiver ends its own (the end-of-test message queues behind the data already
+//! sent: `crates/sim/src/world/ftp.rs`), and the run goes on for [`drain_s`] after it so that
+//! message's stand-in can arrive. [`run`] makes every (link, control,
 //! repetition) on `jobs` threads; the rows come back in that order whatever `jobs` is.
 
 use std::path::PathBuf;
@@ -18,13 +21,23 @@ use crate::TraceFiles;
 /// `scenarios/tcp/linux_like.toml`, built in so the verb runs from any folder.
 const LINUX_LIKE: &str = include_str!("../../../../scenarios/tcp/linux_like.toml");
 
-/// The Linux-like transfer over `link` with `cc`, `seconds` long, with both socket buffers
-/// `buffer` bytes.
+/// How long the run goes on after the transfer's end: the link's queue full
+/// (`RawConfig::default().queue_limit` packets of 1500 bytes) drained at its rate, two round
+/// trips and a second.
+pub fn drain_s(link: &Link) -> f64 {
+    let queue = mslink_link::service::raw::RawConfig::default().queue_limit as f64;
+    queue * 1500.0 * 8.0 / link.rate_bps + 2.0 * link.rtt_ms / 1e3 + 1.0
+}
+
+/// The Linux-like transfer over `link` with `cc`, measured for `seconds`, with both socket
+/// buffers `buffer` bytes.
 pub fn scenario(link: &Link, cc: Cc, seconds: f64, buffer: u64) -> Result<Scenario> {
-    let size = (link.rate_bps * seconds / 8.0 * 2.0) as u64 + 10_000_000;
+    let total = seconds + drain_s(link);
+    let size = (link.rate_bps * total / 8.0 * 2.0) as u64 + 10_000_000;
     let sets: Vec<(String, String)> = [
         ("sim.name", format!("\"validate-{}\"", cc.name())),
-        ("sim.duration_s", seconds.to_string()),
+        ("sim.duration_s", total.to_string()),
+        ("flow.0.stop_s", seconds.to_string()),
         ("segment.0.rate_bps", link.rate_bps.to_string()),
         ("segment.0.delay_ms", (link.rtt_ms / 2.0).to_string()),
         ("segment.0.error", link.loss.toml()),
@@ -116,7 +129,9 @@ mod tests {
             "congestion_control = \"reno\"",
             "byte_counting = true",
             "recv_buffer_bytes = 1048576",
-            "duration_s = 5",
+            // 1000 packets of 1500 bytes at 10 Mbit/s, two 20-ms round trips and a second.
+            "duration_s = 7.24",
+            "stop_s = 5",
         ] {
             assert!(t.contains(want), "{want} not in\n{t}");
         }

@@ -24,6 +24,17 @@
 //! the first RTT sample have none and are skipped). The results give its 50th, 95th and 99th
 //! percentiles in the delay percentile columns (`mslink validate` sets them beside the
 //! kernel's), in memory that does not grow with the run (`delays.rs`).
+//!
+//! A `stop_s` ends an `ftp` flow's measurement as iperf3's receiver ends its own: iperf3's
+//! client stops writing at the end of its test and sends its end-of-test message on another
+//! connection, which queues behind the data already sent, and the server counts what it read
+//! until that message arrives. So the flow's bytes are those delivered in order when the
+//! first data segment sent at or after `stop_s` reaches the receiver (by its RFC 7323 TSval,
+//! or without timestamps the first new data sent after `stop_s`), over the time from the
+//! flow's start to then; its segments, retransmissions and timeouts and its SRTT readings
+//! are those up to `stop_s` (what iperf3 reads from `TCP_INFO` when its test ends). The
+//! connection goes on sending, as a kernel sender empties its socket buffer; a flow whose
+//! marker has not arrived when the run ends reports what it delivered by then.
 
 use mslink_link::{Duration, Instant};
 
@@ -55,6 +66,23 @@ pub(super) struct TcpFlow {
     /// The sender's SRTT at each [`SRTT_TICK`] so far, and the next tick.
     srtt: Delays,
     next_tick: Instant,
+    /// `stop_s`: when the measurement ends (see the module contract).
+    stop: Option<Instant>,
+    /// At the first look at or after `stop`: the sender's highest sequence sent and its
+    /// segments, retransmissions and timeouts then.
+    at_stop: Option<AtStop>,
+    /// When the first segment sent at or after `stop` arrived, and the bytes delivered in
+    /// order before it.
+    measured: Option<(Instant, u64)>,
+}
+
+/// The sender at the end of the measurement (`stop_s`).
+#[derive(Clone, Copy)]
+struct AtStop {
+    snd_max: u64,
+    segments: u64,
+    retransmits: u64,
+    timeouts: u64,
 }
 
 /// How often a flow's SRTT is read for its percentiles (iperf3's shortest interval).
@@ -90,7 +118,40 @@ impl TcpFlow {
             finished: false,
             srtt: Delays::default(),
             next_tick: start + SRTT_TICK,
+            stop: (f.stop_s > 0.0).then(|| Instant::ZERO + Duration::from_secs_f64(f.stop_s)),
+            at_stop: None,
+            measured: None,
         }
+    }
+
+    /// Notes the sender's state at the first look at or after `stop` (nothing is sent between
+    /// two looks, so it is the state at `stop`).
+    fn look(&mut self, now: Instant) {
+        if self.at_stop.is_none() && self.stop.is_some_and(|s| s <= now) {
+            let s = self.sender.stats();
+            self.at_stop = Some(AtStop {
+                snd_max: self.sender.snd_max(),
+                segments: s.segments,
+                retransmits: s.retransmits,
+                timeouts: s.timeouts,
+            });
+        }
+    }
+
+    /// Whether data segment `seg` was sent at or after `stop` (see the module contract).
+    fn sent_after_stop(&self, seg: &Segment) -> bool {
+        let (Some(stop), Some(at)) = (self.stop, self.at_stop) else {
+            return false;
+        };
+        match seg.ts {
+            Some(t) => (t.val.wrapping_sub(crate::tcp::timestamps::tsval(stop)) as i32) >= 0,
+            None => seg.seq >= at.snd_max,
+        }
+    }
+
+    /// The end of the SRTT readings: `until`, or `stop` if earlier.
+    fn readings_until(&self, until: Instant) -> Instant {
+        self.stop.map_or(until, |s| s.min(until))
     }
 
     /// Reads the sender's SRTT into `into` at every tick up to and including `now` (before
@@ -138,21 +199,36 @@ impl TcpFlow {
     pub(super) fn result(&self, name: &str, service: String, end: Instant) -> FlowResult {
         let s = self.sender.stats();
         let r = self.receiver.stats();
-        let last = self.done_at.unwrap_or(end);
+        let done = self.done_at.unwrap_or(end);
+        // With `stop_s`, the measurement ends when the first segment sent after it arrives.
+        let (last, bytes) = match self.measured {
+            Some((at, bytes)) if at < done => (at, bytes),
+            _ => (done, self.receiver.rcv_nxt()),
+        };
         let duration = last.saturating_since(self.start).as_secs_f64();
-        let bytes = self.receiver.rcv_nxt();
-        // The ticks from the last ACK to the flow's last byte (or the run's end) read the
-        // SRTT that ACK left.
+        let counts = self.at_stop.unwrap_or(AtStop {
+            snd_max: 0,
+            segments: s.segments,
+            retransmits: s.retransmits,
+            timeouts: s.timeouts,
+        });
+        // The ticks from the last ACK to the flow's last byte (or the run's end, or `stop`)
+        // read the SRTT that ACK left.
         let mut srtt = self.srtt.clone();
         let mut tick = self.next_tick;
-        Self::read_srtt(&self.sender, &mut tick, &mut srtt, last);
+        Self::read_srtt(
+            &self.sender,
+            &mut tick,
+            &mut srtt,
+            self.readings_until(last),
+        );
         let srtt = srtt.summary();
         FlowResult {
             flow: name.to_string(),
             app: "ftp".into(),
             transport: self.transport.into(),
             service,
-            sent: s.segments,
+            sent: counts.segments,
             received: r.segments,
             duplicates: r.duplicates,
             bytes,
@@ -163,8 +239,8 @@ impl TcpFlow {
                 0.0
             },
             // Share of data segments sent that were retransmissions.
-            loss_rate: if s.segments > 0 {
-                s.retransmits as f64 / s.segments as f64
+            loss_rate: if counts.segments > 0 {
+                counts.retransmits as f64 / counts.segments as f64
             } else {
                 0.0
             },
@@ -179,8 +255,8 @@ impl TcpFlow {
             delay_p95_s: srtt.p95_s,
             delay_p99_s: srtt.p99_s,
             playback_miss_rate: 0.0,
-            retransmits: s.retransmits,
-            timeouts: s.timeouts,
+            retransmits: counts.retransmits,
+            timeouts: counts.timeouts,
             completed: self.done_at.is_some(),
             malformed: self.malformed,
             transactions: 0,
@@ -194,6 +270,9 @@ impl TcpFlow {
 impl World<'_, '_> {
     /// Lets both ends of TCP flow `i` send what they may, then re-arms their timers.
     pub(super) fn tcp_drive(&mut self, now: Instant, i: usize) {
+        if let Some(t) = self.tcp[i].as_mut() {
+            t.look(now);
+        }
         loop {
             let Some(from) = self.tcp[i].as_ref().map(|t| t.from) else {
                 return;
@@ -295,6 +374,9 @@ impl World<'_, '_> {
         if node == t.to && (data || t.handshake) {
             let seg = w.to_segment(t.receiver.rcv_nxt(), 0, shift);
             let before = t.receiver.rcv_nxt();
+            if data && t.measured.is_none() && t.sent_after_stop(&seg) {
+                t.measured = Some((now, before));
+            }
             t.receiver.handle_segment(now, &seg);
             let after = t.receiver.rcv_nxt();
             if after >= t.total && t.done_at.is_none() {
@@ -305,7 +387,8 @@ impl World<'_, '_> {
             }
         } else if !data && node == t.from {
             let seg = w.to_segment(0, t.sender.snd_una(), shift);
-            TcpFlow::read_srtt(&t.sender, &mut t.next_tick, &mut t.srtt, now);
+            let until = t.readings_until(now);
+            TcpFlow::read_srtt(&t.sender, &mut t.next_tick, &mut t.srtt, until);
             t.sender.handle_ack(now, &seg);
         } else {
             t.malformed += 1;
