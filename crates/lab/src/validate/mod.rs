@@ -249,6 +249,10 @@ pub fn matched() -> &'static [(&'static str, &'static str)] {
             "the same rate, one-way delay (RTT/2) and error model, one Raw service, 1500-byte MTU, frames lost in the data direction only, 1000 packets of drop-tail queue in front of the air (the Raw service's queue in the simulator, the emulator's queue_packets)",
         ),
         (
+            "measurement",
+            "goodput as iperf3's receiver counts it: the bytes read in order until iperf3's end-of-test message, sent when the client's --seconds are over, has queued through the link behind the data (20 s for a 10-s transfer at 1 Mbit/s with the queue full); the simulator counts its bytes until the first segment sent after --seconds arrives (the flow's stop_s), and both sides' retransmissions and SRTT readings are those of the first --seconds (the kernel's timeouts come from the namespace's netstat after iperf3 exits)",
+        ),
+        (
             "not matched",
             "receive-buffer autotuning (the kernel's window grows with what the application reads; the simulator's is the maximum from the start, so Reno, which has no HyStart, fills a slow link's queue deeper in slow start), pacing (off for CUBIC and Reno without fq), TSO/GSO bursts, RTT-adaptive delayed ACKs, DSACK and F-RTO undo of spurious reductions",
         ),
