@@ -281,7 +281,8 @@ pub struct Flow {
     pub port: u16,
     /// Start, seconds.
     pub start_s: f64,
-    /// Stop, seconds (0 = end of the run).
+    /// Stop, seconds (0 = end of the run); `ftp`: the end of the flow's measurement, as
+    /// iperf3's receiver ends its own (`world/ftp.rs`).
     pub stop_s: f64,
     /// Independent copies of this flow (named `name#k`, each with its own seed stream).
     pub count: usize,
