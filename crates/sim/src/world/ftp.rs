@@ -206,12 +206,10 @@ impl TcpFlow {
             _ => (done, self.receiver.rcv_nxt()),
         };
         let duration = last.saturating_since(self.start).as_secs_f64();
-        let counts = self.at_stop.unwrap_or(AtStop {
-            snd_max: 0,
-            segments: s.segments,
-            retransmits: s.retransmits,
-            timeouts: s.timeouts,
-        });
+        let (segments, retransmits, timeouts) = match self.at_stop {
+            Some(a) => (a.segments, a.retransmits, a.timeouts),
+            None => (s.segments, s.retransmits, s.timeouts),
+        };
         // The ticks from the last ACK to the flow's last byte (or the run's end, or `stop`)
         // read the SRTT that ACK left.
         let mut srtt = self.srtt.clone();
@@ -228,7 +226,7 @@ impl TcpFlow {
             app: "ftp".into(),
             transport: self.transport.into(),
             service,
-            sent: counts.segments,
+            sent: segments,
             received: r.segments,
             duplicates: r.duplicates,
             bytes,
@@ -239,8 +237,8 @@ impl TcpFlow {
                 0.0
             },
             // Share of data segments sent that were retransmissions.
-            loss_rate: if counts.segments > 0 {
-                counts.retransmits as f64 / counts.segments as f64
+            loss_rate: if segments > 0 {
+                retransmits as f64 / segments as f64
             } else {
                 0.0
             },
@@ -255,8 +253,8 @@ impl TcpFlow {
             delay_p95_s: srtt.p95_s,
             delay_p99_s: srtt.p99_s,
             playback_miss_rate: 0.0,
-            retransmits: counts.retransmits,
-            timeouts: counts.timeouts,
+            retransmits,
+            timeouts,
             completed: self.done_at.is_some(),
             malformed: self.malformed,
             transactions: 0,
