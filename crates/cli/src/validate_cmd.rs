@@ -12,7 +12,7 @@ use mslink_lab::validate::{self, Cc, Grid, Options};
 /// Options of `mslink validate`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # after a change to the simulator, against the kernel runs already in docs/validation/real/:\n  #   mslink validate --grid full --reps 3 --seconds 10 --reuse-real --out docs/validation\n  # the table of docs/validation.md (36 links, 46 minutes on a 2-core machine):\n  #   mslink validate --grid full --reps 3 --seconds 10 --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss. OUT/report.md has goodput,\nretransmissions and timeouts side by side with the sim/real ratio and its 95% interval;\nOUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
+    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # the table of docs/validation.md (36 links; 720 kernel transfers, about 2.5 hours on a 2-core machine):\n  #   mslink validate --grid full --reps 10 --sim-reps 60 --seconds 10 --out docs/validation\n  # the same, killed and started again (keeps the transfers already made; a larger --reps adds only new ones):\n  #   mslink validate --grid full --reps 10 --sim-reps 60 --seconds 10 --resume --out docs/validation\n  # after a change to the simulator, against the kernel transfers already in docs/validation/real/ (no root):\n  #   mslink validate --grid full --reps 10 --sim-reps 60 --seconds 10 --reuse-real --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss. OUT/report.md has goodput,\nretransmissions and timeouts side by side with the sim/real ratio and its 95% interval;\nOUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
 )]
 pub struct ValidateArgs {
     /// Folder for report.md, runs.csv, goodput.{png,svg} and the real side's files (real/).
@@ -28,6 +28,11 @@ pub struct ValidateArgs {
     /// Transfers per link, control and side.
     #[arg(long, default_value_t = 3)]
     pub reps: u32,
+    /// Simulated transfers per link and control, when more than --reps: they cost
+    /// milliseconds where a kernel transfer costs seconds, so the simulator's mean is pinned
+    /// down by more of them (the ratio's interval keeps the real side's degrees of freedom).
+    #[arg(long, value_name = "N")]
+    pub sim_reps: Option<u32>,
     /// Length of each transfer, seconds.
     #[arg(long, default_value_t = 20.0)]
     pub seconds: f64,
@@ -42,6 +47,11 @@ pub struct ValidateArgs {
     /// root needed.
     #[arg(long, conflicts_with = "sim_only")]
     pub reuse_real: bool,
+    /// Keep the real transfers an earlier run left complete in OUT/real/ (same grid, --cc and
+    /// --seconds) and measure only the others: a killed run goes on where it stopped, and a
+    /// larger --reps adds only the new repetitions.
+    #[arg(long, conflicts_with_all = ["sim_only", "reuse_real"])]
+    pub resume: bool,
     /// No progress bar or notes.
     #[arg(short, long)]
     pub quiet: bool,
@@ -66,10 +76,18 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
     if !(a.seconds > 0.0 && a.seconds.is_finite()) || a.reps == 0 {
         anyhow::bail!("--seconds must be positive and --reps at least 1");
     }
+    let sim_reps = a.sim_reps.unwrap_or(a.reps);
+    if sim_reps < a.reps {
+        anyhow::bail!(
+            "--sim-reps {sim_reps} is below --reps {}: the simulator runs at least as many transfers as the kernel",
+            a.reps
+        );
+    }
     let o = Options {
         links: grid.links(),
         ccs,
         reps: a.reps,
+        sim_reps,
         seconds: a.seconds,
         jobs: a
             .jobs
@@ -81,17 +99,26 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         },
         work: a.out.join("real"),
         reuse_real: a.reuse_real,
+        resume: a.resume,
     };
     let progress = crate::convention::Bar::new(a.quiet);
     let (rows, settings) = validate::run(&o, &progress)?;
     let command = format!(
-        "mslink validate --grid {} --cc {} --reps {} --seconds {}{}{} --out {}",
+        "mslink validate --grid {} --cc {} --reps {}{} --seconds {}{}{} --out {}",
         a.grid,
         a.cc.join(","),
         a.reps,
+        a.sim_reps
+            .map_or(String::new(), |n| format!(" --sim-reps {n}")),
         a.seconds,
         if a.sim_only { " --sim-only" } else { "" },
-        if a.reuse_real { " --reuse-real" } else { "" },
+        if a.reuse_real {
+            " --reuse-real"
+        } else if a.resume {
+            " --resume"
+        } else {
+            ""
+        },
         a.out.display()
     );
     let machine = mslink_lab::provenance::machine();

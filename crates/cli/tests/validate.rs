@@ -4,7 +4,8 @@
 //! recorded from inside the namespace, goodputs of the same order on both sides (a grossly
 //! wrong side, such as a transfer that never left slow start or a link set up differently,
 //! lands outside 0.5-2x), and the simulated side byte-identical at any `--jobs`. Nothing is
-//! asserted on how long a run took.
+//! asserted on how long a run took. `--resume` keeps the transfers already made and measures
+//! only the missing ones; `--sim-reps` runs more simulated transfers than kernel ones.
 
 mod common;
 
@@ -74,6 +75,46 @@ fn the_simulator_and_the_kernel_run_the_same_link_and_are_reported_side_by_side(
     assert!(!o.status.success());
     assert!(
         err.contains("link0-reno-rep0.json") && err.contains("not 4 s"),
+        "{err}"
+    );
+
+    // One more repetition with `--resume`: the two kept transfers are read back, not measured
+    // again (their rows are the same), only the third is made; the simulator runs more
+    // transfers than the kernel with `--sim-reps`, never fewer.
+    let o = mslink()
+        .args(["validate", "--grid", "quick", "--cc", "reno", "--reps", "3"])
+        .args([
+            "--sim-reps",
+            "5",
+            "--seconds",
+            "3",
+            "--resume",
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let more = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let real = csv_rows(&more, "real");
+    assert_eq!((real.len(), csv_rows(&more, "sim").len()), (3, 5));
+    assert_eq!(real[..2], csv_rows(&csv, "real")[..]);
+    assert!(out.join("real/link0-reno-rep2.json").is_file());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("3 real and 5 simulated transfers per point"),
+        "{report}"
+    );
+    let o = mslink()
+        .args(["validate", "--sim-only", "--reps", "3", "--sim-reps", "2"])
+        .args(["-q", "--out"])
+        .arg(d.join("fewer"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--sim-reps 2 is below --reps 3"),
         "{err}"
     );
 

@@ -192,6 +192,10 @@ pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, 
 }
 
 /// Every real transfer of `o`, one after the other, in (link, control, repetition) order.
+/// With `o.resume`, a transfer whose files an earlier run left complete in `o.work` (its link
+/// file the one `o` would write, its iperf3 document whole and `o.seconds` long) is kept, not
+/// measured again: a killed run goes on where it stopped, and a larger `reps` adds only the new
+/// repetitions.
 pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -> Result<Vec<Row>> {
     std::fs::create_dir_all(&o.work).with_context(|| format!("creating {}", o.work.display()))?;
     let mut rows = Vec::new();
@@ -202,13 +206,23 @@ pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -
     for (li, link) in o.links.iter().enumerate() {
         for &cc in &o.ccs {
             for rep in 0..o.reps {
-                let r = transfer(o, exe, li, link, cc, rep).with_context(|| {
+                let what = || {
                     format!(
                         "the kernel's TCP over {} with {}, repetition {rep}",
                         link.label(),
                         cc.name()
                     )
-                })?;
+                };
+                // A document a killed transfer left empty or cut short is measured again.
+                let kept = if o.resume && same_link_file(o, li, link, cc, rep).with_context(what)? {
+                    earlier_row(o, li, cc, rep).ok()
+                } else {
+                    None
+                };
+                let r = match kept {
+                    Some(r) => r,
+                    None => transfer(o, exe, li, link, cc, rep).with_context(what)?,
+                };
                 rows.push(r);
                 progress.tick();
             }
@@ -226,36 +240,53 @@ pub fn reuse(o: &Options) -> Result<Vec<Row>> {
     for (li, link) in o.links.iter().enumerate() {
         for &cc in &o.ccs {
             for rep in 0..o.reps {
-                let stem = stem(o, li, cc, rep);
-                let lf = stem.with_extension("toml");
-                let had = std::fs::read_to_string(&lf).with_context(|| {
-                    format!(
-                        "reading {} (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
-                        lf.display()
-                    )
-                })?;
-                if had != link_file(link, rep) {
+                if !same_link_file(o, li, link, cc, rep)? {
                     bail!(
-                        "{} describes another link than {} (repetition {rep}): the earlier run had another grid; run without --reuse-real",
-                        lf.display(),
-                        link.label()
+                        "{} is missing (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
+                        stem(o, li, cc, rep).with_extension("toml").display()
                     );
                 }
-                let json = stem.with_extension("json");
-                let doc = read_doc(&json)?;
-                let secs = num(&doc, "start.test_start.duration").unwrap_or(f64::NAN);
-                if secs != o.seconds {
-                    bail!(
-                        "{} is a {secs} s transfer, not {} s: give the earlier run's --seconds",
-                        json.display(),
-                        o.seconds
-                    );
-                }
-                rows.push(row_from_doc(&doc, &stem, li, cc, rep)?);
+                rows.push(earlier_row(o, li, cc, rep)?);
             }
         }
     }
     Ok(rows)
+}
+
+/// Whether an earlier run left the link file of (`li`, `cc`, `rep`) in `o.work`: false when
+/// it is absent, an error when it describes another link than `link` (another grid's files).
+fn same_link_file(o: &Options, li: usize, link: &Link, cc: Cc, rep: u32) -> Result<bool> {
+    let lf = stem(o, li, cc, rep).with_extension("toml");
+    let had = match std::fs::read_to_string(&lf) {
+        Ok(had) => had,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", lf.display())),
+    };
+    if had != link_file(link, rep) {
+        bail!(
+            "{} describes another link than {} (repetition {rep}): the earlier run had another grid; give another --out",
+            lf.display(),
+            link.label()
+        );
+    }
+    Ok(true)
+}
+
+/// The row of an earlier transfer of (`li`, `cc`, `rep`) from its files in `o.work`; an error
+/// when its iperf3 document is missing, unreadable or not `o.seconds` long.
+fn earlier_row(o: &Options, li: usize, cc: Cc, rep: u32) -> Result<Row> {
+    let stem = stem(o, li, cc, rep);
+    let json = stem.with_extension("json");
+    let doc = read_doc(&json)?;
+    let secs = num(&doc, "start.test_start.duration").unwrap_or(f64::NAN);
+    if secs != o.seconds {
+        bail!(
+            "{} is a {secs} s transfer, not {} s: give the earlier run's --seconds",
+            json.display(),
+            o.seconds
+        );
+    }
+    row_from_doc(&doc, &stem, li, cc, rep)
 }
 
 fn stem(o: &Options, li: usize, cc: Cc, rep: u32) -> PathBuf {
@@ -332,6 +363,68 @@ mod tests {
         assert!((r - 100.0 / 10_100.0).abs() < 1e-12);
         let err = row_of(&serde_json::json!({"error": "unable to connect"}), "").unwrap_err();
         assert!(err.to_string().contains("unable to connect"));
+    }
+
+    /// What `--resume` keeps and what `--reuse-real` refuses: a transfer is kept only when
+    /// its link file is this grid's and its document is whole and of this length; a document
+    /// a killed transfer left empty is measured again; another grid's files are an error.
+    #[test]
+    fn an_earlier_transfer_is_kept_only_when_its_files_are_whole_and_of_this_grid() {
+        let dir = std::env::temp_dir().join(format!("mslink-kernel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = Link {
+            rate_bps: 1e6,
+            rtt_ms: 10.0,
+            loss: super::super::Loss::Independent(0.0),
+        };
+        let o = Options {
+            links: vec![link],
+            ccs: vec![Cc::Reno],
+            reps: 1,
+            sim_reps: 1,
+            seconds: 10.0,
+            jobs: 1,
+            exe: None,
+            work: dir.clone(),
+            reuse_real: true,
+            resume: false,
+        };
+        let st = stem(&o, 0, Cc::Reno, 0);
+        // Nothing yet: not kept, and --reuse-real names the missing file.
+        assert!(!same_link_file(&o, 0, &link, Cc::Reno, 0).unwrap());
+        assert!(reuse(&o).unwrap_err().to_string().contains("is missing"));
+        // A killed transfer: the link file written, the document empty.
+        std::fs::write(st.with_extension("toml"), link_file(&link, 0)).unwrap();
+        std::fs::write(st.with_extension("json"), "").unwrap();
+        assert!(same_link_file(&o, 0, &link, Cc::Reno, 0).unwrap());
+        assert!(earlier_row(&o, 0, Cc::Reno, 0).is_err());
+        // A whole document of another length is not this run's.
+        let doc = |secs: f64| {
+            serde_json::json!({
+                "start": {"tcp_mss_default": 1448, "test_start": {"duration": secs}},
+                "end": {
+                    "sum_sent": {"bytes": 1.2e6, "retransmits": 0},
+                    "sum_received": {"bytes": 1.2e6, "bits_per_second": 0.96e6},
+                },
+                "intervals": [{"streams": [{"rtt": 20000}]}],
+            })
+            .to_string()
+        };
+        std::fs::write(st.with_extension("json"), doc(20.0)).unwrap();
+        let e = earlier_row(&o, 0, Cc::Reno, 0).unwrap_err().to_string();
+        assert!(e.contains("not 10 s"), "{e}");
+        // A whole document of this length is kept.
+        std::fs::write(st.with_extension("json"), doc(10.0)).unwrap();
+        let rows = reuse(&o).unwrap();
+        assert_eq!((rows.len(), rows[0].goodput_bps), (1, 0.96e6));
+        // Another grid's link file in the folder is an error, not a transfer to redo.
+        let other = Link {
+            rate_bps: 10e6,
+            ..link
+        };
+        let e = same_link_file(&o, 0, &other, Cc::Reno, 0).unwrap_err();
+        assert!(e.to_string().contains("another link"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Contract. A [`Grid`] is a list of [`Link`]s (rate, round-trip time, loss of data frames) and
 //! congestion controls ([`Cc`]). For every link and control, [`run`] makes `reps` transfers of
-//! `seconds` each two ways: in the simulator, with the Linux-like sender of
+//! `seconds` each (`sim_reps` in the simulator) two ways: in the simulator, with the Linux-like sender of
 //! `scenarios/tcp/linux_like.toml` over one wireless segment of that link (a Raw service, data
 //! frames lost by the error model, ACKs not), repetition `r` with the simulator's seed `r`; and
 //! for real, with iperf3 between two network namespaces joined by `mslink emulate` configured with
@@ -12,7 +12,9 @@
 //! table of goodput and retransmission rate side by side, with the sim/real ratio and its 95%
 //! interval (delta method, `mslink_stats::ratio`).
 //!
-//! The real side needs root, iperf3 and the `mslink` executable it is given; the simulated side
+//! The real side needs root, iperf3 and the `mslink` executable it is given (`resume` keeps
+//! the transfers an earlier run left complete in `work`; `reuse_real` takes them all from
+//! there, without root); the simulated side
 //! runs in this process on `jobs` threads and is deterministic. Nothing here prints: progress
 //! and notes go through [`crate::reproduce::Progress`].
 
@@ -170,8 +172,14 @@ pub struct Options {
     pub links: Vec<Link>,
     /// The congestion controls.
     pub ccs: Vec<Cc>,
-    /// Transfers per link, control and side.
+    /// Transfers per link and control on the real side (and on the simulated side unless
+    /// `sim_reps` says more).
     pub reps: u32,
+    /// Transfers per link and control in the simulator: at least `reps`. A simulated transfer
+    /// costs milliseconds and a kernel one seconds, so the simulator's mean can be pinned down
+    /// by more of them; the ratio's interval then narrows by the simulator's share of the
+    /// spread (its degrees of freedom stay the smaller side's).
+    pub sim_reps: u32,
     /// Length of each transfer, seconds.
     pub seconds: f64,
     /// Threads for the simulated side.
@@ -183,6 +191,9 @@ pub struct Options {
     /// Take the real side from an earlier run's files in `work` instead of measuring it
     /// (`exe` is then unused): re-checks the simulator after a change, without root.
     pub reuse_real: bool,
+    /// Measure only the real transfers whose files are not already complete in `work` (a
+    /// killed run resumed, or more repetitions added to an earlier run's).
+    pub resume: bool,
 }
 
 /// Which side a row comes from.
@@ -234,7 +245,7 @@ pub fn matched() -> &'static [(&'static str, &'static str)] {
     &[
         (
             "sender",
-            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it with its HyStart slow-start exit (cubic_flavour = \"linux\"), the kernel's retransmission timer (rto_flavour = \"linux\": SRTT + max(4 mdev, 200 ms), an RTT sample from every ACK, restarted when the first unacknowledged segment is retransmitted), timestamps, handshake, IW 10, 1 ms timers, MSS 1448",
+            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it, with its HyStart slow-start exit and its reduction on whole segments rounded down (cubic_flavour = \"linux\"), the kernel's retransmission timer (rto_flavour = \"linux\": SRTT + max(4 mdev, 200 ms), an RTT sample from every ACK, restarted when the first unacknowledged segment is retransmitted), timestamps, handshake, IW 10, 1 ms timers, MSS 1448",
         ),
         (
             "receiver",
@@ -265,8 +276,8 @@ pub fn run(
     o: &Options,
     progress: &dyn crate::reproduce::Progress,
 ) -> Result<(Vec<Row>, Option<KernelSettings>)> {
-    if o.reps == 0 || o.seconds <= 0.0 {
-        bail!("validate needs at least one repetition and a positive length");
+    if o.reps == 0 || o.sim_reps < o.reps || o.seconds <= 0.0 {
+        bail!("validate needs at least one repetition, as many simulated as real, and a positive length");
     }
     let settings = match &o.exe {
         _ if o.reuse_real => Some(kernel::settings_in(&o.work)?),

@@ -226,9 +226,14 @@ fn markdown(
     for (what, how) in matched() {
         let _ = writeln!(md, "- **{what}**: {how}");
     }
+    // Transfers per point on each side (the most any point has: a point's own count is the
+    // same for every point of one run).
+    let most = |side: usize| sums.iter().map(|s| s.goodput[side].n).max().unwrap_or(0);
     let _ = writeln!(
         md,
-        "\nMean ± 95% interval (Student t) over the repetitions; ratio = sim / real goodput with its 95% interval (delta method). SRTT p50 and p95: percentiles of the sender's smoothed RTT read every 100 ms of a transfer (the kernel's `tcpi_rtt` at the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks), averaged over the repetitions.\n"
+        "\n{} real and {} simulated transfers per point. Mean ± 95% interval (Student t) over the repetitions; ratio = sim / real goodput with its 95% interval (delta method, with the degrees of freedom of the side with fewer transfers). SRTT p50 and p95: percentiles of the sender's smoothed RTT read every 100 ms of a transfer (the kernel's `tcpi_rtt` at the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks), averaged over the repetitions.\n",
+        most(1),
+        most(0)
     );
     let _ = writeln!(
         md,

@@ -69,7 +69,7 @@ pub fn run(
     for (li, link) in o.links.iter().enumerate() {
         for &cc in &o.ccs {
             scenarios.push(scenario(link, cc, o.seconds, buffer)?);
-            for rep in 0..o.reps {
+            for rep in 0..o.sim_reps {
                 jobs.push((li, cc, scenarios.len() - 1, rep));
             }
         }
