@@ -23,6 +23,9 @@
 //! approaches `max(W_cubic(t + RTT), W_est)` by (target - cwnd) / cwnd per acknowledged segment
 //! (`cnt = cwnd / (target - cwnd)`, at least 2), and before the first loss it grows by at least
 //! 1/20 per segment (`cnt <= 20`); at or above the target, 1/(100 cwnd) (`cnt = 100 cwnd`).
+//! It reduces as `bictcp_recalc_ssthresh` does, on the window in whole segments with the
+//! products rounded down (`ssthresh = cwnd * 717 / 1024`: 8 segments leave 5, where the RFC's
+//! 0.7 in bytes leaves 5.6; docs/validation.md measures what that does at small windows).
 //! Its slow start ends early with HyStart ([`super::hystart`]), on the per-ACK RTT samples
 //! `AckInfo::ca_rtt`, whose minimum is then also the RTT of `W_cubic(t + RTT)` (Linux's
 //! `delay_min`, fed by every ACK).
@@ -157,6 +160,10 @@ impl Cubic {
 
     /// Shared by loss and timeout: RFC 9438 §4.6 and §4.7 from the current window.
     fn reduce(&mut self) {
+        if self.flavour == CubicFlavour::Linux {
+            self.reduce_as_linux();
+            return;
+        }
         let cwnd = self.segs(self.cwnd);
         // §4.7 fast convergence: a loss before the window regained the last W_max means
         // another flow took bandwidth; release more by lowering the plateau.
@@ -168,6 +175,26 @@ impl Cubic {
         self.cwnd_prior = cwnd;
         // §4.6: ssthresh = beta_cubic * cwnd, at least 2 SMSS.
         self.ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * self.mss);
+        self.epoch = None;
+        self.acc = 0.0;
+    }
+
+    /// [`Cubic::reduce`] as Linux's `bictcp_recalc_ssthresh` makes it: the window is a whole
+    /// number of segments and the products are rounded down, `ssthresh = max(cwnd * 717 /
+    /// 1024, 2)` and, with fast convergence, `W_max = cwnd * (1024 + 717) / 2048`, so 8
+    /// segments leave 5 (not 5.6).
+    fn reduce_as_linux(&mut self) {
+        const BETA_SCALE: u64 = 1024;
+        const BETA_LINUX: u64 = 717;
+        let cwnd = self.cwnd / self.mss;
+        let w_max = if (cwnd as f64) < self.w_max {
+            cwnd * (BETA_SCALE + BETA_LINUX) / (2 * BETA_SCALE)
+        } else {
+            cwnd
+        };
+        self.w_max = w_max as f64;
+        self.cwnd_prior = cwnd as f64;
+        self.ssthresh = (cwnd * BETA_LINUX / BETA_SCALE).max(2) * self.mss;
         self.epoch = None;
         self.acc = 0.0;
     }

@@ -191,6 +191,32 @@ fn fast_convergence_lowers_w_max_on_an_early_loss() {
     assert_eq!(c.w_max(), 90.0);
 }
 
+/// The Linux flavour reduces as `bictcp_recalc_ssthresh` does, on whole segments with the
+/// products rounded down: 8 segments leave 5 (the RFC's 0.7 x 8 = 5.6 in bytes), a window of
+/// 8.6 segments counts as 8, fast convergence lowers W_max to 8 x 1741 / 2048 = 6 segments
+/// (not 6.8), and at least 2 segments are left.
+#[test]
+fn the_linux_flavour_reduces_on_whole_segments_rounded_down() {
+    let linux = || Cubic::new(10, MSS, Counting::Bytes).flavour(CubicFlavour::Linux);
+    let mut c = linux();
+    c.set_cwnd(8 * MSS + 600);
+    c.on_loss(8 * MSS, MSS);
+    assert_eq!((c.ssthresh(), c.cwnd(), c.w_max()), (5 * MSS, 5 * MSS, 8.0));
+    // An early loss (below the last W_max): fast convergence, rounded down.
+    c.set_cwnd(7 * MSS);
+    c.on_loss(7 * MSS, MSS);
+    assert_eq!((c.ssthresh(), c.w_max()), (4 * MSS, 5.0));
+    // Never below 2 segments.
+    c.set_cwnd(2 * MSS);
+    c.on_loss(2 * MSS, MSS);
+    assert_eq!(c.ssthresh(), 2 * MSS);
+    // The RFC flavour keeps the product in bytes.
+    let mut r = Cubic::new(10, MSS, Counting::Bytes);
+    r.set_cwnd(8 * MSS);
+    r.on_loss(8 * MSS, MSS);
+    assert_eq!((r.ssthresh(), r.w_max()), (5600, 8.0));
+}
+
 /// RFC 9438 §4.8: a timeout sets ssthresh = beta_cubic * cwnd and cwnd = 1 SMSS; slow start
 /// runs up to ssthresh; the next stage's curve has K = 0 and W_max = cwnd_epoch. A backed-off
 /// timeout with nothing acknowledged in between keeps ssthresh (as Linux's tcp_enter_loss).
