@@ -160,30 +160,34 @@ impl Cubic {
 
     /// Shared by loss and timeout: RFC 9438 §4.6 and §4.7 from the current window.
     fn reduce(&mut self) {
-        if self.flavour == CubicFlavour::Linux {
-            self.reduce_as_linux();
-            return;
-        }
-        let cwnd = self.segs(self.cwnd);
-        // §4.7 fast convergence: a loss before the window regained the last W_max means
-        // another flow took bandwidth; release more by lowering the plateau.
-        self.w_max = if cwnd < self.w_max {
-            cwnd * (1.0 + BETA) / 2.0
-        } else {
-            cwnd
+        let (cwnd, w_max, ssthresh) = match self.flavour {
+            CubicFlavour::Rfc9438 => {
+                let cwnd = self.segs(self.cwnd);
+                // §4.7 fast convergence: a loss before the window regained the last W_max
+                // means another flow took bandwidth; release more by lowering the plateau.
+                let w_max = if cwnd < self.w_max {
+                    cwnd * (1.0 + BETA) / 2.0
+                } else {
+                    cwnd
+                };
+                // §4.6: ssthresh = beta_cubic * cwnd, at least 2 SMSS.
+                let ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * self.mss);
+                (cwnd, w_max, ssthresh)
+            }
+            CubicFlavour::Linux => self.reduced_as_linux(),
         };
+        self.w_max = w_max;
         self.cwnd_prior = cwnd;
-        // §4.6: ssthresh = beta_cubic * cwnd, at least 2 SMSS.
-        self.ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * self.mss);
+        self.ssthresh = ssthresh;
         self.epoch = None;
         self.acc = 0.0;
     }
 
-    /// [`Cubic::reduce`] as Linux's `bictcp_recalc_ssthresh` makes it: the window is a whole
-    /// number of segments and the products are rounded down, `ssthresh = max(cwnd * 717 /
-    /// 1024, 2)` and, with fast convergence, `W_max = cwnd * (1024 + 717) / 2048`, so 8
-    /// segments leave 5 (not 5.6).
-    fn reduce_as_linux(&mut self) {
+    /// The window (segments), W_max (segments) and ssthresh (bytes) after a reduction, as
+    /// Linux's `bictcp_recalc_ssthresh` makes it: the window is a whole number of segments and
+    /// the products are rounded down, `ssthresh = max(cwnd * 717 / 1024, 2)` and, with fast
+    /// convergence, `W_max = cwnd * (1024 + 717) / 2048`, so 8 segments leave 5 (not 5.6).
+    fn reduced_as_linux(&self) -> (f64, f64, u64) {
         const BETA_SCALE: u64 = 1024;
         const BETA_LINUX: u64 = 717;
         let cwnd = self.cwnd / self.mss;
@@ -192,11 +196,8 @@ impl Cubic {
         } else {
             cwnd
         };
-        self.w_max = w_max as f64;
-        self.cwnd_prior = cwnd as f64;
-        self.ssthresh = (cwnd * BETA_LINUX / BETA_SCALE).max(2) * self.mss;
-        self.epoch = None;
-        self.acc = 0.0;
+        let ssthresh = (cwnd * BETA_LINUX / BETA_SCALE).max(2) * self.mss;
+        (cwnd as f64, w_max as f64, ssthresh)
     }
 
     /// One ACK in congestion avoidance (RFC 9438 §4.2-§4.5).
