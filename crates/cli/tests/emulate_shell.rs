@@ -107,6 +107,28 @@ impl Terminal {
         }
     }
 
+    /// Waits until a process named `comm` leads the terminal's foreground process group (a
+    /// hang fails after 60 s). A shell with job control hands the terminal to a command only
+    /// after forking it; a Ctrl-C typed before then reaches the shell, which holds it back
+    /// until the command ends, as dash does.
+    fn expect_foreground(&self, comm: &str) {
+        let start = Instant::now();
+        loop {
+            // SAFETY: tcgetpgrp on the master end reads the slave's foreground group.
+            let pgrp = unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) };
+            let name = std::fs::read_to_string(format!("/proc/{pgrp}/comm")).unwrap_or_default();
+            if name.trim_end() == comm {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{comm} never held the terminal (foreground group {pgrp}: {name:?}); it shows:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn type_line(&mut self, line: &str) {
         self.master.write_all(line.as_bytes()).unwrap();
         self.master.write_all(b"\n").unwrap();
@@ -156,6 +178,7 @@ fn shell_prompt(shell: &str, rendered_tail: &str) {
     // The shell holds the terminal: Ctrl-C stops what runs in it, not the emulator.
     t.type_line("echo sl''eeping; sleep 60");
     t.expect("sleeping", 1);
+    t.expect_foreground("sleep");
     t.master.write_all(&[3]).unwrap();
     t.type_line("echo af''ter");
     t.expect("after", 1);
