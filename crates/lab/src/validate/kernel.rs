@@ -124,7 +124,7 @@ pub fn link_file(link: &Link, rep: u32) -> String {
         label = link.label(),
         rate = link.rate_bps,
         delay = link.rtt_ms / 2.0,
-        seed = rep + 1,
+        seed = super::channel_seed(rep),
         err = link.loss.toml(),
         queue = QUEUE_PACKETS,
     )

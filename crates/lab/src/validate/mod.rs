@@ -4,13 +4,15 @@
 //! congestion controls ([`Cc`]). For every link and control, [`run`] makes `reps` transfers of
 //! `seconds` each (`sim_reps` in the simulator) two ways: in the simulator, with the Linux-like sender of
 //! `scenarios/tcp/linux_like.toml` over one wireless segment of that link (a Raw service, data
-//! frames lost by the error model, ACKs not), repetition `r` with the simulator's seed `r`; and
-//! for real, with iperf3 between two network namespaces joined by `mslink emulate` configured with
-//! the same link (the kernel's TCP with its own settings, recorded from inside the namespace).
+//! frames lost by the error model, ACKs not); and for real, with iperf3 between two network
+//! namespaces joined by `mslink emulate` configured with the same link (the kernel's TCP with
+//! its own settings, recorded from inside the namespace). Repetition `r` of both sides draws
+//! its errors from [`channel_seed`]`(r)`: the two meet the same losses (common random numbers).
 //! What the simulator is given to match the kernel is [`matched`]'s list; every run's numbers
 //! go to [`Row`]s in (link, control, side, repetition) order and [`report`] turns them into a
-//! table of goodput and retransmission rate side by side, with the sim/real ratio and its 95%
-//! interval (delta method, `mslink_stats::ratio`).
+//! table of goodput and retransmission rate side by side, with the sim/real ratio over the
+//! pairs of repetitions and its 95% interval (`mslink_stats::paired_ratio`), and the ratio
+//! over all transfers as independent samples beside it (`mslink_stats::ratio`).
 //!
 //! The real side needs root, iperf3 and the `mslink` executable it is given (`resume` keeps
 //! the transfers an earlier run left complete in `work`; `reuse_real` takes them all from
@@ -28,6 +30,16 @@ use anyhow::{bail, Result};
 
 pub use kernel::KernelSettings;
 pub use report::{report, Summary, Written};
+
+/// The channel seed of repetition `rep`, on both sides: the emulator's link file carries it,
+/// and the simulated transfer of that repetition runs with it as its scenario seed (repetition
+/// 0 of a run is seeded as written: `mslink_channel::streams::rep_seed`). The two draw their
+/// errors from the same streams (`mslink_channel::streams::stream`, shared by the simulator and
+/// the emulator), so repetition `rep` loses the same frames, in order, on both sides: the pair
+/// differs only by what each TCP makes of them (common random numbers).
+pub fn channel_seed(rep: u32) -> u64 {
+    u64::from(rep) + 1
+}
 
 /// Loss of data frames on the link (ACKs cross a perfect channel, as in the ns-3 benchmark and
 /// `linux_like.toml`).

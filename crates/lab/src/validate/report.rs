@@ -2,8 +2,12 @@
 //!
 //! Contract. [`report`] summarises the rows per (link, control): mean and Student-t 95%
 //! interval of goodput and retransmission rate on each side, and the sim/real ratio of the
-//! goodputs with its interval (`mslink_stats::ratio`); a point is "within 10%" when that whole
-//! interval lies in [0.9, 1.1], "outside" when it lies wholly outside, else "undecided". It
+//! goodputs over the pairs of repetitions that met the same losses (the same repetition number
+//! on both sides: [`super::channel_seed`]), with its interval (`mslink_stats::paired_ratio`);
+//! a point is "within 10%" when that whole interval lies in [0.9, 1.1], "outside" when it
+//! lies wholly outside, else "undecided". The ratio over all transfers taken as independent
+//! samples (`mslink_stats::ratio`) stands beside it: what the simulator says of the link
+//! without the kernel's draws. It
 //! writes `runs.csv` (one line per transfer, numbers only), `report.md` (the settings, what
 //! was matched, the table, generated: nothing in it is typed by hand) and `goodput.{png,svg}`
 //! into the folder it is given.
@@ -12,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use mslink_stats::{estimate, ratio, Estimate};
+use mslink_stats::{estimate, paired_ratio, ratio, Estimate};
 
 use super::{matched, Cc, KernelSettings, Link, Loss, Row, Side};
 
@@ -33,8 +37,13 @@ pub struct Summary {
     pub srtt_p50: [Estimate; 2],
     /// 95th percentile of the same, ms: simulated, real.
     pub srtt_p95: [Estimate; 2],
-    /// Goodput sim / real and the half-width of its 95% interval.
+    /// Goodput sim / real over the pairs of repetitions, and the half-width of its 95%
+    /// interval: the verdict's.
     pub ratio: (f64, f64),
+    /// The number of those pairs.
+    pub pairs: usize,
+    /// Goodput sim / real over all transfers as independent samples, with its half-width.
+    pub unpaired: (f64, f64),
 }
 
 impl Summary {
@@ -69,10 +78,13 @@ fn summaries(links: &[Link], rows: &[Row]) -> Vec<Summary> {
             };
             let both = |f: fn(&Row) -> f64| [of(Side::Sim, f), of(Side::Real, f)];
             let goodput = both(|r| r.goodput_bps);
+            let (sim, real) = pairs(rows, link, cc);
             Summary {
                 link,
                 cc,
-                ratio: ratio(&goodput[0], &goodput[1]),
+                ratio: paired_ratio(&sim, &real),
+                pairs: sim.len(),
+                unpaired: ratio(&goodput[0], &goodput[1]),
                 goodput,
                 retrans: both(|r| r.retrans_rate),
                 timeouts: both(|r| r.timeouts),
@@ -81,6 +93,29 @@ fn summaries(links: &[Link], rows: &[Row]) -> Vec<Summary> {
             }
         })
         .collect()
+}
+
+/// The goodputs of (`link`, `cc`) of each repetition both sides made, in repetition order:
+/// simulated, real.
+fn pairs(rows: &[Row], link: usize, cc: Cc) -> (Vec<f64>, Vec<f64>) {
+    let of = |side: Side| {
+        let mut v: Vec<(u32, f64)> = rows
+            .iter()
+            .filter(|r| r.link == link && r.cc == cc && r.side == side)
+            .filter(|r| r.goodput_bps.is_finite())
+            .map(|r| (r.rep, r.goodput_bps))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let real = of(Side::Real);
+    of(Side::Sim)
+        .into_iter()
+        .filter_map(|(rep, g)| {
+            let k = real.binary_search_by_key(&rep, |x| x.0).ok()?;
+            Some((g, real[k].1))
+        })
+        .unzip()
 }
 
 fn pm(e: &Estimate, scale: f64, digits: usize) -> String {
@@ -118,6 +153,9 @@ impl Written {
                     "real_goodput_bps": s.goodput[1],
                     "ratio": s.ratio.0,
                     "ratio_half": s.ratio.1,
+                    "pairs": s.pairs,
+                    "unpaired_ratio": s.unpaired.0,
+                    "unpaired_ratio_half": s.unpaired.1,
                     "verdict": s.verdict(),
                 })
             })
@@ -231,17 +269,17 @@ fn markdown(
     let most = |side: usize| sums.iter().map(|s| s.goodput[side].n).max().unwrap_or(0);
     let _ = writeln!(
         md,
-        "\n{} real and {} simulated transfers per point. Mean ± 95% interval (Student t) over the repetitions; ratio = sim / real goodput with its 95% interval (delta method, with the degrees of freedom of the side with fewer transfers). SRTT p50 and p95: percentiles of the sender's smoothed RTT read every 100 ms of a transfer (the kernel's `tcpi_rtt` at the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks), averaged over the repetitions.\n",
+        "\n{} real and {} simulated transfers per point. Repetition r of both sides draws its losses from the same seed, so the two meet the same lost frames in the same order (common random numbers). Mean ± 95% interval (Student t) over the repetitions; sim/real = the simulated over the real goodput of the repetitions both sides made, with its 95% interval by the delta method over the pairs (Student t, one degree of freedom fewer than the pairs): the verdict's; all transfers = the same ratio over every transfer of each side as independent samples (delta method, with the degrees of freedom of the side with fewer transfers), what the simulator says of the link without the kernel's draws. SRTT p50 and p95: percentiles of the sender's smoothed RTT read every 100 ms of a transfer (the kernel's `tcpi_rtt` at the end of each of iperf3's 0.1-s intervals, the simulator's SRTT at the same ticks), averaged over the repetitions.\n",
         most(1),
         most(0)
     );
     let _ = writeln!(
         md,
-        "| link | cc | real Mbit/s | sim Mbit/s | sim/real | verdict | real retx % | sim retx % | real RTOs | sim RTOs | real SRTT p50 ms | sim SRTT p50 ms | real SRTT p95 ms | sim SRTT p95 ms |"
+        "| link | cc | real Mbit/s | sim Mbit/s | sim/real | verdict | all transfers | real retx % | sim retx % | real RTOs | sim RTOs | real SRTT p50 ms | sim SRTT p50 ms | real SRTT p95 ms | sim SRTT p95 ms |"
     );
     let _ = writeln!(
         md,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in sums {
         md.push_str(&table_row(links, s));
@@ -261,8 +299,9 @@ fn markdown(
 }
 
 /// The section of report.md on the points with real transfers that are not within 10%: the
-/// mean ratio, whether it lies in the band, and each side's spread (half-width of its
-/// goodput's 95% interval over its mean), which says whether more transfers could decide it.
+/// mean ratio, whether it lies in the band, the spread of the pairs' ratio and each side's
+/// spread (half-width of a 95% interval over its mean), which say whether more transfers
+/// could decide it.
 fn not_within(links: &[Link], sums: &[Summary]) -> String {
     let open: Vec<&Summary> = sums
         .iter()
@@ -279,13 +318,13 @@ fn not_within(links: &[Link], sums: &[Summary]) -> String {
         }
     };
     let mut md = String::from(
-        "\n## The points not within 10%\n\nA side's spread is the half-width of its goodput's 95% interval over its mean. Where the mean ratio lies in [0.9, 1.1] and the interval does not, the transfers' own spread leaves the point undecided (more or longer transfers decide it); where the mean lies outside, the simulator differs by more than its mean's distance from the band.\n\n| link | cc | sim/real | verdict | mean in [0.9, 1.1] | real spread % | sim spread % |\n|---|---|---|---|---|---|---|\n",
+        "\n## The points not within 10%\n\nA spread is the half-width of a 95% interval over its mean: of the pairs' ratio (what decides the verdict), and of each side's goodput (how much the repetitions' draws move it). Where the mean ratio lies in [0.9, 1.1] and the interval does not, the pairs' spread leaves the point undecided (more or longer transfers decide it); where the mean lies outside, the simulator differs by more than its mean's distance from the band.\n\n| link | cc | sim/real | verdict | mean in [0.9, 1.1] | pairs' spread % | real spread % | sim spread % |\n|---|---|---|---|---|---|---|---|\n",
     );
     for s in open {
         let (r, h) = s.ratio;
         let _ = writeln!(
             md,
-            "| {} | {} | {r:.2} ± {h:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {r:.2} ± {h:.2} | {} | {} | {} | {} | {} |",
             links[s.link].label(),
             s.cc.name(),
             s.verdict(),
@@ -294,6 +333,11 @@ fn not_within(links: &[Link], sums: &[Summary]) -> String {
             } else {
                 "no"
             },
+            if h.is_finite() && r > 0.0 {
+                format!("{:.1}", 100.0 * h / r)
+            } else {
+                "-".into()
+            },
             spread(&s.goodput[1]),
             spread(&s.goodput[0]),
         );
@@ -301,25 +345,32 @@ fn not_within(links: &[Link], sums: &[Summary]) -> String {
     md
 }
 
-/// The table row of one (link, control): both sides' goodput, their ratio and verdict (none
-/// without real transfers), retransmissions, timeouts and the real RTT.
+/// The table row of one (link, control): both sides' goodput, their ratio over the pairs and
+/// verdict, the ratio over all transfers (none without real transfers), retransmissions,
+/// timeouts and the SRTT percentiles.
 fn table_row(links: &[Link], s: &Summary) -> String {
+    let ratio = |(r, h): (f64, f64)| {
+        if s.goodput[1].n == 0 {
+            "-".to_string()
+        } else if h.is_finite() {
+            format!("{r:.2} ± {h:.2}")
+        } else {
+            format!("{r:.2}")
+        }
+    };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
         links[s.link].label(),
         s.cc.name(),
         pm(&s.goodput[1], 1e-6, 2),
         pm(&s.goodput[0], 1e-6, 2),
-        if s.goodput[1].n == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.2} ± {:.2}", s.ratio.0, s.ratio.1)
-        },
+        ratio(s.ratio),
         if s.goodput[1].n == 0 {
             "-"
         } else {
             s.verdict()
         },
+        ratio(s.unpaired),
         pm(&s.retrans[1], 100.0, 2),
         pm(&s.retrans[0], 100.0, 2),
         pm(&s.timeouts[1], 1.0, 1),
@@ -405,6 +456,38 @@ mod tests {
         assert_eq!(summaries(&links, &one)[0].verdict(), "undecided");
     }
 
+    /// Repetitions whose losses moved both sides alike (the same draws: common random
+    /// numbers) decide a point the spread of the draws alone leaves open; pairs are matched by
+    /// repetition number whatever the rows' order, and a simulated repetition the kernel did
+    /// not make counts in the ratio over all transfers only.
+    #[test]
+    fn pairs_that_met_the_same_losses_decide_where_the_draws_spread_leaves_it_open() {
+        let links = super::super::Grid::Quick.links();
+        let rows = [
+            row(Side::Real, 2, 5.0e6),
+            row(Side::Real, 0, 3.0e6),
+            row(Side::Real, 1, 7.0e6),
+            row(Side::Sim, 0, 3.03e6),
+            row(Side::Sim, 1, 7.0e6),
+            row(Side::Sim, 2, 5.1e6),
+            row(Side::Sim, 3, 9.0e6),
+        ];
+        let s = &summaries(&links, &rows)[0];
+        assert_eq!(s.pairs, 3);
+        // (3.03 + 7.0 + 5.1) / (3 + 7 + 5) = 1.0087; the pairs move together.
+        assert!((s.ratio.0 - 15.13 / 15.0).abs() < 1e-12, "{:?}", s.ratio);
+        assert!(s.ratio.1 < 0.05, "{:?}", s.ratio);
+        assert_eq!(s.verdict(), "within 10%");
+        // As independent samples: 24.13 / 4 over 15 / 3, and an interval wider than the band.
+        assert!((s.unpaired.0 - (24.13 / 4.0) / 5.0).abs() < 1e-12);
+        assert!(s.unpaired.1 > 0.5, "{:?}", s.unpaired);
+        // The same pairs with the kernel's repetitions swapped no longer move together.
+        let mut crossed = rows;
+        crossed[1].rep = 1;
+        crossed[2].rep = 0;
+        assert_eq!(summaries(&links, &crossed)[0].verdict(), "undecided");
+    }
+
     #[test]
     fn the_report_is_written_from_the_rows() {
         let dir = std::env::temp_dir().join(format!("mslink-validate-{}", std::process::id()));
@@ -424,12 +507,19 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("outside 10%"));
-        // The point outside is listed with its mean ratio out of the band and both spreads
-        // (real 5.61 ± 0.127 Mbit/s: 2.3%; sim 4.005 ± 0.064: 1.6%).
+        // The point outside is listed with its mean ratio out of the band and the spreads: of
+        // the pairs' ratio (R = 4.005 / 5.61 = 0.7139; 4.0 - R x 5.6 = +0.00214 and 4.01 - R
+        // x 5.62 = -0.00214, so sd 0.00303, half 12.706 x 0.00214 / 5.61 = 0.0048: 0.7%),
+        // real 5.61 ± 0.127 Mbit/s (2.3%), sim 4.005 ± 0.064 (1.6%); over all transfers as
+        // independent samples the ratio is 0.71 ± 0.02.
         assert!(
             md.contains(
-                "| 10 Mbit/s, 20 ms, 1% | reno | 0.71 ± 0.02 | outside 10% | no | 2.3 | 1.6 |"
+                "| 10 Mbit/s, 20 ms, 1% | reno | 0.71 ± 0.00 | outside 10% | no | 0.7 | 2.3 | 1.6 |"
             ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 0.71 ± 0.00 | outside 10% | 0.71 ± 0.02 |"),
             "{md}"
         );
         // Both sides' SRTT percentiles: p50 21 real, 22 sim; p95 30 and 31 on each side.

@@ -8,7 +8,8 @@
 //! iperf3's receiver ends its own (the end-of-test message queues behind the data already
 //! sent: `crates/sim/src/world/ftp.rs`), and the run goes on for [`drain_s`] after it so that
 //! message's stand-in can arrive. [`run`] makes every (link, control,
-//! repetition) on `jobs` threads; the rows come back in that order whatever `jobs` is.
+//! repetition) on `jobs` threads, repetition `r` with the kernel's channel seed for `r`
+//! ([`super::channel_seed`]); the rows come back in that order whatever `jobs` is.
 
 use std::path::PathBuf;
 
@@ -57,6 +58,14 @@ pub fn scenario(link: &Link, cc: Cc, seconds: f64, buffer: u64) -> Result<Scenar
         .with_context(|| format!("the Linux-like scenario over {}", link.label()))
 }
 
+/// Repetition `rep` of `scenario`, to be run as its repetition 0 (seeded as written): it
+/// meets the losses of the kernel's repetition `rep`, whose link file carries the same seed.
+fn repetition(scenario: &Scenario, rep: u32) -> Scenario {
+    let mut s = scenario.clone();
+    s.sim.seed = super::channel_seed(rep);
+    s
+}
+
 /// Every simulated transfer of `o`, in (link, control, repetition) order.
 pub fn run(
     o: &Options,
@@ -79,7 +88,7 @@ pub fn run(
     let out = crate::parallel::parallel_ordered(jobs.len(), o.jobs, &|| progress.tick(), |i| {
         let (li, cc, sc, rep) = jobs[i];
         let mut t = &traces;
-        let r = mslink_sim::run_with(&scenarios[sc], rep, &mut t, None)?;
+        let r = mslink_sim::run_with(&repetition(&scenarios[sc], rep), 0, &mut t, None)?;
         let f = r.flows.first().context("the scenario's flow")?;
         Ok::<_, anyhow::Error>(Row {
             link: li,
@@ -135,6 +144,27 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} not in\n{t}");
         }
+    }
+
+    /// Repetition r of both sides draws from one seed: the simulated transfer's scenario
+    /// seed (its repetition 0 is seeded as written) is the one the kernel's link file for r
+    /// gives the emulator, and two repetitions differ.
+    #[test]
+    fn a_repetition_is_seeded_as_the_kernels_link_file_for_it() {
+        let link = Link {
+            rate_bps: 10e6,
+            rtt_ms: 20.0,
+            loss: Loss::Independent(0.01),
+        };
+        let sc = scenario(&link, Cc::Reno, 5.0, 1 << 20).unwrap();
+        for rep in [0, 3] {
+            let file: toml::Value =
+                toml::from_str(&super::super::kernel::link_file(&link, rep)).unwrap();
+            let seed = file["seed"].as_integer().unwrap() as u64;
+            assert_eq!(repetition(&sc, rep).sim.seed, seed);
+            assert_eq!(mslink_channel::streams::rep_seed(seed, 0), seed);
+        }
+        assert_ne!(repetition(&sc, 0).sim.seed, repetition(&sc, 1).sim.seed);
     }
 
     /// HyStart (cubic_flavour = "linux"): with no loss at 10 Mbit/s and 200 ms, slow start
