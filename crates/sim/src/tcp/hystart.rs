@@ -6,8 +6,9 @@
 //! ends when the cumulative ACK passes what had been sent when it began), and says when to
 //! leave it: [`HyStart::on_ack`] returns `true` once, and the window controller then sets
 //! ssthresh to the current window (so congestion avoidance takes over without a loss). It
-//! looks only while the window is at least [`LOW_WINDOW`] segments and has two detectors, as
-//! `tcp_cubic.c` (`hystart_update`, `hystart_detect = 3`):
+//! counts rounds from the slow start's first ACK, so that each begins with the first ACK of a
+//! flight, but judges only while the window is at least [`LOW_WINDOW`] segments, and has two
+//! detectors, as `tcp_cubic.c` (`hystart_update`, `hystart_detect = 3`):
 //! - **ACK train**: ACKs arriving at most [`ACK_DELTA`] apart since the round's first ACK,
 //!   for longer than half of `delay_min` plus [`ACK_DELAY`] (the kernel's allowance for a
 //!   burst's serialisation, at most 1 ms; 1 ms below 2 Gbit/s): the window's worth of ACKs
@@ -72,9 +73,13 @@ impl HyStart {
         delay: Duration,
         delay_min: Duration,
     ) -> bool {
-        if self.found || cwnd_segs < LOW_WINDOW {
+        if self.found {
             return false;
         }
+        // `hystart_update`: the round is reset before the window is checked, so rounds are
+        // counted from the slow start's first ACK and each begins with the first ACK of a
+        // flight (counted only from LOW_WINDOW, they would begin where that window happened
+        // to be reached, in the middle of a flight's ACKs, for ever after).
         if self.round_start.is_none() || una > self.end_seq {
             // A new round: its first ACK starts the train.
             self.round_start = Some(now);
@@ -82,6 +87,9 @@ impl HyStart {
             self.end_seq = snd_max;
             self.curr_rtt = None;
             self.sample_cnt = 0;
+        }
+        if cwnd_segs < LOW_WINDOW {
+            return false;
         }
         if let (Some(start), Some(last)) = (self.round_start, self.last_ack) {
             if now.saturating_since(last) <= ACK_DELTA {
@@ -164,6 +172,59 @@ mod tests {
         let mut h = HyStart::default();
         assert_eq!(round(&mut h, 0.0, 3.0, 64, 0, 105.0), None);
         assert_eq!(round(&mut h, 300.0, 3.0, 64, 200, 117.0), Some(8));
+    }
+
+    /// Slow start from an initial window of 10 over a 200-ms path whose bottleneck takes 1.2 ms
+    /// a segment (10 Mbit/s), the receiver acknowledging every second segment: flight j of
+    /// 10 x 2^j segments leaves at twice the bottleneck's rate as the ACKs of flight j - 1
+    /// come back (each ACK of two segments adds two to the window and sends four), so a
+    /// flight's segments queue behind its own earlier ones, 0.6 ms more for each, and the
+    /// ACKs of a flight return with RTTs rising from 200 ms by 1.2 ms per ACK. `head_ms` is
+    /// the queue the head of the last flight already meets. Returns the window when HyStart
+    /// found its exit, if it did.
+    fn slow_start(h: &mut HyStart, flights: u32, head_ms: f64) -> Option<u64> {
+        let (mut una, mut t) = (0u64, 0.0);
+        for j in 0..flights {
+            let w = 10u64 << j;
+            let head = if j + 1 == flights { head_ms } else { 0.0 };
+            for k in 0..w / 2 {
+                una += 2;
+                let cwnd = w + 2 * (k + 1);
+                // What had been sent before this ACK: the flight, and four for each earlier
+                // ACK of it.
+                let snd_max = w + una + 2 * k - 2;
+                let rtt = 200.0 + head + 1.2 * k as f64;
+                if h.on_ack(
+                    at(t + 2.4 * k as f64),
+                    una,
+                    snd_max,
+                    cwnd,
+                    ms(rtt),
+                    ms(200.0),
+                ) {
+                    return Some(cwnd);
+                }
+            }
+            t += 200.0;
+        }
+        None
+    }
+
+    /// Rounds are counted from the first ACK of the slow start, below the low window too, as
+    /// Linux's `hystart_update` resets the round before it checks `hystart_low_window`: a round
+    /// then begins with the first ACK of a flight, whose segments met no queue, and the rising
+    /// RTTs of a flight's own burst end nothing. Counted only from 16 segments, the rounds
+    /// began in the middle of a flight's ACKs ever after, and the burst's own queue, 24 ms at
+    /// the middle of a flight of 80, ended slow start at 144 segments where the kernel's
+    /// CUBIC went on to 490-648 on this link (docs/validation.md).
+    #[test]
+    fn a_round_starts_with_a_flight_so_a_bursts_own_queue_ends_nothing() {
+        let mut h = HyStart::default();
+        assert_eq!(slow_start(&mut h, 6, 0.0), None);
+        // When the queue outlasts the gap between flights, the head of a flight meets it: a
+        // head 20 ms late (more than the 16-ms threshold) ends slow start at its 9th ACK.
+        let mut h = HyStart::default();
+        assert_eq!(slow_start(&mut h, 6, 20.0), Some(320 + 18));
     }
 
     #[test]
