@@ -120,13 +120,14 @@ pub const QUEUE_PACKETS: usize = 1000;
 /// The emulator's link file for `link`, repetition `rep`.
 pub fn link_file(link: &Link, rep: u32) -> String {
     format!(
-        "# mslink validate: {label}\nrate_bps = {rate}\ndelay_ms = {delay:?}\nmtu = 1500\nqueue = \"droptail\"\nqueue_packets = {queue}\nseed = {seed}\nerror = {err}\nerror_reverse = {{ model = \"perfect\" }}\n\n[link]\nmtu = 1500\n\n[[link.service]]\nname = \"tcp\"\nscheme = \"raw\"\n",
+        "# mslink validate: {label}\nrate_bps = {rate}\ndelay_ms = {delay:?}\nmtu = {mtu}\nqueue = \"droptail\"\nqueue_packets = {queue}\nseed = {seed}\nerror = {err}\nerror_reverse = {{ model = \"perfect\" }}\n\n[link]\nmtu = {mtu}\n\n[[link.service]]\nname = \"tcp\"\nscheme = \"raw\"\n",
         label = link.label(),
         rate = link.rate_bps,
         delay = link.rtt_ms / 2.0,
         seed = super::channel_seed(rep),
         err = link.loss.toml(),
         queue = QUEUE_PACKETS,
+        mtu = super::MTU,
     )
 }
 

@@ -41,6 +41,10 @@ pub fn channel_seed(rep: u32) -> u64 {
     u64::from(rep) + 1
 }
 
+/// The IP MTU of the link on both sides, bytes: `scenarios/tcp/linux_like.toml`'s, which the
+/// emulator's link file repeats (a test in `sim.rs` holds the two together).
+pub const MTU: u32 = 1500;
+
 /// Loss of data frames on the link (ACKs cross a perfect channel, as in the ns-3 benchmark and
 /// `linux_like.toml`).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -23,11 +23,11 @@ use crate::TraceFiles;
 const LINUX_LIKE: &str = include_str!("../../../../scenarios/tcp/linux_like.toml");
 
 /// How long the run goes on after the transfer's end: the link's queue full
-/// (`RawConfig::default().queue_limit` packets of 1500 bytes) drained at its rate, two round
-/// trips and a second.
+/// (`RawConfig::default().queue_limit` packets of [`super::MTU`] bytes) drained at its rate,
+/// two round trips and a second.
 pub fn drain_s(link: &Link) -> f64 {
     let queue = mslink_link::service::raw::RawConfig::default().queue_limit as f64;
-    queue * 1500.0 * 8.0 / link.rate_bps + 2.0 * link.rtt_ms / 1e3 + 1.0
+    queue * f64::from(super::MTU) * 8.0 / link.rate_bps + 2.0 * link.rtt_ms / 1e3 + 1.0
 }
 
 /// The Linux-like transfer over `link` with `cc`, measured for `seconds`, with both socket
@@ -144,6 +144,12 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want} not in\n{t}");
         }
+        // The emulator's link file gives the kernel's side the scenario's MTU.
+        let file: toml::Value = toml::from_str(&super::super::kernel::link_file(&link, 0)).unwrap();
+        let mtu = |v: &toml::Value| v["mtu"].as_integer().unwrap();
+        assert_eq!(mtu(&file), i64::from(super::super::MTU));
+        assert_eq!(mtu(&file["link"]), i64::from(super::super::MTU));
+        assert!(t.contains(&format!("mtu = {}", super::super::MTU)), "{t}");
     }
 
     /// Repetition r of both sides draws from one seed: the simulated transfer's scenario
