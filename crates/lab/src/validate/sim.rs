@@ -157,11 +157,7 @@ mod tests {
     /// gives the emulator, and two repetitions differ.
     #[test]
     fn a_repetition_is_seeded_as_the_kernels_link_file_for_it() {
-        let link = Link {
-            rate_bps: 10e6,
-            rtt_ms: 20.0,
-            loss: Loss::Independent(0.01),
-        };
+        let link = super::super::Grid::Quick.links()[0];
         let sc = scenario(&link, Cc::Reno, 5.0, 1 << 20).unwrap();
         for rep in [0, 3] {
             let file: toml::Value =
