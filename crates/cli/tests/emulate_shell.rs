@@ -94,39 +94,49 @@ impl Terminal {
         String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
     }
 
-    /// Waits until the output holds `what` `times` times (a hang fails after 60 s).
-    fn expect(&self, what: &str, times: usize) {
+    /// Polls `done` every 20 ms until it holds; a hang fails after 60 s with `what` and the
+    /// terminal's text.
+    fn until(&self, what: &dyn Fn() -> String, done: &mut dyn FnMut() -> bool) {
         let start = Instant::now();
-        while self.text().matches(what).count() < times {
+        while !done() {
             assert!(
                 start.elapsed() < Duration::from_secs(60),
-                "no {what:?} (x{times}) on the terminal; it shows:\n{}",
+                "{}; it shows:\n{}",
+                what(),
                 self.text()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// Waits until a process named `comm` leads the terminal's foreground process group (a
-    /// hang fails after 60 s). A shell with job control hands the terminal to a command only
-    /// after forking it; a Ctrl-C typed before then reaches the shell, which holds it back
-    /// until the command ends, as dash does.
+    /// Waits until the output holds `what` `times` times.
+    fn expect(&self, what: &str, times: usize) {
+        self.until(
+            &|| format!("no {what:?} (x{times}) on the terminal"),
+            &mut || self.text().matches(what).count() >= times,
+        );
+    }
+
+    /// Waits until a process named `comm` leads the terminal's foreground process group. A
+    /// shell with job control hands the terminal to a command only after forking it; a
+    /// Ctrl-C typed before then reaches the shell, which holds it back until the command
+    /// ends, as dash does.
     fn expect_foreground(&self, comm: &str) {
-        let start = Instant::now();
-        loop {
+        let leader = || {
             // SAFETY: tcgetpgrp on the master end reads the slave's foreground group.
             let pgrp = unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) };
             let name = std::fs::read_to_string(format!("/proc/{pgrp}/comm")).unwrap_or_default();
-            if name.trim_end() == comm {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "{comm} never held the terminal (foreground group {pgrp}: {name:?}); it shows:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            (pgrp, name)
+        };
+        self.until(
+            &|| {
+                format!(
+                    "{comm} never held the terminal (foreground group {:?})",
+                    leader()
+                )
+            },
+            &mut || leader().1.trim_end() == comm,
+        );
     }
 
     fn type_line(&mut self, line: &str) {
