@@ -12,7 +12,7 @@ use mslink_lab::validate::{self, Cc, Grid, Options};
 /// Options of `mslink validate`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # the table of docs/validation.md (36 links; 936 kernel transfers, about 3.3 hours on a 2-core machine):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --out docs/validation\n  # the same, killed and started again (keeps the transfers already made; a larger --reps adds only new ones):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --resume --out docs/validation\n  # after a change to the simulator, against the kernel transfers already in docs/validation/real/ (no root):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --reuse-real --out docs/validation\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss; repetition r of both sides draws its\nlosses from the same seed. OUT/report.md has goodput, retransmissions and timeouts side by\nside with the sim/real ratio over those pairs and its 95% interval (the verdict's) and the\nratio over all transfers; OUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
+    after_help = "Examples:\n  mslink validate --out results/validation     # as root: the held-out link, Reno and CUBIC\n  mslink validate --sim-only --grid full --out results/sim-side   # no root: the simulated half\n  # the table of docs/validation.md (36 links; 936 kernel transfers, about 3.3 hours on a 2-core machine):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --out docs/validation\n  # the same, killed and started again (keeps the transfers already made; a larger --reps adds only new ones):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --resume --out docs/validation\n  # after a change to the simulator, against the kernel transfers already in docs/validation/real/ (no root):\n  #   mslink validate --grid full --reps 13 --sim-reps 60 --seconds 10 --reuse-real --out docs/validation\n  # two points of the grid with 60-s transfers, in a folder of their own:\n  #   mslink validate --grid full --only \"10 Mbit/s, 200 ms, 2%: reno\" --only \"10 Mbit/s, 200 ms, 2% bursts of 4\" --seconds 60 --out results/long\n\nEach link of the grid is run twice: in the simulator with the Linux-like sender of\nscenarios/tcp/linux_like.toml, and for real with iperf3 between two namespaces joined by\n`mslink emulate` set to the same rate, delay and loss; repetition r of both sides draws its\nlosses from the same seed. OUT/report.md has goodput, retransmissions and timeouts side by\nside with the sim/real ratio over those pairs and its 95% interval (the verdict's) and the\nratio over all transfers; OUT/runs.csv every transfer; OUT/goodput.svg the figure. The real side needs root and iperf3\n(docs/validation.md)."
 )]
 pub struct ValidateArgs {
     /// Folder for report.md, runs.csv, goodput.{png,svg} and the real side's files (real/).
@@ -52,6 +52,13 @@ pub struct ValidateArgs {
     /// larger --reps adds only the new repetitions.
     #[arg(long, conflicts_with_all = ["sim_only", "reuse_real"])]
     pub resume: bool,
+    /// Only this point of the grid: a link as the report labels it, with every --cc
+    /// (`"10 Mbit/s, 200 ms, 2%"`), or one control of it (`"10 Mbit/s, 200 ms, 2%: reno"`);
+    /// repeat for more. The real side's files keep the whole grid's names, so a few points
+    /// can take more or longer transfers in a folder of their own, or resume from a copy of
+    /// the grid's.
+    #[arg(long, value_name = "LINK[: CC]")]
+    pub only: Vec<String>,
     /// No progress bar or notes.
     #[arg(short, long)]
     pub quiet: bool,
@@ -83,8 +90,18 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
             a.reps
         );
     }
+    let links = grid.links();
+    let only = if a.only.is_empty() {
+        None
+    } else {
+        let mut points = Vec::new();
+        for spec in &a.only {
+            points.extend(validate::parse_point(&links, &ccs, spec).context("--only")?);
+        }
+        Some(points)
+    };
     let o = Options {
-        links: grid.links(),
+        links,
         ccs,
         reps: a.reps,
         sim_reps,
@@ -100,12 +117,17 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         work: a.out.join("real"),
         reuse_real: a.reuse_real,
         resume: a.resume,
+        only,
     };
     let progress = crate::convention::Bar::new(a.quiet);
     let (rows, settings) = validate::run(&o, &progress)?;
     let command = format!(
-        "mslink validate --grid {} --cc {} --reps {}{} --seconds {}{}{} --out {}",
+        "mslink validate --grid {}{} --cc {} --reps {}{} --seconds {}{}{} --out {}",
         a.grid,
+        a.only
+            .iter()
+            .map(|p| format!(" --only \"{p}\""))
+            .collect::<String>(),
         a.cc.join(","),
         a.reps,
         a.sim_reps

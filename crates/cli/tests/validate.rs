@@ -141,3 +141,51 @@ fn the_simulator_and_the_kernel_run_the_same_link_and_are_reported_side_by_side(
     assert_eq!(csv_rows(&one, "sim").len(), 6);
     assert!(csv_rows(&one, "real").is_empty());
 }
+
+/// `--only` runs a few points of the grid (no root: the simulated side): only those are run
+/// and reported, the report's command names them, and a label the grid does not have is
+/// refused with the grid's labels.
+#[test]
+fn only_runs_the_points_it_names() {
+    let d = scratch("validate-only");
+    let o = mslink()
+        .args(["validate", "--sim-only", "--grid", "full", "--reps", "2"])
+        .args(["--only", "1 Mbit/s, 10 ms, 2% bursts of 4: cubic"])
+        .args(["--only", "100 Mbit/s, 200 ms, 0"])
+        .args(["--seconds", "2", "-q", "--out"])
+        .arg(d.join("v"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(d.join("v/runs.csv")).unwrap();
+    let points: std::collections::BTreeSet<String> = csv_rows(&csv, "sim")
+        .iter()
+        .map(|l| l.split(',').take(5).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        points.into_iter().collect::<Vec<_>>(),
+        [
+            "1000000,10,0.02,4,cubic",
+            "100000000,200,0,1,cubic",
+            "100000000,200,0,1,reno"
+        ],
+        "{csv}"
+    );
+    let report = std::fs::read_to_string(d.join("v/report.md")).unwrap();
+    assert!(
+        report.contains("--only \"1 Mbit/s, 10 ms, 2% bursts of 4: cubic\""),
+        "{report}"
+    );
+
+    let o = mslink()
+        .args(["validate", "--sim-only", "--grid", "full"])
+        .args(["--only", "1 Mbit/s, 10 ms, 3%", "-q", "--out"])
+        .arg(d.join("w"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--only") && err.contains("1 Mbit/s, 10 ms, 2%"),
+        "{err}"
+    );
+}

@@ -200,33 +200,30 @@ pub fn row_of(doc: &serde_json::Value, netstat_text: &str) -> Result<(f64, f64, 
 pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -> Result<Vec<Row>> {
     std::fs::create_dir_all(&o.work).with_context(|| format!("creating {}", o.work.display()))?;
     let mut rows = Vec::new();
-    progress.phase(
-        (o.links.len() * o.ccs.len()) as u64 * o.reps as u64,
-        "real transfers",
-    );
-    for (li, link) in o.links.iter().enumerate() {
-        for &cc in &o.ccs {
-            for rep in 0..o.reps {
-                let what = || {
-                    format!(
-                        "the kernel's TCP over {} with {}, repetition {rep}",
-                        link.label(),
-                        cc.name()
-                    )
-                };
-                // A document a killed transfer left empty or cut short is measured again.
-                let kept = if o.resume && same_link_file(o, li, link, cc, rep).with_context(what)? {
-                    earlier_row(o, li, cc, rep).ok()
-                } else {
-                    None
-                };
-                let r = match kept {
-                    Some(r) => r,
-                    None => transfer(o, exe, li, link, cc, rep).with_context(what)?,
-                };
-                rows.push(r);
-                progress.tick();
-            }
+    let points = o.points();
+    progress.phase(points.len() as u64 * o.reps as u64, "real transfers");
+    for (li, cc) in points {
+        let link = &o.links[li];
+        for rep in 0..o.reps {
+            let what = || {
+                format!(
+                    "the kernel's TCP over {} with {}, repetition {rep}",
+                    link.label(),
+                    cc.name()
+                )
+            };
+            // A document a killed transfer left empty or cut short is measured again.
+            let kept = if o.resume && same_link_file(o, li, link, cc, rep).with_context(what)? {
+                earlier_row(o, li, cc, rep).ok()
+            } else {
+                None
+            };
+            let r = match kept {
+                Some(r) => r,
+                None => transfer(o, exe, li, link, cc, rep).with_context(what)?,
+            };
+            rows.push(r);
+            progress.tick();
         }
     }
     progress.done();
@@ -238,17 +235,15 @@ pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -
 /// be `o.seconds` long, so the rows are the same measurements a new run of `o` would repeat.
 pub fn reuse(o: &Options) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for (li, link) in o.links.iter().enumerate() {
-        for &cc in &o.ccs {
-            for rep in 0..o.reps {
-                if !same_link_file(o, li, link, cc, rep)? {
-                    bail!(
-                        "{} is missing (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
-                        stem(o, li, cc, rep).with_extension("toml").display()
-                    );
-                }
-                rows.push(earlier_row(o, li, cc, rep)?);
+    for (li, cc) in o.points() {
+        for rep in 0..o.reps {
+            if !same_link_file(o, li, &o.links[li], cc, rep)? {
+                bail!(
+                    "{} is missing (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
+                    stem(o, li, cc, rep).with_extension("toml").display()
+                );
             }
+            rows.push(earlier_row(o, li, cc, rep)?);
         }
     }
     Ok(rows)
@@ -389,6 +384,7 @@ mod tests {
             work: dir.clone(),
             reuse_real: true,
             resume: false,
+            only: None,
         };
         let st = stem(&o, 0, Cc::Reno, 0);
         // Nothing yet: not kept, and --reuse-real names the missing file.

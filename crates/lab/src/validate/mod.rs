@@ -210,6 +210,51 @@ pub struct Options {
     /// Measure only the real transfers whose files are not already complete in `work` (a
     /// killed run resumed, or more repetitions added to an earlier run's).
     pub resume: bool,
+    /// Only these (index into `links`, control) points, in the grid's order (None: every link
+    /// with every control of `ccs`). The indices stay the grid's, and so do the real side's
+    /// file names: a run of a few points resumes from, or adds repetitions to, a whole grid's
+    /// transfers (`--only`).
+    pub only: Option<Vec<(usize, Cc)>>,
+}
+
+impl Options {
+    /// The (index into `links`, control) points to run, in (link, control) order.
+    pub fn points(&self) -> Vec<(usize, Cc)> {
+        let mut all = Vec::new();
+        for li in 0..self.links.len() {
+            for &cc in &self.ccs {
+                if self.only.as_ref().is_none_or(|o| o.contains(&(li, cc))) {
+                    all.push((li, cc));
+                }
+            }
+        }
+        all
+    }
+}
+
+/// The points `spec` names among `links` and `ccs`: `LINK` (every control of `ccs`) or
+/// `LINK: CC`, where `LINK` is a link's label as the report prints it (`10 Mbit/s, 200 ms, 2%
+/// bursts of 4`). An error names the spec and lists the labels when no link has it, or when
+/// its control is not one of `ccs`.
+pub fn parse_point(links: &[Link], ccs: &[Cc], spec: &str) -> Result<Vec<(usize, Cc)>> {
+    let (label, cc) = match spec.rsplit_once(':') {
+        Some((l, c)) => (l.trim(), Some(Cc::parse(c.trim())?)),
+        None => (spec.trim(), None),
+    };
+    let Some(li) = links.iter().position(|l| l.label() == label) else {
+        let names: Vec<String> = links.iter().map(|l| format!("  {}", l.label())).collect();
+        bail!(
+            "no link of the grid is {label:?}; its links are:\n{}",
+            names.join("\n")
+        );
+    };
+    match cc {
+        Some(cc) if !ccs.contains(&cc) => {
+            bail!("{spec:?} names {}, which --cc does not run", cc.name())
+        }
+        Some(cc) => Ok(vec![(li, cc)]),
+        None => Ok(ccs.iter().map(|&cc| (li, cc)).collect()),
+    }
 }
 
 /// Which side a row comes from.
@@ -343,5 +388,45 @@ mod tests {
         assert!(e.is_ok(), "{e:?}");
         assert_eq!(b.label(), "2% bursts of 4");
         assert!(Cc::parse("bbr").is_err());
+    }
+
+    #[test]
+    fn a_few_points_keep_their_grid_indices() {
+        let links = Grid::Full.links();
+        let ccs = [Cc::Reno, Cc::Cubic];
+        let spec = "100 Mbit/s, 200 ms, 2% bursts of 4";
+        let li = links.iter().position(|l| l.label() == spec).unwrap();
+        assert_eq!(li, 35);
+        assert_eq!(
+            parse_point(&links, &ccs, spec).unwrap(),
+            [(35, Cc::Reno), (35, Cc::Cubic)]
+        );
+        assert_eq!(
+            parse_point(&links, &ccs, &format!("{spec} : cubic")).unwrap(),
+            [(35, Cc::Cubic)]
+        );
+        let e = parse_point(&links, &ccs, "10 Mbit/s, 20 ms, 1%").unwrap_err();
+        assert!(e.to_string().contains("1 Mbit/s, 10 ms, 0.5%"), "{e}");
+        let e = parse_point(&links, &[Cc::Reno], &format!("{spec}: cubic")).unwrap_err();
+        assert!(e.to_string().contains("--cc"), "{e}");
+        assert!(parse_point(&links, &ccs, &format!("{spec}: bbr")).is_err());
+
+        let mut o = Options {
+            links,
+            ccs: ccs.to_vec(),
+            reps: 1,
+            sim_reps: 1,
+            seconds: 1.0,
+            jobs: 1,
+            exe: None,
+            work: PathBuf::new(),
+            reuse_real: false,
+            resume: false,
+            only: None,
+        };
+        assert_eq!(o.points().len(), 72);
+        assert_eq!(o.points()[71], (35, Cc::Cubic));
+        o.only = Some(vec![(35, Cc::Reno), (2, Cc::Cubic)]);
+        assert_eq!(o.points(), [(2, Cc::Cubic), (35, Cc::Reno)]);
     }
 }

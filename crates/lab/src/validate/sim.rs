@@ -75,12 +75,10 @@ pub fn run(
     // One scenario per (link, control); a job names it by index.
     let mut scenarios = Vec::new();
     let mut jobs = Vec::new();
-    for (li, link) in o.links.iter().enumerate() {
-        for &cc in &o.ccs {
-            scenarios.push(scenario(link, cc, o.seconds, buffer)?);
-            for rep in 0..o.sim_reps {
-                jobs.push((li, cc, scenarios.len() - 1, rep));
-            }
+    for (li, cc) in o.points() {
+        scenarios.push(scenario(&o.links[li], cc, o.seconds, buffer)?);
+        for rep in 0..o.sim_reps {
+            jobs.push((li, cc, scenarios.len() - 1, rep));
         }
     }
     let traces = TraceFiles::new(PathBuf::new());
