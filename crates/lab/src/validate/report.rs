@@ -383,7 +383,11 @@ fn table_row(links: &[Link], s: &Summary) -> String {
 }
 
 /// The goodput figure: per link, each control's real and simulated goodput with its interval.
+/// One category per link reported (all of the grid's, or those `--only` picked).
 fn goodput_chart(links: &[Link], sums: &[Summary]) -> mslink_plot::chart::Chart {
+    let mut shown: Vec<usize> = sums.iter().map(|s| s.link).collect();
+    shown.dedup();
+    let x = |link: usize| shown.iter().position(|&l| l == link).unwrap_or(0) as f64;
     let mut lines = Vec::new();
     for cc in [Cc::Reno, Cc::Cubic] {
         for (side, i) in [(Side::Real, 1), (Side::Sim, 0)] {
@@ -393,7 +397,7 @@ fn goodput_chart(links: &[Link], sums: &[Summary]) -> mslink_plot::chart::Chart 
                 .map(|s| {
                     let e = &s.goodput[i];
                     let half = if e.half.is_finite() { e.half } else { 0.0 };
-                    (s.link as f64, e.mean / 1e6, half / 1e6)
+                    (x(s.link), e.mean / 1e6, half / 1e6)
                 })
                 .collect();
             if !points.is_empty() {
@@ -409,7 +413,7 @@ fn goodput_chart(links: &[Link], sums: &[Summary]) -> mslink_plot::chart::Chart 
         x_label: "link".into(),
         y_label: "goodput (Mbit/s)".into(),
         lines,
-        categories: Some(links.iter().map(Link::label).collect()),
+        categories: Some(shown.iter().map(|&l| links[l].label()).collect()),
         error_bars: true,
         scale: Default::default(),
         markers: true,
@@ -433,6 +437,31 @@ mod tests {
             srtt_p50_ms: if side == Side::Real { 21.0 } else { 22.0 },
             srtt_p95_ms: 30.0 + f64::from(rep),
         }
+    }
+
+    #[test]
+    fn the_figure_has_a_category_per_link_reported() {
+        let links = super::super::Grid::Full.links();
+        let at = |link, cc, side| Row {
+            link,
+            cc,
+            ..row(side, 0, 1e6)
+        };
+        let rows = [
+            at(3, Cc::Cubic, Side::Sim),
+            at(35, Cc::Reno, Side::Sim),
+            at(35, Cc::Cubic, Side::Sim),
+        ];
+        let chart = goodput_chart(&links, &summaries(&links, &rows));
+        let cats = chart.categories.unwrap();
+        assert_eq!(cats, [links[3].label(), links[35].label()]);
+        let xs: Vec<Vec<f64>> = chart
+            .lines
+            .iter()
+            .map(|l| l.points.iter().map(|p| p.0).collect())
+            .collect();
+        // Real and simulated Reno at link 35 only; real and simulated CUBIC at 3 and 35.
+        assert_eq!(xs, [vec![1.0], vec![1.0], vec![0.0, 1.0], vec![0.0, 1.0]]);
     }
 
     #[test]
