@@ -306,7 +306,7 @@ pub fn matched() -> &'static [(&'static str, &'static str)] {
     &[
         (
             "sender",
-            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), CUBIC as tcp_cubic.c grows it, with its HyStart slow-start exit and its reduction on whole segments rounded down (cubic_flavour = \"linux\"), the kernel's retransmission timer (rto_flavour = \"linux\": SRTT + max(4 mdev, 200 ms), an RTT sample from every ACK, restarted when the first unacknowledged segment is retransmitted), timestamps, handshake, IW 10, 1 ms timers, MSS 1448",
+            "scenarios/tcp/linux_like.toml: SACK, RACK-TLP, PRR, limited transmit, byte counting (RFC 3465, as tcp_cong_avoid_ai), Reno's reduction on whole segments rounded down (reno_flavour = \"linux\", as tcp_reno_ssthresh), CUBIC as tcp_cubic.c grows it, with its HyStart slow-start exit and its reduction on whole segments rounded down (cubic_flavour = \"linux\"), the kernel's retransmission timer (rto_flavour = \"linux\": SRTT + max(4 mdev, 200 ms), an RTT sample from every ACK, restarted when the first unacknowledged segment is retransmitted), timestamps, handshake, IW 10, 1 ms timers, MSS 1448",
         ),
         (
             "receiver",

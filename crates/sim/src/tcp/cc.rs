@@ -9,8 +9,12 @@
 //! NewReno and SACK all use [`Aimd`] (RFC 5681) by default, or [`super::cubic::Cubic`]
 //! (RFC 9438) with `congestion_control = "cubic"`; a window controller fed by routers, such
 //! as XCP's, implements the same trait and reads its feedback from [`AckInfo`].
+//! [`Aimd`] halves its window as RFC 5681 writes it or, with `reno_flavour = "linux"`, as
+//! Linux's `tcp_reno_ssthresh` does (whole segments, rounded down).
 
 use mslink_link::{Duration, Instant};
+
+use super::RenoFlavour;
 
 /// What one acknowledgement of new data tells the window controller.
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +98,8 @@ pub struct Aimd {
     /// Remainder of congestion avoidance: SMSS*SMSS products ([`Counting::PerAck`]) or bytes
     /// acknowledged ([`Counting::Bytes`]) not yet turned into window.
     acc: u64,
+    /// How a loss or a timeout halves the window.
+    flavour: RenoFlavour,
 }
 
 impl Aimd {
@@ -104,6 +110,24 @@ impl Aimd {
             ssthresh: u64::MAX / 4,
             counting,
             acc: 0,
+            flavour: RenoFlavour::Rfc5681,
+        }
+    }
+
+    /// The same controller halving its window as `flavour` says.
+    pub fn flavour(mut self, flavour: RenoFlavour) -> Self {
+        self.flavour = flavour;
+        self
+    }
+
+    /// ssthresh after a loss or a timeout with `flight` bytes outstanding.
+    fn halved(&self, flight: u64, mss: u64) -> u64 {
+        match self.flavour {
+            // RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize / 2, 2*SMSS).
+            RenoFlavour::Rfc5681 => (flight / 2).max(2 * mss),
+            // Linux's `tcp_reno_ssthresh`: max(snd_cwnd >> 1, 2), the window in whole
+            // segments.
+            RenoFlavour::Linux => (self.cwnd / mss / 2).max(2) * mss,
         }
     }
 }
@@ -142,14 +166,14 @@ impl CongestionControl for Aimd {
         }
     }
     fn on_loss(&mut self, flight: u64, mss: u64) {
-        // RFC 5681 §3.2 eq. (4): ssthresh = max(FlightSize / 2, 2*SMSS).
-        self.ssthresh = (flight / 2).max(2 * mss);
+        // RFC 5681 §3.2 eq. (4) (or Linux's halving), and cwnd = ssthresh.
+        self.ssthresh = self.halved(flight, mss);
         self.cwnd = self.ssthresh;
         self.acc = 0;
     }
     fn on_timeout(&mut self, flight: u64, mss: u64) {
-        // RFC 5681 §3.1 eq. (4) and the loss window LW = 1 SMSS.
-        self.ssthresh = (flight / 2).max(2 * mss);
+        // RFC 5681 §3.1 eq. (4) (or Linux's halving) and the loss window LW = 1 SMSS.
+        self.ssthresh = self.halved(flight, mss);
         self.cwnd = mss;
         self.acc = 0;
     }
@@ -247,5 +271,25 @@ mod tests {
         let mut c = Aimd::new(4, 1000, Counting::Bytes);
         c.on_ack(&ack(8000));
         assert_eq!(c.cwnd(), 6000, "RFC 3465 §2.2: L = 2 SMSS");
+    }
+
+    #[test]
+    fn linux_halves_the_window_in_whole_segments_rfc5681_the_flight_in_bytes() {
+        // A window of 9 segments, all in flight: RFC 5681 keeps 4.5 segments, Linux's
+        // `tcp_reno_ssthresh` 9 >> 1 = 4.
+        let nine = |f: RenoFlavour| Aimd::new(9, 1000, Counting::Bytes).flavour(f);
+        let (mut rfc, mut linux) = (nine(RenoFlavour::Rfc5681), nine(RenoFlavour::Linux));
+        rfc.on_loss(9000, 1000);
+        linux.on_loss(9000, 1000);
+        assert_eq!((rfc.cwnd(), linux.cwnd()), (4500, 4000));
+        assert_eq!((rfc.ssthresh(), linux.ssthresh()), (4500, 4000));
+        // Linux halves the window, not the flight: 9 segments with 5 in flight leave 4 (RFC
+        // 5681: 2.5, held at 2 SMSS); and never below 2 segments.
+        let mut linux = nine(RenoFlavour::Linux);
+        linux.on_timeout(5000, 1000);
+        assert_eq!((linux.ssthresh(), linux.cwnd()), (4000, 1000));
+        let mut small = Aimd::new(3, 1000, Counting::Bytes).flavour(RenoFlavour::Linux);
+        small.on_loss(3000, 1000);
+        assert_eq!(small.cwnd(), 2000);
     }
 }

@@ -115,6 +115,19 @@ pub enum CubicFlavour {
     Linux,
 }
 
+/// How `congestion_control = "reno"` halves its window on a loss: as RFC 5681 writes it or as
+/// Linux's `tcp_reno_ssthresh` does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RenoFlavour {
+    /// RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize / 2, 2 SMSS), in bytes.
+    #[default]
+    Rfc5681,
+    /// Linux's `tcp_reno_ssthresh`: ssthresh = max(cwnd / 2, 2) in whole segments, rounded
+    /// down (a window of 9 segments leaves 4, not 4.5).
+    Linux,
+}
+
 /// Everything that tunes one TCP connection (both ends).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -128,6 +141,11 @@ pub struct TcpConfig {
     /// (docs/validation.md). Read only with `congestion_control = "cubic"`, so a Linux-like
     /// file keeps it when a run switches the control to Reno.
     pub cubic_flavour: CubicFlavour,
+    /// How Reno halves its window: `"rfc5681"` (the default: half the flight in bytes) or
+    /// `"linux"`, as `tcp_reno_ssthresh` does (half the window in whole segments, rounded
+    /// down; docs/validation.md). Read only with `congestion_control = "reno"`, so a
+    /// Linux-like file keeps it when a run switches the control to CUBIC.
+    pub reno_flavour: RenoFlavour,
     /// Window growth by the bytes acknowledged (RFC 3465 Appropriate Byte Counting, L =
     /// 2 SMSS, as Linux counts acknowledged segments) instead of per ACK (RFC 5681 eq. 2 and
     /// 3, ns-2's agents and 004: the default). With delayed ACKs per-ACK counting grows the
@@ -205,6 +223,7 @@ impl Default for TcpConfig {
             variant: Variant::Reno,
             congestion_control: WindowGrowth::Reno,
             cubic_flavour: CubicFlavour::Rfc9438,
+            reno_flavour: RenoFlavour::Rfc5681,
             byte_counting: false,
             mss: 1460,
             initial_window: 1,

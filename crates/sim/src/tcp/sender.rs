@@ -150,7 +150,7 @@ impl Sender {
         };
         let cc: Box<dyn CongestionControl> = match cfg.congestion_control {
             _ if cfg.xcp => Box::new(crate::xcp::XcpWindow::new(iw, mss)),
-            WindowGrowth::Reno => Box::new(Aimd::new(iw, mss, counting)),
+            WindowGrowth::Reno => Box::new(Aimd::new(iw, mss, counting).flavour(cfg.reno_flavour)),
             WindowGrowth::Cubic => {
                 Box::new(Cubic::new(iw, mss, counting).flavour(cfg.cubic_flavour))
             }
