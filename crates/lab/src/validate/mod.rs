@@ -1,7 +1,8 @@
 //! The simulator's TCP against the kernel's on the same link: `mslink validate`.
 //!
 //! Contract. A [`Grid`] is a list of [`Link`]s (rate, round-trip time, loss of data frames) and
-//! congestion controls ([`Cc`]). For every link and control, [`run`] makes `reps` transfers of
+//! congestion controls ([`Cc`]). For every link and control (or the points `only` names,
+//! [`Options::points`], which keep the grid's indices), [`run`] makes `reps` transfers of
 //! `seconds` each (`sim_reps` in the simulator) two ways: in the simulator, with the Linux-like sender of
 //! `scenarios/tcp/linux_like.toml` over one wireless segment of that link (a Raw service, data
 //! frames lost by the error model, ACKs not); and for real, with iperf3 between two network
