@@ -44,7 +44,8 @@ pub struct ValidateArgs {
     pub sim_only: bool,
     /// The real side from an earlier run's files in OUT/real/ (same grid, --cc, --reps and
     /// --seconds) instead of measuring it again: re-checks the simulator after a change, no
-    /// root needed.
+    /// root needed. Where OUT/real/ is not on this machine (a clone), the kernel's rows of the
+    /// earlier OUT/runs.csv and its OUT/kernel.txt stand in for it.
     #[arg(long, conflicts_with = "sim_only")]
     pub reuse_real: bool,
     /// Keep the real transfers an earlier run left complete in OUT/real/ (same grid, --cc and
@@ -148,6 +149,7 @@ pub fn run(a: &ValidateArgs) -> Result<()> {
         &a.out,
         &o.links,
         &rows,
+        o.seconds,
         settings.as_ref(),
         &command,
         &machine,

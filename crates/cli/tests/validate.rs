@@ -77,6 +77,22 @@ fn the_simulator_and_the_kernel_run_the_same_link_and_are_reported_side_by_side(
         err.contains("link0-reno-rep0.json") && err.contains("not 4 s"),
         "{err}"
     );
+    // In a clone, without real/: the kernel's rows of runs.csv and its settings in
+    // kernel.txt stand in for the files, to the same rows; another length is refused there too.
+    std::fs::rename(out.join("real"), out.join("real.away")).unwrap();
+    let o = reuse("3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let clone = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(clone, again);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("`net.ipv4.tcp_rmem = "), "{report}");
+    let o = reuse("4");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("a 3 s transfer, not 4 s"),
+        "{err}"
+    );
+    std::fs::rename(out.join("real.away"), out.join("real")).unwrap();
 
     // One more repetition with `--resume`: the two kept transfers are read back, not measured
     // again (their rows are the same), only the third is made; the simulator runs more

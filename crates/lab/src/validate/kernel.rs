@@ -43,6 +43,16 @@ pub struct KernelSettings {
 }
 
 impl KernelSettings {
+    /// The settings as `real/sysctl.txt` holds them (the release, then `key=value` lines),
+    /// which [`settings_in`] reads back.
+    pub fn to_text(&self) -> String {
+        let mut t = format!("{}\n", self.release);
+        for (k, v) in &self.sysctls {
+            t.push_str(&format!("{k}={v}\n"));
+        }
+        t
+    }
+
     /// The buffer the simulator's sender and receiver get: half of `tcp_rmem`'s maximum, the
     /// window Linux can advertise from it (tcp_adv_win_scale 1).
     pub fn window_buffer_bytes(&self) -> u64 {
@@ -92,9 +102,13 @@ pub fn settings(exe: &Path, work: &Path) -> Result<KernelSettings> {
     settings_in(work)
 }
 
-/// The kernel settings an earlier run recorded in `work/sysctl.txt`.
+/// The kernel settings an earlier run recorded in `work/sysctl.txt`, or, where the real
+/// side's files are not on this machine, in `kernel.txt` beside `work` (the report's copy).
 pub fn settings_in(work: &Path) -> Result<KernelSettings> {
-    let file = work.join("sysctl.txt");
+    let mut file = work.join("sysctl.txt");
+    if !file.exists() {
+        file = work.with_file_name(super::recorded::SETTINGS);
+    }
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let mut lines = text.lines();
@@ -233,17 +247,33 @@ pub fn run(o: &Options, exe: &Path, progress: &dyn crate::reproduce::Progress) -
 /// The real side of `o` from the files an earlier run left in `o.work` (`--reuse-real`):
 /// every transfer's link file must be the one `o` would write, and its iperf3 document must
 /// be `o.seconds` long, so the rows are the same measurements a new run of `o` would repeat.
+///
+/// Where a transfer's files are not in `o.work` (another machine: they are git-ignored), its
+/// row comes from the earlier run's `runs.csv` beside `o.work` (`recorded.rs`), which holds the
+/// same numbers.
 pub fn reuse(o: &Options) -> Result<Vec<Row>> {
+    let csv = o.work.with_file_name("runs.csv");
+    let mut recorded = None;
     let mut rows = Vec::new();
     for (li, cc) in o.points() {
         for rep in 0..o.reps {
-            if !same_link_file(o, li, &o.links[li], cc, rep)? {
-                bail!(
-                    "{} is missing (--reuse-real needs an earlier run with the same grid, --cc and --reps)",
-                    stem(o, li, cc, rep).with_extension("toml").display()
-                );
+            if same_link_file(o, li, &o.links[li], cc, rep)? {
+                rows.push(earlier_row(o, li, cc, rep)?);
+                continue;
             }
-            rows.push(earlier_row(o, li, cc, rep)?);
+            if recorded.is_none() && csv.exists() {
+                recorded = Some(super::recorded::rows(o, &csv)?);
+            }
+            match recorded.as_ref().and_then(|r| r.get(&(li, cc, rep))) {
+                Some(row) => rows.push(row.clone()),
+                None => bail!(
+                    "neither {} nor a row of {} for {} with {}, repetition {rep} (--reuse-real needs an earlier run with the same grid, --cc, --reps and --seconds)",
+                    stem(o, li, cc, rep).with_extension("toml").display(),
+                    csv.display(),
+                    o.links[li].label(),
+                    cc.name()
+                ),
+            }
         }
     }
     Ok(rows)
@@ -367,7 +397,8 @@ mod tests {
     #[test]
     fn an_earlier_transfer_is_kept_only_when_its_files_are_whole_and_of_this_grid() {
         let dir = std::env::temp_dir().join(format!("mslink-kernel-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real")).unwrap();
         let link = Link {
             rate_bps: 1e6,
             rtt_ms: 10.0,
@@ -381,15 +412,22 @@ mod tests {
             seconds: 10.0,
             jobs: 1,
             exe: None,
-            work: dir.clone(),
+            work: dir.join("real"),
             reuse_real: true,
             resume: false,
             only: None,
         };
         let st = stem(&o, 0, Cc::Reno, 0);
-        // Nothing yet: not kept, and --reuse-real names the missing file.
+        // Nothing yet: not kept, and --reuse-real names the missing file and row.
         assert!(!same_link_file(&o, 0, &link, Cc::Reno, 0).unwrap());
-        assert!(reuse(&o).unwrap_err().to_string().contains("is missing"));
+        let e = reuse(&o).unwrap_err().to_string();
+        assert!(e.contains("link0-reno-rep0.toml nor a row of"), "{e}");
+        // A runs.csv beside the folder stands in for the files (another machine's clone).
+        let csv = "rate_bps,rtt_ms,loss,burst_frames,cc,side,rep,seconds,goodput_bps,retrans_rate,timeouts,srtt_p50_ms,srtt_p95_ms\n1000000,10,0,1,reno,real,0,10,950000.5,0,0,12.5,14\n";
+        std::fs::write(dir.join("runs.csv"), csv).unwrap();
+        let rows = reuse(&o).unwrap();
+        assert_eq!((rows.len(), rows[0].goodput_bps), (1, 950000.5));
+        std::fs::remove_file(dir.join("runs.csv")).unwrap();
         // A killed transfer: the link file written, the document empty.
         std::fs::write(st.with_extension("toml"), link_file(&link, 0)).unwrap();
         std::fs::write(st.with_extension("json"), "").unwrap();

@@ -17,11 +17,13 @@
 //!
 //! The real side needs root, iperf3 and the `mslink` executable it is given (`resume` keeps
 //! the transfers an earlier run left complete in `work`; `reuse_real` takes them all from
-//! there, without root); the simulated side
+//! there, without root, or from the earlier `runs.csv` and `kernel.txt` beside `work` where
+//! `work` is not on this machine: `recorded.rs`); the simulated side
 //! runs in this process on `jobs` threads and is deterministic. Nothing here prints: progress
 //! and notes go through [`crate::reproduce::Progress`].
 
 mod kernel;
+mod recorded;
 mod report;
 mod sim;
 

@@ -179,6 +179,7 @@ pub fn report(
     dir: &Path,
     links: &[Link],
     rows: &[Row],
+    seconds: f64,
     settings: Option<&KernelSettings>,
     command: &str,
     machine: &str,
@@ -186,9 +187,15 @@ pub fn report(
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
     let p = dir.join("runs.csv");
-    std::fs::write(&p, runs_csv(links, rows))
+    std::fs::write(&p, runs_csv(links, rows, seconds))
         .with_context(|| format!("writing {}", p.display()))?;
     files.push(p);
+    if let Some(s) = settings {
+        // Beside runs.csv, so a clone can re-check the simulator (`recorded.rs`).
+        let p = dir.join(super::recorded::SETTINGS);
+        std::fs::write(&p, s.to_text()).with_context(|| format!("writing {}", p.display()))?;
+        files.push(p);
+    }
 
     let sums = summaries(links, rows);
     let md = markdown(links, &sums, settings, command, machine);
@@ -205,11 +212,11 @@ pub fn report(
     })
 }
 
-/// runs.csv: one line per transfer, the link's settings and what was measured, numbers only.
-fn runs_csv(links: &[Link], rows: &[Row]) -> String {
-    let mut csv = String::from(
-        "rate_bps,rtt_ms,loss,burst_frames,cc,side,rep,goodput_bps,retrans_rate,timeouts,srtt_p50_ms,srtt_p95_ms\n",
-    );
+/// runs.csv: one line per transfer, the link's settings, the transfer's length and what was
+/// measured, numbers only (`recorded.rs` reads the kernel's rows back).
+fn runs_csv(links: &[Link], rows: &[Row], seconds: f64) -> String {
+    let mut csv = super::recorded::COLUMNS.join(",");
+    csv.push('\n');
     for r in rows {
         let l = &links[r.link];
         let (loss, burst) = match l.loss {
@@ -218,7 +225,7 @@ fn runs_csv(links: &[Link], rows: &[Row]) -> String {
         };
         let _ = writeln!(
             csv,
-            "{},{},{loss},{burst},{},{},{},{},{},{},{},{}",
+            "{},{},{loss},{burst},{},{},{},{seconds},{},{},{},{},{}",
             l.rate_bps,
             l.rtt_ms,
             r.cc.name(),
@@ -527,7 +534,7 @@ mod tests {
             row(Side::Real, 0, 5.6e6),
             row(Side::Real, 1, 5.62e6),
         ];
-        let w = report(&dir, &links, &rows, None, "mslink validate", "test").unwrap();
+        let w = report(&dir, &links, &rows, 20.0, None, "mslink validate", "test").unwrap();
         let (s, files) = (w.summaries, w.files);
         assert_eq!(s.len(), 1);
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
