@@ -671,7 +671,7 @@ NOTES = [
     "  aggregate falls by about a third while the per-flow mean agrees. It is the drop-tail",
     "  lock-out above on a knife edge: with SACK, limited transmit and delayed ACKs it appears",
     "  only when PRR, timestamps and the handshake are all on (any one or two of them give",
-    "  91-96 Mbit/s), and adding RACK-TLP, which ns-3 3.37 lacks, removes it (94.7 Mbit/s, 42",
+    "  91-96 Mbit/s), and adding RACK-TLP, which ns-3 3.37 lacks, removes it (94.5 Mbit/s, 37",
     "  timeouts instead of 346): `mslink sim scenarios/bench/tcp_newreno_100flows_clean.toml`",
     "  with the set's `--set flow.0.tcp.…` keys, and `rack=true`. These rows miss the 10% target;",
     "  staggered starts in both tools would be the fair remedy and are not built yet.",

@@ -239,10 +239,18 @@ impl Sender {
         if self.tlp.reo_deadline.is_some_and(|t| t <= now) {
             self.tlp.reo_deadline = None;
             self.stats.reorder_timeouts += 1;
-            let was = self.in_recovery;
+            let (was, marked) = (self.in_recovery, self.stats.rack_marked_lost);
             self.rack_detect(now);
             if self.in_recovery && !was {
                 self.prr_update(0);
+            } else if was && self.stats.rack_marked_lost > marked && self.prr_governs() {
+                // Already recovering (Linux's `tcp_rack_reo_timeout`): the segments just
+                // marked leave the flight, and `tcp_xmit_retransmit_queue` resends lost ones
+                // while the flight is below the window the last ACK's PRR step set. Without
+                // this the repairs waited for an ACK that, with the rest of the flight lost
+                // too, never came: a timeout.
+                let pipe = self.sb.rack_pipe(self.snd_una, self.snd_max);
+                self.prr_budget = self.cc.cwnd().saturating_sub(pipe);
             }
         }
         if self.tlp.pto_deadline.is_some_and(|t| t <= now) {

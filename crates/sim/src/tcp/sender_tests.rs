@@ -633,6 +633,49 @@ fn rack_tolerates_reordering_within_reo_wnd_and_its_timer_marks_the_loss() {
     }
 }
 
+/// Linux's `tcp_rack_reo_timeout` in a recovery already under way: segments 2-5 are lost,
+/// 2 and 3 sent at 0, 4 and 5 at 100 ms; the SACK of 6 and 7 (sent at 101 ms) at 201 ms marks
+/// 2 and 3 lost at once and starts the recovery, and arms the reordering timer for 4 and 5
+/// (sent within RACK.rtt + reo_wnd of it). When the timer marks them at 225 ms, they leave the
+/// flight, and the room they free under the window of the last PRR step resends lost
+/// segments then, not at an ACK that, with the rest of the flight lost, would not come.
+#[test]
+fn the_reordering_timer_in_a_recovery_resends_what_it_marks() {
+    let c = TcpConfig {
+        prr: true,
+        ..rack_cfg(4)
+    };
+    let mut s = Sender::new(&c, 1_000_000);
+    let w = 1 << 20;
+    let sent = |s: &mut Sender, t: u64| -> Vec<u64> {
+        let at = Instant::from_millis(t);
+        std::iter::from_fn(|| s.poll_transmit(at).map(|x| x.seq / MSS)).collect()
+    };
+    assert_eq!(sent(&mut s, 0), [0, 1, 2, 3]);
+    s.handle_ack(Instant::from_millis(100), &ack_with(MSS, None, w));
+    assert_eq!(sent(&mut s, 100), [4, 5]);
+    s.handle_ack(Instant::from_millis(101), &ack_with(2 * MSS, None, w));
+    assert_eq!(sent(&mut s, 101), [6, 7]);
+    s.handle_ack(
+        Instant::from_millis(201),
+        &ack_with(2 * MSS, Some((6 * MSS, 8 * MSS)), w),
+    );
+    assert!(s.in_recovery());
+    assert_eq!(s.stats().rack_marked_lost, 2, "2 and 3");
+    assert_eq!(sent(&mut s, 201), [2]);
+    assert_eq!(
+        s.poll_timeout(),
+        Some(Instant::from_millis(225)),
+        "4 and 5 due"
+    );
+    s.handle_timeout(Instant::from_millis(225));
+    assert_eq!(s.stats().rack_marked_lost, 4);
+    // The window of the last PRR step is 3 (4 and 5 in flight, one more to send: 2); now 2
+    // alone is in flight, so two of the lost go at once.
+    assert_eq!(sent(&mut s, 225), [3, 4], "resent at the timer");
+    assert_eq!(s.stats().timeouts, 0);
+}
+
 /// RFC 8985 §7: the last segment of a transfer is lost, so no later segment can be SACKed
 /// and neither DupThresh nor RACK can see it. The classic sender waits for the RTO (1 s
 /// here); the probe timeout (2 SRTT + WCDelAckT = 400 ms after the last ACK, one segment
