@@ -404,19 +404,7 @@ mod tests {
             rtt_ms: 10.0,
             loss: super::super::Loss::Independent(0.0),
         };
-        let o = Options {
-            links: vec![link],
-            ccs: vec![Cc::Reno],
-            reps: 1,
-            sim_reps: 1,
-            seconds: 10.0,
-            jobs: 1,
-            exe: None,
-            work: dir.join("real"),
-            reuse_real: true,
-            resume: false,
-            only: None,
-        };
+        let o = Options::for_test(vec![link], vec![Cc::Reno], 10.0, dir.join("real"));
         let st = stem(&o, 0, Cc::Reno, 0);
         // Nothing yet: not kept, and --reuse-real names the missing file and row.
         assert!(!same_link_file(&o, 0, &link, Cc::Reno, 0).unwrap());

@@ -220,6 +220,27 @@ pub struct Options {
     pub only: Option<Vec<(usize, Cc)>>,
 }
 
+#[cfg(test)]
+impl Options {
+    /// One transfer per side for each point of `links` with `ccs`, `seconds` long, on one
+    /// thread, the real side taken from `work` (`--reuse-real`): what the tests start from.
+    pub(crate) fn for_test(links: Vec<Link>, ccs: Vec<Cc>, seconds: f64, work: PathBuf) -> Options {
+        Options {
+            links,
+            ccs,
+            reps: 1,
+            sim_reps: 1,
+            seconds,
+            jobs: 1,
+            exe: None,
+            work,
+            reuse_real: true,
+            resume: false,
+            only: None,
+        }
+    }
+}
+
 impl Options {
     /// The (index into `links`, control) points to run, in (link, control) order.
     pub fn points(&self) -> Vec<(usize, Cc)> {
@@ -414,19 +435,7 @@ mod tests {
         assert!(e.to_string().contains("--cc"), "{e}");
         assert!(parse_point(&links, &ccs, &format!("{spec}: bbr")).is_err());
 
-        let mut o = Options {
-            links,
-            ccs: ccs.to_vec(),
-            reps: 1,
-            sim_reps: 1,
-            seconds: 1.0,
-            jobs: 1,
-            exe: None,
-            work: PathBuf::new(),
-            reuse_real: false,
-            resume: false,
-            only: None,
-        };
+        let mut o = Options::for_test(links, ccs.to_vec(), 1.0, PathBuf::new());
         assert_eq!(o.points().len(), 72);
         assert_eq!(o.points()[71], (35, Cc::Cubic));
         o.only = Some(vec![(35, Cc::Reno), (2, Cc::Cubic)]);

@@ -140,18 +140,11 @@ mod tests {
     }
 
     fn options(dir: &Path, seconds: f64) -> Options {
+        let ccs = vec![Cc::Reno, Cc::Cubic];
         Options {
-            links: Grid::Full.links(),
-            ccs: vec![Cc::Reno, Cc::Cubic],
             reps: 2,
             sim_reps: 2,
-            seconds,
-            jobs: 1,
-            exe: None,
-            work: dir.join("real"),
-            reuse_real: true,
-            resume: false,
-            only: None,
+            ..Options::for_test(Grid::Full.links(), ccs, seconds, dir.join("real"))
         }
     }
 
