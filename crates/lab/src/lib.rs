@@ -20,3 +20,12 @@ pub mod reproduce;
 pub mod validate;
 
 pub use mslink_io::{files, read_error_trace, read_period_trace, read_trace_file, TraceFiles};
+
+/// A fresh, empty folder for the test `name` of this process (the unit tests' scratch space).
+#[cfg(test)]
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mslink-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -220,16 +220,9 @@ mod tests {
     const SCENARIO: &str = "[sim]\nname = \"t\"\nduration_s = 3\nreps = 2\n\n[[segment]]\nkind = \"wireless\"\nrate_bps = 1000000\ndelay_ms = 5\nframe_bytes = 1000\nerror = { model = \"trace\", file = \"t.trace\" }\n\n[segment.link]\n[[segment.link.service]]\nname = \"u\"\nscheme = \"raw\"\n\n[[flow]]\nname = \"cbr\"\napp = \"cbr\"\nfrom = 0\nto = 1\nrate_bps = 100000\npacket_bytes = 500\n";
     const TRACE: &str = "# mslink error trace\r\nok * 20\r\nloss\nok * 20\n";
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mslink-store-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn a_trace_given_as_text_has_the_key_of_its_file() {
-        let d = scratch("key");
+        let d = crate::scratch("store-key");
         std::fs::write(d.join("t.trace"), TRACE).unwrap();
         let sc = Scenario::parse(SCENARIO).unwrap();
         let files = TraceFiles::new(d.clone());
@@ -258,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_run_put_by_the_api_is_what_the_cli_stores_and_reads() {
-        let d = scratch("put");
+        let d = crate::scratch("store-put");
         std::fs::write(d.join("t.trace"), TRACE.replace("\r\n", "\n")).unwrap();
         let sc = Scenario::parse(SCENARIO).unwrap();
         let files = TraceFiles::new(d.clone());

@@ -396,8 +396,7 @@ mod tests {
     /// a killed transfer left empty is measured again; another grid's files are an error.
     #[test]
     fn an_earlier_transfer_is_kept_only_when_its_files_are_whole_and_of_this_grid() {
-        let dir = std::env::temp_dir().join(format!("mslink-kernel-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::scratch("kernel-earlier");
         std::fs::create_dir_all(dir.join("real")).unwrap();
         let link = Link {
             rate_bps: 1e6,

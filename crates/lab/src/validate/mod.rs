@@ -75,6 +75,14 @@ impl Loss {
             ),
         }
     }
+    /// runs.csv's `loss` and `burst_frames` columns: the long-run share lost and the mean
+    /// run of lost frames (1 for independent loss).
+    pub fn columns(&self) -> (f64, f64) {
+        match *self {
+            Loss::Independent(p) => (p, 1.0),
+            Loss::Bursty { loss, burst_frames } => (loss, burst_frames),
+        }
+    }
     /// A short label: `0`, `1%`, `2% bursts of 4`.
     pub fn label(&self) -> String {
         match *self {

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::{Cc, Loss, Options, Row, Side};
+use super::{Cc, Options, Row, Side};
 
 /// The settings file beside `runs.csv` (the format of `real/sysctl.txt`: the kernel release,
 /// then `key=value` lines).
@@ -94,11 +94,7 @@ pub fn rows(o: &Options, csv: &Path) -> Result<BTreeMap<(usize, Cc, u32), Row>> 
         }
         let (rate, rtt, loss, burst) = (num(0)?, num(1)?, num(2)?, num(3)?);
         let Some(li) = o.links.iter().position(|l| {
-            let (p, b) = match l.loss {
-                Loss::Independent(p) => (p, 1.0),
-                Loss::Bursty { loss, burst_frames } => (loss, burst_frames),
-            };
-            l.rate_bps == rate && l.rtt_ms == rtt && p == loss && b == burst
+            l.rate_bps == rate && l.rtt_ms == rtt && l.loss.columns() == (loss, burst)
         }) else {
             continue;
         };
@@ -132,13 +128,6 @@ mod tests {
     use super::super::{report, Grid, Options};
     use super::*;
 
-    fn scratch(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("mslink-recorded-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     fn options(dir: &Path, seconds: f64) -> Options {
         let ccs = vec![Cc::Reno, Cc::Cubic];
         Options {
@@ -164,7 +153,7 @@ mod tests {
 
     #[test]
     fn the_kernel_rows_a_report_wrote_read_back_to_the_same_numbers() {
-        let dir = scratch("read-back");
+        let dir = crate::scratch("recorded-read-back");
         let o = options(&dir, 10.0);
         let written = vec![
             row(35, Cc::Cubic, Side::Real, 1, 1_234_567.891_011_12),
@@ -184,7 +173,7 @@ mod tests {
 
     #[test]
     fn another_length_a_missing_column_or_a_bad_number_is_refused_by_line_and_column() {
-        let dir = scratch("refused");
+        let dir = crate::scratch("recorded-refused");
         let csv = dir.join("runs.csv");
         let head = COLUMNS.join(",");
         let line = "10000000,200,0.02,4,cubic,real,2,60,1534000,0.02,0,210,230";

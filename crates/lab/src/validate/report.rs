@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use mslink_stats::{estimate, paired_ratio, ratio, Estimate};
 
-use super::{matched, Cc, KernelSettings, Link, Loss, Row, Side};
+use super::{matched, Cc, KernelSettings, Link, Row, Side};
 
 /// One (link, control) of the table.
 #[derive(Clone, Debug)]
@@ -219,10 +219,7 @@ fn runs_csv(links: &[Link], rows: &[Row], seconds: f64) -> String {
     csv.push('\n');
     for r in rows {
         let l = &links[r.link];
-        let (loss, burst) = match l.loss {
-            Loss::Independent(p) => (p, 1.0),
-            Loss::Bursty { loss, burst_frames } => (loss, burst_frames),
-        };
+        let (loss, burst) = l.loss.columns();
         let _ = writeln!(
             csv,
             "{},{},{loss},{burst},{},{},{},{seconds},{},{},{},{},{}",
@@ -526,7 +523,7 @@ mod tests {
 
     #[test]
     fn the_report_is_written_from_the_rows() {
-        let dir = std::env::temp_dir().join(format!("mslink-validate-{}", std::process::id()));
+        let dir = crate::scratch("validate-report");
         let links = super::super::Grid::Quick.links();
         let rows = [
             row(Side::Sim, 0, 4.0e6),
