@@ -31,7 +31,7 @@ use super::{
     CarrierRow, Context, Fit, FloorPair, PingRow, PingRun, Report, ThroughputRow, ThroughputRun,
     Transport, FLOOR_GAP_PCT, OP_PINGPONG, OP_QUIT, OP_SINK, TIMEOUT, WINDOW,
 };
-use crate::{process_cpu, WaitMode, WorkQueue};
+use crate::{process_cpu, Completion, WaitMode, WorkQueue};
 
 /// How a local run starts its server: this program with these leading arguments, followed by
 /// `--backend NAME --addr ADDR --max-size N` (and `--zc` for zero-copy sends). The program
@@ -576,6 +576,11 @@ fn pingpong(
     e.slot_mut(WINDOW)?[..size].copy_from_slice(&want);
     let cpu0 = process_cpu();
     let start = Instant::now();
+    // The server's CPU report follows its last echo; it may come before the last send's own
+    // completion (VI orders completions within a work queue, not across the two: the
+    // provider can read the echo and the report in one pass and see the send acknowledged
+    // in the next), so it is taken wherever it comes.
+    let mut report = None;
     for i in 0..total {
         stamp(&mut want, i);
         stamp(&mut e.slot_mut(WINDOW)?[..size], i);
@@ -584,9 +589,10 @@ fn pingpong(
         let (mut sent, mut back) = (false, false);
         while !(sent && back) {
             let c = e.wait()?;
-            match c.queue {
-                WorkQueue::Send => sent = true,
-                WorkQueue::Recv => {
+            match round_event(&c, back, i, total)? {
+                RoundEvent::Sent => sent = true,
+                RoundEvent::Report => report = Some(server_report(e, &c)?),
+                RoundEvent::Echo => {
                     back = true;
                     if i >= warmup {
                         rtts.push(t0.elapsed().as_nanos() as u64);
@@ -601,25 +607,20 @@ fn pingpong(
     let seconds = start.elapsed().as_secs_f64();
     let cpu1 = process_cpu();
     let on = current_cpu();
-    // The server's CPU report follows its last echo.
-    let (server_cpu, server_on, server_seconds) = loop {
+    let w = loop {
+        if let Some(w) = report {
+            break w;
+        }
         let c = e.wait()?;
         if c.queue == WorkQueue::Recv {
-            let w = e.words::<4>(c.tag as usize)?;
-            e.post_recv(c.tag as usize)?;
-            if c.immediate != u32::MAX {
-                return Err(protocol(format!(
-                    "expected the server's CPU report, got a {}-byte message",
-                    c.len
-                )));
-            }
-            break (
-                (w[0] as f64 / 1e6, w[1] as f64 / 1e6),
-                w[2] as i64,
-                w[3] as f64 / 1e6,
-            );
+            report = Some(server_report(e, &c)?);
         }
     };
+    let (server_cpu, server_on, server_seconds) = (
+        (w[0] as f64 / 1e6, w[1] as f64 / 1e6),
+        w[2] as i64,
+        w[3] as f64 / 1e6,
+    );
     Ok(PingRun {
         rtts_ns: rtts,
         seconds,
@@ -631,6 +632,51 @@ fn pingpong(
         echoes_checked: total as u64,
         floor: None,
     })
+}
+
+/// What a completion met in ping-pong round `i` of `total` is.
+#[derive(Debug, PartialEq)]
+enum RoundEvent {
+    /// The round's send completed.
+    Sent,
+    /// The round's echo (the first receive of the round).
+    Echo,
+    /// The server's CPU report: a receive after the last round's echo.
+    Report,
+}
+
+/// Sorts completion `c` of round `i` of `total` (`back`: the round's echo came already).
+fn round_event(
+    c: &Completion,
+    back: bool,
+    i: usize,
+    total: usize,
+) -> Result<RoundEvent, BenchError> {
+    Ok(match (c.queue, back) {
+        (WorkQueue::Send, _) => RoundEvent::Sent,
+        (WorkQueue::Recv, false) => RoundEvent::Echo,
+        (WorkQueue::Recv, true) if i + 1 == total => RoundEvent::Report,
+        (WorkQueue::Recv, true) => {
+            return Err(protocol(format!(
+                "ping-pong round {i}: a second message ({} bytes) after the echo",
+                c.len
+            )))
+        }
+    })
+}
+
+/// The server's CPU report of a ping-pong run, received in `c` (immediate `u32::MAX`): user
+/// and system microseconds, its CPU, its wall-clock microseconds. The receive is posted again.
+fn server_report(e: &mut End, c: &Completion) -> Result<[u64; 4], BenchError> {
+    let w = e.words::<4>(c.tag as usize)?;
+    e.post_recv(c.tag as usize)?;
+    if c.immediate != u32::MAX {
+        return Err(protocol(format!(
+            "expected the server's CPU report, got a {}-byte message",
+            c.len
+        )));
+    }
+    Ok(w)
 }
 
 /// Writes round `i`'s number into the first bytes of a ping-pong message (as many of its 8
@@ -1044,6 +1090,40 @@ mod tests {
         );
         control(&mut e, [OP_QUIT as u64, 0, 0, 0, 0], false).unwrap();
         t.join().unwrap().unwrap();
+    }
+
+    /// CI failed `mslink bench local --quick` once with "ping-pong Shm Poll 16384 B:
+    /// ping-pong round 54: the echo has 32 bytes": the client's provider read the last echo
+    /// and the server's CPU report in one pass and saw its own send acknowledged only in the
+    /// next, and the round took the report for a second echo (15 of 60 runs under load,
+    /// `bench local --backend shm --mode poll --sizes 16384,32768 --iters 50 --warmup 5`).
+    /// A receive after the last round's echo is the report, before or after the send's
+    /// completion; after any other round's echo it breaks the protocol.
+    #[test]
+    fn the_report_may_overtake_the_last_sends_completion() {
+        let c = |queue| Completion {
+            vi: crate::ViHandle(0),
+            queue,
+            id: None,
+            tag: 0,
+            status: crate::Status::Success,
+            len: 32,
+            immediate: u32::MAX,
+        };
+        let (send, recv) = (c(WorkQueue::Send), c(WorkQueue::Recv));
+        let at = |c: &Completion, back, i| round_event(c, back, i, 55).unwrap();
+        // The last round in the order CI met: echo, report, then the send.
+        assert_eq!(at(&recv, false, 54), RoundEvent::Echo);
+        assert_eq!(at(&recv, true, 54), RoundEvent::Report);
+        assert_eq!(at(&send, true, 54), RoundEvent::Sent);
+        // Any round in the usual order.
+        assert_eq!(at(&send, false, 3), RoundEvent::Sent);
+        assert_eq!(at(&recv, false, 3), RoundEvent::Echo);
+        let err = round_event(&recv, true, 3, 55).unwrap_err().to_string();
+        assert!(
+            err.contains("round 3: a second message (32 bytes)"),
+            "{err}"
+        );
     }
 
     /// Issue 34: `--backend udp` (and `udp-batch`, `uring-udp`) measured TCP, because every
