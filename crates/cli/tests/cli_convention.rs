@@ -13,9 +13,14 @@
 //! * examples that need root (emulate, `tunnel CONFIG`, `bench local --netns`) run when root
 //!   is available and fail, not skip, without it under `MSLINK_REQUIRE_ROOT=1`; `tunnel
 //!   CONFIG` runs in a private network namespace and must still be running after 2 s;
-//! * every example that prints (bench and root-only ones aside) also runs into `| head -c1`,
-//!   which closes the pipe after one byte: it must end quietly (status 0 or 141), never with a
-//!   panic or an error;
+//! * the first example of each verb that prints text, and its first with `--json` (bench and
+//!   root-only ones aside), also runs into `| head -c1`, which closes the pipe after one byte:
+//!   it must end quietly (status 0 or 141), never with a panic or an error (a verb writes its
+//!   text, or its JSON, through one path whatever its other options, and `main` handles a
+//!   closed pipe for every verb, so a second example of the same kind would prove nothing
+//!   more; run after every example it doubled the test's time, `reproduce` most of it);
+//! * an example of [`RUN_ELSEWHERE`], which another test runs with stronger checks, is parsed
+//!   by the clap tree instead of run again, and that test must name each of its options;
 //! * completions for bash, zsh and fish, and the man pages, cover every (sub)verb.
 
 use std::io::{BufRead, BufReader};
@@ -88,6 +93,41 @@ const SHORTEN: &[(&str, &str)] = &[
     ("bench local", "--quick --iters 50 --warmup 5"),
     ("bench client", "--quick --iters 50 --warmup 5"),
 ];
+
+/// (example prefix, test file, test) of examples another test runs in full and checks more
+/// closely: `reproduce --quick --mutants` is four minutes of this test otherwise.
+const RUN_ELSEWHERE: &[(&str, &str, &str)] = &[(
+    "mslink reproduce --quick --mutants",
+    "tests/reproduce.rs",
+    "quick_run_passes_catches_every_mutant_and_its_report_renders_in_a_browser",
+)];
+
+/// If `line` is one of [`RUN_ELSEWHERE`]: checks that it parses and that the test which runs
+/// it names each of its options, and says so.
+fn run_elsewhere(line: &str) -> bool {
+    let Some((_, file, test)) = RUN_ELSEWHERE.iter().find(|(p, _, _)| line.starts_with(p)) else {
+        return false;
+    };
+    let words: Vec<&str> = line[..first_command_end(line)].split_whitespace().collect();
+    if let Err(e) = mslink_cli::command().try_get_matches_from(&words) {
+        panic!("`{line}` does not parse: {e}");
+    }
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    assert!(
+        text.contains(&format!("fn {test}()")),
+        "{file} has no test {test}"
+    );
+    for opt in words
+        .iter()
+        .filter(|w| w.starts_with("--") && **w != "--out")
+    {
+        assert!(
+            text.contains(&format!("\"{opt}\"")),
+            "`{line}` is left to {file}, which never passes {opt}"
+        );
+    }
+    true
+}
 
 fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -428,6 +468,8 @@ fn every_help_ends_with_examples_that_run() {
     let all = verbs();
     let root = root();
     let dir = scratch();
+    // The verbs whose text (0) or JSON (1) output has met a closed pipe.
+    let mut piped = std::collections::HashSet::new();
     for (path, cmd) in &all {
         let mut cmd = cmd.clone();
         let help = cmd.render_long_help().to_string();
@@ -447,6 +489,9 @@ fn every_help_ends_with_examples_that_run() {
                 eprintln!("skipped (not root): {line}");
                 continue;
             }
+            if run_elsewhere(line) {
+                continue;
+            }
             if verb == "bench server" {
                 server = Some(start_server(line, &dir));
                 continue;
@@ -462,7 +507,11 @@ fn every_help_ends_with_examples_that_run() {
                 run_daemon(&run, &dir);
             } else {
                 run_example(&verb, &run, &dir);
-                if !verb.starts_with("bench") && !needs_root(&verb, line) {
+                let kind = usize::from(run[..first_command_end(&run)].contains(" --json"));
+                if !verb.starts_with("bench")
+                    && !needs_root(&verb, line)
+                    && piped.insert((verb.clone(), kind))
+                {
                     run_into_closed_pipe(&verb, &run, &dir);
                 }
             }
