@@ -124,6 +124,12 @@ impl Rack {
         self.segs.get_mut(i)
     }
 
+    /// The latest transmit time of the first segment the cumulative ACK has not passed (the
+    /// head), if it was sent.
+    pub fn head_xmit_ts(&self) -> Option<Instant> {
+        self.segs.front().map(|s| s.xmit_ts)
+    }
+
     /// Segment `k` was sent at `now` (again if `again`).
     pub fn on_send(&mut self, k: u64, now: Instant, again: bool) {
         if k < self.base {

@@ -62,6 +62,8 @@ impl Sender {
     ) {
         if let Some(r) = self.rack.as_mut() {
             r.advance(self.snd_una);
+            let head_sent = r.head_xmit_ts();
+            self.rearm_on_sack(now, prior_una, head_sent);
             self.rack_detect(now);
             self.tlp_on_ack(a, prior_una, dup);
             if self.tlp.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
@@ -73,6 +75,24 @@ impl Sender {
             }
         }
         self.prr_update(delivered);
+    }
+
+    /// Linux's `tcp_clean_rtx_queue` (with `rto_flavour = "linux"`): an ACK that leaves the
+    /// cumulative edge where it was but SACKs never-retransmitted data sent before the head's
+    /// last transmission (its RTT sample longer than the time since then) restarts the
+    /// retransmission timer, so a repair queued behind a long flight is given the time that
+    /// flight takes to drain; SACKs of data sent after the repair do not, or the timer could be
+    /// pushed back for ever in a recovery.
+    fn rearm_on_sack(&mut self, now: Instant, prior_una: u64, head_sent: Option<Instant>) {
+        if !self.linux_rtt_sampling() || self.snd_una != prior_una || self.deadline.is_none() {
+            return;
+        }
+        let (Some(rtts), Some(head)) = (self.ack_rtts, head_sent) else {
+            return;
+        };
+        if rtts.oldest > now.saturating_since(head) {
+            self.deadline = Some(now + self.rto.rto());
+        }
     }
 
     /// A recovery began (by DupThresh or by RACK): RFC 6937 §3 initialisation, with RecoverFS
