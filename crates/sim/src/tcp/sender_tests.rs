@@ -413,22 +413,18 @@ fn sacks_of_data_sent_before_the_repair_restart_the_linux_timer() {
     };
     let mut s = Sender::new(&c, 1_000_000);
     let w = 1 << 20;
-    let sent = |s: &mut Sender, t: u64| -> Vec<u64> {
-        let at = Instant::from_millis(t);
-        std::iter::from_fn(|| s.poll_transmit(at).map(|x| x.seq / MSS)).collect()
-    };
     let sack = |s: &mut Sender, t: u64, hi: u64| {
         s.handle_ack(
             Instant::from_millis(t),
             &ack_with(0, Some((MSS, hi * MSS)), w),
         );
     };
-    assert_eq!(sent(&mut s, 0), (0..10).collect::<Vec<_>>());
+    assert_eq!(sent_at(&mut s, 0), (0..10).collect::<Vec<_>>());
     sack(&mut s, 100, 2);
     sack(&mut s, 101, 3);
     sack(&mut s, 102, 4);
     assert!(s.in_recovery());
-    let repair = sent(&mut s, 102);
+    let repair = sent_at(&mut s, 102);
     assert_eq!(repair.first(), Some(&0), "{repair:?}");
     let rto = s.rto_now();
     let at_repair = Instant::from_millis(102) + rto;
@@ -440,7 +436,7 @@ fn sacks_of_data_sent_before_the_repair_restart_the_linux_timer() {
         Some(pushed),
         "SACKs of 4-9, sent before the repair"
     );
-    let after = sent(&mut s, 150);
+    let after = sent_at(&mut s, 150);
     assert!(!after.is_empty(), "new data goes out in the recovery");
     // A SACK of what was sent at 150 ms (after the repair) leaves the timer where it is.
     let k = *after.last().unwrap();
@@ -502,6 +498,12 @@ fn ack_with(n: u64, sack: Option<(u64, u64)>, window: u64) -> Segment {
         a.sack_len = 1;
     }
     a
+}
+
+/// The segment numbers the sender sends at `t` ms, until it has nothing more to send.
+fn sent_at(s: &mut Sender, t: u64) -> Vec<u64> {
+    let at = Instant::from_millis(t);
+    std::iter::from_fn(|| s.poll_transmit(at).map(|x| x.seq / MSS)).collect()
 }
 
 /// What the sender sends after one ACK: 'N' new data, 'R' a retransmission, counted.
@@ -708,22 +710,18 @@ fn the_reordering_timer_in_a_recovery_resends_what_it_marks() {
     };
     let mut s = Sender::new(&c, 1_000_000);
     let w = 1 << 20;
-    let sent = |s: &mut Sender, t: u64| -> Vec<u64> {
-        let at = Instant::from_millis(t);
-        std::iter::from_fn(|| s.poll_transmit(at).map(|x| x.seq / MSS)).collect()
-    };
-    assert_eq!(sent(&mut s, 0), [0, 1, 2, 3]);
+    assert_eq!(sent_at(&mut s, 0), [0, 1, 2, 3]);
     s.handle_ack(Instant::from_millis(100), &ack_with(MSS, None, w));
-    assert_eq!(sent(&mut s, 100), [4, 5]);
+    assert_eq!(sent_at(&mut s, 100), [4, 5]);
     s.handle_ack(Instant::from_millis(101), &ack_with(2 * MSS, None, w));
-    assert_eq!(sent(&mut s, 101), [6, 7]);
+    assert_eq!(sent_at(&mut s, 101), [6, 7]);
     s.handle_ack(
         Instant::from_millis(201),
         &ack_with(2 * MSS, Some((6 * MSS, 8 * MSS)), w),
     );
     assert!(s.in_recovery());
     assert_eq!(s.stats().rack_marked_lost, 2, "2 and 3");
-    assert_eq!(sent(&mut s, 201), [2]);
+    assert_eq!(sent_at(&mut s, 201), [2]);
     assert_eq!(
         s.poll_timeout(),
         Some(Instant::from_millis(225)),
@@ -733,7 +731,7 @@ fn the_reordering_timer_in_a_recovery_resends_what_it_marks() {
     assert_eq!(s.stats().rack_marked_lost, 4);
     // The window of the last PRR step is 3 (4 and 5 in flight, one more to send: 2); now 2
     // alone is in flight, so two of the lost go at once.
-    assert_eq!(sent(&mut s, 225), [3, 4], "resent at the timer");
+    assert_eq!(sent_at(&mut s, 225), [3, 4], "resent at the timer");
     assert_eq!(s.stats().timeouts, 0);
 }
 
