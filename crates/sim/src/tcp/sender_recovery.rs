@@ -62,8 +62,7 @@ impl Sender {
     ) {
         if let Some(r) = self.rack.as_mut() {
             r.advance(self.snd_una);
-            let head_sent = r.head_xmit_ts();
-            self.rearm_on_sack(now, prior_una, head_sent);
+            self.rearm_on_sack(now, prior_una);
             self.rack_detect(now);
             self.tlp_on_ack(a, prior_una, dup);
             if self.tlp.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
@@ -83,11 +82,12 @@ impl Sender {
     /// retransmission timer, so a repair queued behind a long flight is given the time that
     /// flight takes to drain; SACKs of data sent after the repair do not, or the timer could be
     /// pushed back for ever in a recovery.
-    fn rearm_on_sack(&mut self, now: Instant, prior_una: u64, head_sent: Option<Instant>) {
+    fn rearm_on_sack(&mut self, now: Instant, prior_una: u64) {
         if !self.linux_rtt_sampling() || self.snd_una != prior_una || self.deadline.is_none() {
             return;
         }
-        let (Some(rtts), Some(head)) = (self.ack_rtts, head_sent) else {
+        let head = self.rack.as_ref().and_then(|r| r.head_xmit_ts());
+        let (Some(rtts), Some(head)) = (self.ack_rtts, head) else {
             return;
         };
         if rtts.oldest > now.saturating_since(head) {
