@@ -206,6 +206,11 @@ fn first_command_end(line: &str) -> usize {
     line.len()
 }
 
+/// Whether the first command of `line` asks for JSON (`--json`).
+fn asks_json(line: &str) -> bool {
+    line[..first_command_end(line)].contains(" --json")
+}
+
 /// The verb path an example line runs (the subcommand names after `mslink`).
 fn verb_of(line: &str, all: &[(String, clap::Command)]) -> String {
     let words: Vec<&str> = line.split_whitespace().collect();
@@ -284,7 +289,7 @@ fn run_example(verb: &str, line: &str, dir: &Path) {
     );
     let end = first_command_end(line);
     let redirected = !line[end..].is_empty() && !line[end..].starts_with('#');
-    if line[..end].contains(" --json") && !redirected {
+    if asks_json(line) && !redirected {
         let v: Result<serde_json::Value, _> = serde_json::from_slice(&out);
         assert!(
             v.is_ok(),
@@ -507,7 +512,7 @@ fn every_help_ends_with_examples_that_run() {
                 run_daemon(&run, &dir);
             } else {
                 run_example(&verb, &run, &dir);
-                let kind = usize::from(run[..first_command_end(&run)].contains(" --json"));
+                let kind = usize::from(asks_json(&run));
                 if !verb.starts_with("bench")
                     && !needs_root(&verb, line)
                     && piped.insert((verb.clone(), kind))
